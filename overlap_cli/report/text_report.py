@@ -1,0 +1,107 @@
+"""Human output: one line per finding (``file:line:col CODE severity message``), then a compact table of
+the effective overlap settings with provenance. rich on a terminal, plain text when piped."""
+
+from __future__ import annotations
+
+import json
+from typing import IO
+
+from . import summary
+
+_SHOWN_SOURCES_ORDER = ("user", "default", "bridge-auto", "forced-off", "mixed-precision", "unknown")
+
+
+def _value(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, dict):
+        preset = v.get("preset") if "preset" in v else None
+        return f"preset {preset}" if preset else "{...}"
+    return json.dumps(v) if not isinstance(v, str) else v
+
+
+def finding_line(file: str, f) -> str:
+    line = f.line if f.line is not None else 1
+    col = f.column if f.column is not None else 1
+    return f"{file}:{line}:{col} {f.code} {f.severity} {f.message}"
+
+
+def render_plain(results, out: IO[str], show_effective: bool = True) -> None:
+    for r in results:
+        if r.error is not None:
+            out.write(f"{r.error.one_line()}\n")
+            continue
+        for f in r.findings:
+            out.write(finding_line(r.file, f) + "\n")
+        if show_effective and r.effective:
+            t = r.target
+            dp = t.get("data_parallel_size")
+            out.write(
+                f"\n{r.file}: effective overlap settings (world size {t.get('world_size') or 'unknown'}, "
+                f"DP {dp if dp is not None else 'unknown'}, Transformer Engine "
+                f"{'present' if t.get('transformer_engine') else 'absent'})\n"
+            )
+            width = max(len(k) for k in r.effective)
+            for key, v in r.effective.items():
+                out.write(f"  {key:<{width}}  {_value(v.value):<12} {v.source:<15} {v.reason}\n")
+            for note in r.notes:
+                out.write(f"  note: {note}\n")
+            out.write("\n")
+    s = summary(results)
+    out.write(
+        f"{s['files']} file(s): {s['error']} error(s), {s['warning']} warning(s), {s['info']} info"
+        + (f", {s['unreadable']} could not be checked" if s["unreadable"] else "")
+        + "\n"
+    )
+
+
+_SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+_SRC_STYLE = {"forced-off": "bold red", "bridge-auto": "green", "mixed-precision": "magenta", "unknown": "dim", "user": "bold", "default": "dim"}
+
+
+def render_rich(results, show_effective: bool = True) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    for r in results:
+        if r.error is not None:
+            console.print(Text(r.error.one_line(), style="bold red"))
+            continue
+        for f in r.findings:
+            t = Text()
+            t.append(f"{r.file}:{f.line or 1}:{f.column or 1} ", style="bold")
+            t.append(f"{f.code} ", style="bold " + _SEV_STYLE[f.severity].split()[-1])
+            t.append(f"{f.severity} ", style=_SEV_STYLE[f.severity])
+            t.append(f.message)
+            if f.fix is not None:
+                t.append(f"  [{f.fix.applicability} fix]", style="dim")
+            console.print(t)
+        if show_effective and r.effective:
+            dp = r.target.get("data_parallel_size")
+            table = Table(
+                title=f"{r.file} — world size {r.target.get('world_size') or 'unknown'}, DP {dp if dp is not None else 'unknown'}",
+                title_justify="left",
+                show_edge=False,
+                pad_edge=False,
+            )
+            table.add_column("setting")
+            table.add_column("effective")
+            table.add_column("source")
+            table.add_column("why", overflow="fold")
+            for key, v in r.effective.items():
+                table.add_row(key, _value(v.value), Text(v.source, style=_SRC_STYLE.get(v.source, "")), v.reason)
+            console.print(table)
+            for note in r.notes:
+                console.print(Text(f"note: {note}", style="dim"))
+            console.print()
+    s = summary(results)
+    console.print(
+        f"{s['files']} file(s): [bold red]{s['error']} error(s)[/], [yellow]{s['warning']} warning(s)[/], "
+        f"[cyan]{s['info']} info[/]" + (f", [bold red]{s['unreadable']} could not be checked[/]" if s["unreadable"] else "")
+    )

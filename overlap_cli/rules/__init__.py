@@ -1,0 +1,94 @@
+"""Rule registry. A rule is metadata (code, severity, title, documentation) plus one pure function
+``check(view) -> Iterable[Finding]`` over the resolved view. Families live in sibling modules and are
+imported once, on first use.
+
+Codes are stable: CFG0xx structure, TP1xx tensor parallel, PP2xx pipeline, DP3xx data parallel and
+buckets, MP4xx mixed precision, ENV5xx launch environment, UB6xx userbuffers presets, EP7xx expert
+parallel / delayed wgrad, CP8xx context parallel.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional
+
+FAMILY_MODULES = ("cfg", "tp", "pp", "dp", "mp", "env", "ub", "ep", "cp")
+FAMILY_NAMES = {
+    "CFG": "structure",
+    "TP": "tensor parallel",
+    "PP": "pipeline parallel",
+    "DP": "data parallel",
+    "MP": "mixed precision",
+    "ENV": "launch environment",
+    "UB": "userbuffers presets",
+    "EP": "expert parallel",
+    "CP": "context parallel",
+}
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    severity: str  # default severity; a check may lower or raise it per finding
+    title: str
+    doc: str
+    check: Callable
+    fix: str = "none"  # "safe" | "unsafe" | "safe/unsafe" | "none"
+
+    @property
+    def family(self) -> str:
+        return "".join(c for c in self.code if c.isalpha())
+
+
+_RULES: dict[str, Rule] = {}
+_LOADED = False
+
+
+def rule(code: str, name: str, severity: str, title: str, fix: str = "none"):
+    """Register ``func`` as the check of rule ``code``; its docstring is the rule's documentation."""
+
+    def deco(func: Callable) -> Callable:
+        if code in _RULES:
+            raise RuntimeError(f"duplicate rule code {code}")
+        _RULES[code] = Rule(code, name, severity, title, inspect.cleandoc(func.__doc__ or ""), func, fix)
+        return func
+
+    return deco
+
+
+def all_rules() -> dict[str, Rule]:
+    global _LOADED
+    if not _LOADED:
+        for mod in FAMILY_MODULES:
+            try:
+                importlib.import_module(f"{__name__}.{mod}")
+            except ModuleNotFoundError as exc:  # a family not built yet
+                if exc.name != f"{__name__}.{mod}":
+                    raise
+        _LOADED = True
+    return dict(sorted(_RULES.items(), key=lambda kv: _code_key(kv[0])))
+
+
+def _code_key(code: str):
+    fam = "".join(c for c in code if c.isalpha())
+    num = "".join(c for c in code if c.isdigit())
+    return (FAMILY_MODULES.index(fam.lower()) if fam.lower() in FAMILY_MODULES else 99, int(num or 0))
+
+
+def get_rule(code: str) -> Optional[Rule]:
+    return all_rules().get(code)
+
+
+def run_rules(view) -> list:
+    from ..model import Finding
+
+    findings: list[Finding] = []
+    for r in all_rules().values():
+        for f in r.check(view) or ():
+            if not f.code:
+                f.code = r.code
+            findings.append(f)
+    return findings

@@ -1,0 +1,208 @@
+"""CFG0xx — structure of the comm_overlap section and what it overwrites elsewhere."""
+
+from __future__ import annotations
+
+from .. import bridge
+from ..model import Edit
+from . import rule
+from ._helpers import finding, fmt, remove, safe, set_
+
+
+@rule("CFG001", "no-comm-overlap", "info", "No comm_overlap section: Bridge applies no overlap tuning")
+def no_comm_overlap(view):
+    """
+    ## What it does
+    Notes that the config has no `comm_overlap` section (or `comm_overlap: null`).
+
+    ## Why it matters
+    `runtime_config_update` calls `CommOverlapConfig.setup` only when the section exists
+    (megatron/bridge/training/config.py). Without it nothing is tuned: TP overlap is not enabled, the
+    PP p2p mode keeps Megatron-Core's defaults (`overlap_p2p_comm=False`, `batch_p2p_comm=True`), and DP
+    overlap stays off unless the `ddp` section turns it on by hand. No log line says so.
+
+    ## Example
+    ```yaml
+    model: {tensor_model_parallel_size: 4, pipeline_model_parallel_size: 4}
+    # no comm_overlap
+    ```
+
+    ## Fix
+    None offered: adding `comm_overlap: {tp_comm_overlap: false}` changes the PP and DP settings the run
+    gets, which is a tuning decision. Add it yourself to let Bridge pick its defaults.
+    """
+    if not view.comm_overlap_present:
+        yield finding(
+            view,
+            "CFG001",
+            "info",
+            "no comm_overlap section: Bridge applies no overlap tuning; Megatron-Core defaults and the ddp/model "
+            "values in the file stand",
+            "comm_overlap" if "comm_overlap" in view.cfg.data else None,
+        )
+
+
+@rule("CFG002", "missing-tp-comm-overlap", "error", "comm_overlap lacks the required field tp_comm_overlap", fix="safe")
+def missing_required(view):
+    """
+    ## What it does
+    Flags a `comm_overlap` section without `tp_comm_overlap`.
+
+    ## Why it matters
+    `CommOverlapConfig` is a keyword-only dataclass whose `tp_comm_overlap: bool` has no default
+    (megatron/bridge/training/comm_overlap.py). Building it fails with
+    `TypeError: CommOverlapConfig.__init__() missing 1 required keyword-only argument: 'tp_comm_overlap'`.
+
+    ## Example
+    ```yaml
+    comm_overlap:
+      overlap_grad_reduce: true
+    ```
+
+    ## Fix
+    Adds `comm_overlap.tp_comm_overlap: false`. **Safe**: the section cannot be constructed without it, and
+    `false` is the value Bridge would otherwise write onto the model.
+    """
+    if view.comm_overlap_present and view.comm_overlap_missing_required:
+        yield finding(
+            view,
+            "CFG002",
+            "error",
+            "comm_overlap has no tp_comm_overlap: it is a required field and CommOverlapConfig raises TypeError",
+            "comm_overlap",
+            safe("add comm_overlap.tp_comm_overlap: false", Edit("add", "comm_overlap.tp_comm_overlap", False)),
+        )
+
+
+@rule("CFG003", "unknown-comm-overlap-key", "error", "Unknown key under comm_overlap")
+def unknown_key(view):
+    """
+    ## What it does
+    Flags keys under `comm_overlap` that `CommOverlapConfig` does not have.
+
+    ## Why it matters
+    The section is built as `CommOverlapConfig(**fields)`, so an unknown key fails with
+    `TypeError: ... got an unexpected keyword argument`. Launch variables such as
+    `CUDA_DEVICE_MAX_CONNECTIONS` do not belong here either (see the ENV family); typos such as
+    `overlap_grad_reduc` are caught here.
+
+    ## Example
+    ```yaml
+    comm_overlap:
+      tp_comm_overlap: true
+      overlap_grad_reduc: true
+    ```
+
+    ## Fix
+    None automatic for typos: rename the key (the message names the closest field).
+    """
+    co = view.cfg.data.get("comm_overlap")
+    if not isinstance(co, dict):
+        return
+    import difflib
+
+    env_like = getattr(view, "env_variable_names", ())
+    for key in co:
+        if key == "_target_" or key in bridge.COMM_OVERLAP_FIELDS:
+            continue
+        if isinstance(key, str) and (key.isupper() or key in env_like):
+            continue  # launch variables are reported by the ENV family with a fix
+        close = difflib.get_close_matches(str(key), list(bridge.COMM_OVERLAP_FIELDS), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        yield finding(
+            view,
+            "CFG003",
+            "error",
+            f"comm_overlap.{key} is not a CommOverlapConfig field; Bridge raises TypeError{hint}",
+            f"comm_overlap.{key}",
+        )
+
+
+@rule("CFG004", "model-overlap-overwritten", "warning", "A model-level overlap value is overwritten by comm_overlap", fix="safe")
+def model_overwritten(view):
+    """
+    ## What it does
+    Flags overlap fields written in the `model` section that `comm_overlap` overwrites at launch
+    (`tp_comm_overlap`, `tp_comm_bootstrap_backend`, `overlap_p2p_comm`, `batch_p2p_comm`,
+    `defer_embedding_wgrad_compute`, `wgrad_deferral_limit`, `overlap_moe_expert_parallel_comm`,
+    `delay_wgrad_compute`).
+
+    ## Why it matters
+    `CommOverlapConfig.setup` copies every one of its fields onto any config object that has an
+    attribute of that name, with no log line (comm_overlap.py `_apply_cfgs`). The value written on the
+    model is silently replaced by comm_overlap's own (its default, or the value set in `comm_overlap`).
+
+    In Bridge's own dumps (sections carrying `_target_`) every field is written out; a field holding its
+    Megatron-Core default there is not counted as a choice, so this rule stays quiet on them.
+
+    ## Example
+    ```yaml
+    model: {pipeline_model_parallel_size: 4, virtual_pipeline_model_parallel_size: 2, batch_p2p_comm: true}
+    comm_overlap: {tp_comm_overlap: false}   # writes batch_p2p_comm=false
+    ```
+
+    ## Fix
+    Moves the value into `comm_overlap` (same value, now effective) and removes it from `model`.
+    **Safe**: it keeps what the file asked for. If that value then crashes (e.g. both p2p flags true), the
+    PP rules report it.
+    """
+    for ow in view.co_overwrites:
+        if ow.section != "model":
+            continue
+        yield finding(
+            view,
+            "CFG004",
+            "warning",
+            f"model.{ow.key}: {fmt(ow.file_value)} is overwritten by comm_overlap with {fmt(ow.new_value)}; "
+            f"set it in comm_overlap.{ow.key} to make it effective",
+            f"model.{ow.key}",
+            safe(
+                f"move model.{ow.key} into comm_overlap",
+                set_(f"comm_overlap.{ow.key}", ow.file_value),
+                remove(f"model.{ow.key}"),
+            ),
+        )
+
+
+@rule("CFG005", "dp-overlap-overwritten", "warning", "A ddp/optimizer overlap value is overwritten by comm_overlap", fix="safe")
+def dp_overwritten(view):
+    """
+    ## What it does
+    Flags `ddp.{overlap_grad_reduce, overlap_param_gather, align_param_gather, bucket_size,
+    delay_wgrad_compute}` and `optimizer.{overlap_param_gather, overlap_param_gather_with_optimizer_step}`
+    values in the file that comm_overlap's data-parallel path overwrites.
+
+    ## Why it matters
+    With `comm_overlap` present and `ddp.use_distributed_optimizer: true`, Bridge computes the DP
+    defaults (bucket 134,217,728 parameters and overlap on when DP > 1; everything off when DP = 1),
+    applies the values set in `comm_overlap`, and writes the result onto ddp and optimizer
+    (comm_overlap.py `_get_optimizer_overlap_cfgs`). Values written directly in `ddp` lose — even though
+    Bridge's performance guide tells users to set them there.
+
+    ## Example
+    ```yaml
+    ddp: {use_distributed_optimizer: true, overlap_grad_reduce: true}
+    comm_overlap: {tp_comm_overlap: false}
+    # with DP = 1, overlap_grad_reduce ends up false
+    ```
+
+    ## Fix
+    Moves the value into `comm_overlap` and removes it from ddp/optimizer. **Safe**: the user's value
+    becomes the effective one (comm_overlap values win over every default).
+    """
+    for ow in view.co_overwrites:
+        if ow.section not in ("ddp", "optimizer"):
+            continue
+        edits = [set_(f"comm_overlap.{ow.key}", ow.file_value), remove(f"{ow.section}.{ow.key}")]
+        # overlap_param_gather exists in both sections; move both at once so one fix covers the pair.
+        other = "optimizer" if ow.section == "ddp" else "ddp"
+        if ow.key == "overlap_param_gather" and view.cfg.has((other, ow.key)):
+            edits.append(remove(f"{other}.{ow.key}"))
+        yield finding(
+            view,
+            "CFG005",
+            "warning",
+            f"{ow.section}.{ow.key}: {fmt(ow.file_value)} is overwritten by comm_overlap's data-parallel path "
+            f"with {fmt(ow.new_value)}; set it in comm_overlap.{ow.key} to make it effective",
+            f"{ow.section}.{ow.key}",
+            safe(f"move {ow.section}.{ow.key} into comm_overlap", *edits),
+        )

@@ -1,0 +1,259 @@
+"""DP3xx — data-parallel overlap, the distributed optimizer and gradient buckets."""
+
+from __future__ import annotations
+
+import re
+
+from .. import bridge
+from ..model import Edit
+from . import rule
+from ._helpers import finding, fmt, remove, safe, unsafe
+
+
+def _human_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}".replace(".0 ", " ")
+        n /= 1024
+    return f"{n} B"
+
+
+@rule("DP301", "dp-defaults-applied", "info", "Bridge's data-parallel overlap defaults apply")
+def dp_defaults(view):
+    """
+    ## What it does
+    Reports the data-parallel settings Bridge computes when `comm_overlap` is present and the distributed
+    optimizer is on: with DP > 1 `bucket_size = 128·1024·1024 = 134,217,728` **parameters**,
+    `overlap_grad_reduce` and `overlap_param_gather` on, and `align_param_gather` on with PP > 1 and VPP > 1.
+    With DP = 1 they are forced off. Values set in `comm_overlap` win.
+
+    ## Why it matters
+    `bucket_size` counts parameters, not bytes. A bucket's gradient buffer is `bucket_size × 4` bytes with
+    `grad_reduce_in_fp32` (the default of every bf16 recipe) and `× 2` with bf16 gradients. The message
+    gives the byte size for the effective gradient dtype. Without a world size, DP is unknown and so are
+    these values; the effective table says what they become.
+    """
+    if not view.dp_path_ran:
+        return
+    if view.dp is None:
+        yield finding(
+            view,
+            "DP301",
+            "info",
+            "data-parallel size unknown (give --world-size): with DP > 1 Bridge sets bucket_size=134,217,728 "
+            "parameters, overlap_grad_reduce and overlap_param_gather"
+            + (", align_param_gather (PP>1, VPP>1)" if view.pp > 1 and view.vp > 1 else "")
+            + "; with DP = 1 it forces them off",
+            "ddp.use_distributed_optimizer",
+        )
+        return
+    if view.dp > 1:
+        bucket = view.value("ddp.bucket_size")
+        fp32 = bool(view.value("ddp.grad_reduce_in_fp32"))
+        size = ""
+        if isinstance(bucket, int) and not isinstance(bucket, bool):
+            width = 4 if fp32 else 2
+            size = f" = {_human_bytes(bucket * width)} of {'fp32' if fp32 else 'bf16/fp16'} gradients per bucket"
+        yield finding(
+            view,
+            "DP301",
+            "info",
+            f"DP={view.dp}: bucket_size={fmt(bucket)} parameters{size}; overlap_grad_reduce="
+            f"{fmt(view.value('ddp.overlap_grad_reduce'))}, overlap_param_gather={fmt(view.value('ddp.overlap_param_gather'))}, "
+            f"align_param_gather={fmt(view.value('ddp.align_param_gather'))}",
+            "ddp.use_distributed_optimizer",
+        )
+    else:
+        yield finding(
+            view,
+            "DP301",
+            "info",
+            "DP=1: Bridge forces overlap_grad_reduce, overlap_param_gather and align_param_gather off and bucket_size to null",
+            "ddp.use_distributed_optimizer",
+        )
+
+
+@rule("DP302", "dp-overlap-ignored-no-distopt", "warning", "DP overlap set in comm_overlap is ignored without the distributed optimizer", fix="unsafe")
+def ignored_without_distopt(view):
+    """
+    ## What it does
+    Flags `comm_overlap.{overlap_grad_reduce, overlap_param_gather, align_param_gather, bucket_size,
+    overlap_param_gather_with_optimizer_step}` when `ddp.use_distributed_optimizer` is false at setup.
+
+    ## Why it matters
+    Bridge applies its DP path only with Megatron's DDP **and** `ddp.use_distributed_optimizer: true`
+    (comm_overlap.py `setup`). Otherwise these fields are silently ignored; plain DDP gets no overlap
+    unless `ddp.overlap_grad_reduce` is set by hand.
+
+    ## Fix
+    Sets `ddp.use_distributed_optimizer: true` and `optimizer.use_distributed_optimizer: true`.
+    **Unsafe**: the distributed optimizer shards optimizer state, changes memory use and the checkpoint
+    format. Alternatively set `ddp.overlap_grad_reduce: true` yourself.
+    """
+    if not view.comm_overlap_present or view.distopt_at_setup:
+        return
+    ignored = [k for k in bridge.DP_FIELDS if view.cfg.get(("comm_overlap", k)) is not None]
+    if ignored:
+        yield finding(
+            view,
+            "DP302",
+            "warning",
+            f"comm_overlap.{', '.join(ignored)} ignored: Bridge applies DP overlap only with "
+            "ddp.use_distributed_optimizer: true",
+            f"comm_overlap.{ignored[0]}",
+            unsafe(
+                "enable the distributed optimizer (ddp and optimizer)",
+                Edit("set", "ddp.use_distributed_optimizer", True),
+                Edit("set", "optimizer.use_distributed_optimizer", True),
+            ),
+        )
+
+
+@rule("DP303", "distopt-out-of-sync", "warning", "optimizer.use_distributed_optimizer true but ddp's false: DP defaults skipped", fix="safe")
+def distopt_out_of_sync(view):
+    """
+    ## What it does
+    Flags `optimizer.use_distributed_optimizer: true` with `ddp.use_distributed_optimizer: false` (or
+    missing) while `comm_overlap` is present.
+
+    ## Why it matters
+    comm_overlap reads the ddp flag, sees false, and skips every DP default. Later `validate()` turns the
+    distributed optimizer on for both with a warning ("Distributed optimizer settings were not in sync").
+    The run uses the distributed optimizer without Bridge's bucket size and overlap flags. Bridge's own
+    `llama31_405b_sft_128gpu_h100_bf16_config` recipe has this shape.
+
+    ## Fix
+    Sets `ddp.use_distributed_optimizer: true`. **Safe**: validate() turns it on anyway; the fix only lets
+    comm_overlap see it in time.
+    """
+    if not view.comm_overlap_present:
+        return
+    if view.cfg.get(("optimizer", "use_distributed_optimizer")) is True and not view.distopt_at_setup:
+        yield finding(
+            view,
+            "DP303",
+            "warning",
+            "optimizer.use_distributed_optimizer is true but ddp.use_distributed_optimizer is false: comm_overlap skips "
+            "the DP defaults, then validate() turns the distributed optimizer on anyway",
+            "ddp.use_distributed_optimizer" if view.cfg.has(("ddp", "use_distributed_optimizer")) else "optimizer.use_distributed_optimizer",
+            safe("set ddp.use_distributed_optimizer: true", Edit("set", "ddp.use_distributed_optimizer", True)),
+        )
+
+
+_UNIT = re.compile(r"^\s*[0-9.]+\s*([kKmMgGtT]i?[bB]?|[bB]|bytes?)\s*$")
+
+
+@rule("DP304", "bad-bucket-size", "error", "bucket_size is not a positive integer count of parameters")
+def bad_bucket_size(view):
+    """
+    ## What it does
+    Flags `bucket_size` in `comm_overlap` or `ddp` that is not a positive integer: a string with a unit
+    (`512MB`), a float, zero, a negative number, a boolean.
+
+    ## Why it matters
+    `bucket_size` is the maximum number of **parameters** per bucket (Megatron-Core
+    `DistributedDataParallelConfig`), not a byte count. A string or float reaches the bucketing code and
+    fails or misbehaves at start-up; a unit shows the value was meant as bytes.
+
+    ## Fix
+    None automatic: write a parameter count (e.g. 134217728 = Bridge's default).
+    """
+    for section in ("comm_overlap", "ddp"):
+        if not view.cfg.has((section, "bucket_size")):
+            continue
+        value = view.cfg.get((section, "bucket_size"))
+        if value is None:
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            continue
+        if isinstance(value, str) and _UNIT.match(value):
+            why = "given with a unit; bucket_size counts parameters, not bytes"
+        else:
+            why = f"{fmt(value)} is not a positive integer (a number of parameters)"
+        yield finding(view, "DP304", "error", f"{section}.bucket_size: {why}", f"{section}.bucket_size")
+
+
+@rule("DP305", "num-buckets-with-bucket-size", "error", "ddp.num_buckets together with an effective bucket_size", fix="unsafe")
+def num_buckets_conflict(view):
+    """
+    ## What it does
+    Flags `ddp.num_buckets` when the effective `ddp.bucket_size` is set (by the file or by Bridge's DP
+    default with DP > 1).
+
+    ## Why it matters
+    `DistributedDataParallelConfig.__post_init__` asserts "Cannot specify both num_buckets and
+    bucket_size" at `ddp.finalize()` inside `validate()` — after comm_overlap wrote 134,217,728. Setting
+    `comm_overlap.bucket_size: null` does not help (null means "auto").
+
+    ## Fix
+    Removes `ddp.num_buckets`. **Unsafe**: bucketing then follows `bucket_size`, which changes how
+    gradients are grouped for communication.
+    """
+    nb = view.cfg.get(("ddp", "num_buckets"))
+    if nb is None:
+        return
+    bucket = view.value("ddp.bucket_size")
+    if bucket is not None:
+        yield finding(
+            view,
+            "DP305",
+            "error",
+            f"ddp.num_buckets={fmt(nb)} together with bucket_size={fmt(bucket)}: Megatron-Core asserts "
+            "'Cannot specify both num_buckets and bucket_size'",
+            "ddp.num_buckets",
+            unsafe("remove ddp.num_buckets", remove("ddp.num_buckets")),
+        )
+    elif view.dp is None and view.dp_path_ran and view.cfg.get(("comm_overlap", "bucket_size")) is None:
+        yield finding(
+            view,
+            "DP305",
+            "warning",
+            f"ddp.num_buckets={fmt(nb)}: with DP > 1 Bridge sets bucket_size=134,217,728 and Megatron-Core then asserts "
+            "'Cannot specify both num_buckets and bucket_size'",
+            "ddp.num_buckets",
+            unsafe("remove ddp.num_buckets", remove("ddp.num_buckets")),
+        )
+
+
+@rule("DP306", "dp-without-overlap", "warning", "DP > 1 without the distributed optimizer and without overlap_grad_reduce")
+def dp_without_overlap(view):
+    """
+    ## What it does
+    Flags DP > 1 with `comm_overlap` present, the distributed optimizer off, and
+    `ddp.overlap_grad_reduce` false.
+
+    ## Why it matters
+    Bridge's DP defaults never run without the distributed optimizer, so the gradient all-reduce runs
+    after the backward pass with nothing overlapped. Megatron-Core supports an overlapped all-reduce
+    without the distributed optimizer; it just has to be asked for.
+
+    ## Fix
+    None automatic: set `ddp.overlap_grad_reduce: true`, or use the distributed optimizer (DP302).
+    """
+    if view.comm_overlap_present and view.dp is not None and view.dp > 1 and not view.distopt_at_setup:
+        if not view.value("ddp.overlap_grad_reduce") and view.value("ddp.use_distributed_optimizer") is not True:
+            yield finding(
+                view,
+                "DP306",
+                "warning",
+                f"DP={view.dp} without the distributed optimizer and without ddp.overlap_grad_reduce: gradient "
+                "reduction is not overlapped",
+                "ddp.use_distributed_optimizer" if view.cfg.has(("ddp", "use_distributed_optimizer")) else "ddp",
+            )
+
+
+@rule("DP307", "world-size-not-divisible", "error", "World size not divisible by TP·PP·CP")
+def not_divisible(view):
+    """
+    ## What it does
+    Flags a target world size that is not a multiple of `tensor × pipeline × context` parallel sizes.
+
+    ## Why it matters
+    `ConfigContainer.get_data_parallel_size` asserts the world size is divisible by TP·PP·CP before
+    comm_overlap runs; the job dies at start-up.
+
+    ## Fix
+    None in the file: change the world size or the parallel sizes.
+    """
+    if view.dp_error:
+        yield finding(view, "DP307", "error", view.dp_error + ": Bridge asserts at start-up", "model.tensor_model_parallel_size")

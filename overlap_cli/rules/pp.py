@@ -1,0 +1,159 @@
+"""PP2xx — pipeline-parallel p2p communication and the pipeline bubble."""
+
+from __future__ import annotations
+
+from ..model import Edit
+from . import rule
+from ._helpers import finding, remove, safe, set_, unsafe
+
+
+def _smallest_vpp(num_layers, pp: int):
+    """Smallest VPP >= 2 with num_layers divisible by PP * VPP (None when there is none)."""
+    if not isinstance(num_layers, int) or num_layers <= 0:
+        return None
+    for vpp in range(2, num_layers // pp + 1):
+        if num_layers % (pp * vpp) == 0:
+            return vpp
+    return None
+
+
+@rule("PP201", "pp-p2p-choice", "info", "Which p2p mode Bridge picks for the pipeline", fix="unsafe")
+def p2p_choice(view):
+    """
+    ## What it does
+    Reports the pipeline p2p mode Bridge picks when `comm_overlap` is present and PP > 1.
+
+    ## Why it matters
+    Bridge enables `overlap_p2p_comm=True, batch_p2p_comm=False` only when PP > 1 **and**
+    `virtual_pipeline_model_parallel_size` > 1 (null counts as 1). PP > 1 without VPP gets
+    `overlap_p2p_comm=False, batch_p2p_comm=True`: the non-interleaved schedule cannot overlap p2p.
+    Values set in `comm_overlap` win.
+
+    ## Fix
+    For PP > 1 without VPP: set `model.virtual_pipeline_model_parallel_size` to the smallest VPP ≥ 2 that
+    divides `num_layers / PP`. **Unsafe** (only with `--unsafe-fixes`): the interleaved schedule changes
+    memory use, layer placement and checkpoint layout. No fix when `num_layers` is unknown or no VPP fits.
+    """
+    if not view.comm_overlap_present or view.pp <= 1:
+        return
+    overlap, batch = view.value("model.overlap_p2p_comm"), view.value("model.batch_p2p_comm")
+    if view.vp > 1:
+        msg = f"PP={view.pp}, VPP={view.vp}: overlap_p2p_comm={str(overlap).lower()}, batch_p2p_comm={str(batch).lower()}"
+        yield finding(view, "PP201", "info", msg, "model.pipeline_model_parallel_size")
+        return
+    fix = None
+    vpp = _smallest_vpp(view.get_final("model", "num_layers"), view.pp)
+    if vpp is not None and view.cfg.get(("comm_overlap", "overlap_p2p_comm")) is None:
+        fix = unsafe(
+            f"set model.virtual_pipeline_model_parallel_size: {vpp} (interleaved schedule, enables p2p overlap)",
+            set_("model.virtual_pipeline_model_parallel_size", vpp),
+        )
+    yield finding(
+        view,
+        "PP201",
+        "info",
+        f"PP={view.pp} without VPP: Bridge picks batch_p2p_comm=true, overlap_p2p_comm=false; "
+        "p2p overlap needs virtual_pipeline_model_parallel_size > 1",
+        "model.pipeline_model_parallel_size",
+        fix,
+    )
+
+
+@rule("PP202", "p2p-overlap-non-interleaved", "error", "overlap_p2p_comm on a non-interleaved schedule crashes", fix="safe")
+def overlap_without_vpp(view):
+    """
+    ## What it does
+    Flags an effective `overlap_p2p_comm: true` with PP > 1 and no VPP (null or 1).
+
+    ## Why it matters
+    A value set in `comm_overlap` wins over Bridge's choice, unchecked. Megatron-Core's
+    `forward_backward_pipelining_without_interleaving` then raises at the first training step:
+    `ValueError: Non-interleaved pipeline parallelism does not support overlapping p2p communication`
+    (megatron/core/pipeline_parallel/schedules.py).
+
+    ## Example
+    ```yaml
+    model: {pipeline_model_parallel_size: 4}
+    comm_overlap: {tp_comm_overlap: false, overlap_p2p_comm: true}
+    ```
+
+    ## Fix
+    Removes the `overlap_p2p_comm: true` override (Bridge then picks batched p2p). **Safe**: the
+    override would crash the run. Getting p2p overlap instead needs VPP > 1 (see PP201, unsafe).
+    """
+    if view.pp > 1 and view.vp <= 1 and view.value("model.overlap_p2p_comm") is True:
+        if view.cfg.get(("comm_overlap", "overlap_p2p_comm")) is True:
+            key = "comm_overlap.overlap_p2p_comm"
+            fix = safe("remove comm_overlap.overlap_p2p_comm (crashes without VPP)", remove(key))
+        else:
+            key = "model.overlap_p2p_comm"
+            fix = safe("set model.overlap_p2p_comm: false (crashes without VPP)", set_(key, False))
+        yield finding(
+            view,
+            "PP202",
+            "error",
+            f"overlap_p2p_comm is true with PP={view.pp} and no VPP: Megatron-Core raises 'Non-interleaved pipeline "
+            "parallelism does not support overlapping p2p communication' at the first step",
+            key,
+            fix,
+        )
+
+
+@rule("PP203", "p2p-overlap-and-batch", "error", "overlap_p2p_comm and batch_p2p_comm both true on the interleaved schedule", fix="safe")
+def overlap_and_batch(view):
+    """
+    ## What it does
+    Flags effective `overlap_p2p_comm: true` together with `batch_p2p_comm: true` when PP > 1 and VPP > 1.
+
+    ## Why it matters
+    Setting only `comm_overlap.batch_p2p_comm: true` leaves Bridge's automatic `overlap_p2p_comm=True` in
+    place. `forward_backward_pipelining_with_interleaving` then raises
+    `ValueError: Can not use both overlap_p2p_comm and batch_p2p_comm` at the first step.
+
+    ## Fix
+    Sets `comm_overlap.batch_p2p_comm: false`. **Safe**: keeps the requested p2p overlap, and the
+    combination would crash.
+    """
+    if view.pp > 1 and view.vp > 1 and view.value("model.overlap_p2p_comm") is True and view.value("model.batch_p2p_comm") is True:
+        where = "comm_overlap" if view.comm_overlap_present else "model"
+        yield finding(
+            view,
+            "PP203",
+            "error",
+            "overlap_p2p_comm and batch_p2p_comm are both true with VPP > 1: Megatron-Core raises "
+            "'Can not use both overlap_p2p_comm and batch_p2p_comm' at the first step",
+            f"{where}.batch_p2p_comm",
+            safe("set batch_p2p_comm: false", set_(f"{where}.batch_p2p_comm", False)),
+        )
+
+
+@rule("PP204", "defer-embedding-wgrad-no-limit", "error", "defer_embedding_wgrad_compute without wgrad_deferral_limit", fix="unsafe")
+def defer_without_limit(view):
+    """
+    ## What it does
+    Flags `comm_overlap.defer_embedding_wgrad_compute: true` without `comm_overlap.wgrad_deferral_limit`.
+
+    ## Why it matters
+    Bridge writes `wgrad_deferral_limit=-1` onto the model unless the limit is set in `comm_overlap`
+    (comm_overlap.py). Megatron-Core's ModelParallelConfig then raises at `model.finalize()`:
+    `ValueError: Wgrad deferral limit should be greater than or equal to 0 when it is enabled!`
+    (megatron/core/model_parallel_config.py). Bridge's own recipes always pass a limit (22, 50).
+
+    ## Fix
+    Adds `comm_overlap.wgrad_deferral_limit: 0` (0 = defer the embedding wgrad of all micro-batches).
+    **Unsafe**: the limit is a tuning knob that affects memory; pick your own value if you know it.
+    """
+    if view.value("model.defer_embedding_wgrad_compute") is True and view.value("model.wgrad_deferral_limit") is not None:
+        if view.value("model.wgrad_deferral_limit") < 0:
+            yield finding(
+                view,
+                "PP204",
+                "error",
+                f"defer_embedding_wgrad_compute is on but wgrad_deferral_limit is {view.value('model.wgrad_deferral_limit')}: "
+                "Megatron-Core raises 'Wgrad deferral limit should be greater than or equal to 0 when it is enabled!'",
+                "comm_overlap.defer_embedding_wgrad_compute" if view.comm_overlap_present else "model.wgrad_deferral_limit",
+                unsafe(
+                    "add comm_overlap.wgrad_deferral_limit: 0",
+                    Edit("set", ("comm_overlap" if view.comm_overlap_present else "model") + ".wgrad_deferral_limit", 0),
+                ),
+            )

@@ -1,0 +1,155 @@
+"""TP1xx — tensor-parallel communication overlap (userbuffers)."""
+
+from __future__ import annotations
+
+from ..model import Edit
+from . import rule
+from ._helpers import finding, safe, set_
+
+_REQUEST = "comm_overlap.tp_comm_overlap"
+
+
+@rule("TP101", "tp-overlap-off-tp-size", "warning", "TP overlap requested with TP < 2: Bridge switches it off", fix="safe")
+def tp_too_small(view):
+    """
+    ## What it does
+    Flags `comm_overlap.tp_comm_overlap: true` when `model.tensor_model_parallel_size` is below 2.
+
+    ## Why it matters
+    Bridge's gate (comm_overlap.py, `_get_model_comm_overlap_cfgs`) logs one warning,
+    "Disabling tensor parallel communication overlap due to TP size < 2.", and sets
+    `model.tp_comm_overlap=False`. A preset in `tp_comm_overlap_cfg` is then copied but unused. Several
+    of Bridge's own perf recipes ship TP=1 with TP overlap requested.
+
+    ## Example
+    ```yaml
+    model: {tensor_model_parallel_size: 1}
+    comm_overlap: {tp_comm_overlap: true}
+    ```
+
+    ## Fix
+    Sets `comm_overlap.tp_comm_overlap: false` and drops a `tp_comm_overlap_cfg` that then has no effect.
+    **Safe**: TP overlap can never apply with TP < 2, so the run does not change; the file stops claiming
+    an overlap it does not get. (Raising TP would change the model's sharding — that is your call.)
+    """
+    if view.tp_gate == "tp":
+        edits = [set_(_REQUEST, False)]
+        if view.cfg.get(("comm_overlap", "tp_comm_overlap_cfg")) is not None:
+            edits.append(Edit("remove", "comm_overlap.tp_comm_overlap_cfg"))
+        yield finding(
+            view,
+            "TP101",
+            "warning",
+            f"TP overlap requested but tensor_model_parallel_size={view.tp} < 2: Bridge silently disables it",
+            _REQUEST,
+            safe("set comm_overlap.tp_comm_overlap: false (it can never apply)", *edits),
+        )
+
+
+@rule("TP102", "tp-overlap-off-sequence-parallel", "warning", "TP overlap requested without sequence parallelism: Bridge switches it off", fix="safe")
+def tp_needs_sp(view):
+    """
+    ## What it does
+    Flags `comm_overlap.tp_comm_overlap: true` with TP ≥ 2 and `model.sequence_parallel` false.
+
+    ## Why it matters
+    Userbuffers overlap only the all-gather / reduce-scatter that sequence parallelism introduces. Bridge
+    logs "Disabling tensor parallel communication overlap due to sequence_parallel=False." and turns it
+    off (comm_overlap.py); Megatron-LM's own launcher asserts instead.
+
+    ## Example
+    ```yaml
+    model: {tensor_model_parallel_size: 4, sequence_parallel: false}
+    comm_overlap: {tp_comm_overlap: true}
+    ```
+
+    ## Fix
+    Sets `model.sequence_parallel: true`. **Safe**: it is what TP overlap requires, keeps the request,
+    and sequence parallelism does not change the model's numerics (it shards LayerNorm/dropout
+    activations across the TP group and lowers activation memory).
+    """
+    if view.tp_gate == "sp":
+        yield finding(
+            view,
+            "TP102",
+            "warning",
+            "TP overlap requested but model.sequence_parallel is false: Bridge silently disables TP overlap",
+            "model.sequence_parallel" if view.cfg.has(("model", "sequence_parallel")) else _REQUEST,
+            safe("set model.sequence_parallel: true (TP overlap needs sequence parallelism)", set_("model.sequence_parallel", True)),
+        )
+
+
+@rule("TP103", "tp-overlap-off-no-te", "warning", "TP overlap requested but Transformer Engine is absent on the target")
+def tp_needs_te(view):
+    """
+    ## What it does
+    Flags `comm_overlap.tp_comm_overlap: true` when the target has no Transformer Engine (`--no-te`, a
+    `[tool.overlap]` setting, or `--detect` on a machine without it).
+
+    ## Why it matters
+    Bridge logs "Disabling tensor parallel communication overlap due to TE not detected." and runs
+    without overlap. The target profile decides this; by default Transformer Engine is assumed present.
+
+    ## Fix
+    None in the file: install Transformer Engine on the target.
+    """
+    if view.tp_gate == "te":
+        yield finding(
+            view,
+            "TP103",
+            "warning",
+            "TP overlap requested but Transformer Engine is absent on the target: Bridge silently disables it",
+            _REQUEST,
+        )
+
+
+@rule("TP104", "tp-overlap-on-model-only", "warning", "model.tp_comm_overlap: true without comm_overlap bypasses Bridge's gate")
+def tp_on_model_without_section(view):
+    """
+    ## What it does
+    Flags `model.tp_comm_overlap: true` in a config without a `comm_overlap` section.
+
+    ## Why it matters
+    Without `comm_overlap` none of Bridge's checks run; `initialize` sets up userbuffers whenever the model
+    flag is true (megatron/bridge/training/initialize.py) and fails at start-up when Transformer Engine is
+    missing. With TP < 2 or sequence parallelism off the run is misconfigured (Megatron-LM asserts
+    sequence parallelism for TP overlap). Severity is error in those cases.
+
+    ## Fix
+    Move the request to `comm_overlap.tp_comm_overlap: true`, where Bridge validates it.
+    """
+    if view.comm_overlap_present:
+        return
+    if view.get_final("model", "tp_comm_overlap") is True:
+        bad = view.tp < 2 or not view.get_final("model", "sequence_parallel")
+        extra = " and it cannot work here (needs TP >= 2 and sequence_parallel)" if bad else ""
+        yield finding(
+            view,
+            "TP104",
+            "error" if bad else "warning",
+            "model.tp_comm_overlap: true without a comm_overlap section bypasses Bridge's TP/SP/TE checks" + extra,
+            "model.tp_comm_overlap",
+        )
+
+
+@rule("TP105", "sequence-parallel-dropped", "info", "sequence_parallel with TP ≤ 1 is dropped silently")
+def sp_dropped(view):
+    """
+    ## What it does
+    Notes `model.sequence_parallel: true` with `tensor_model_parallel_size` ≤ 1.
+
+    ## Why it matters
+    Bridge's `TransformerConfig.finalize` sets `sequence_parallel=False` when TP ≤ 1 without a message
+    (megatron/bridge/models/transformer_config.py), before Megatron-Core would reject the combination.
+
+    ## Fix
+    None needed; remove the flag or raise TP.
+    """
+    if view.cfg.get(("model", "sequence_parallel")) is True and view.tp <= 1:
+        yield finding(
+            view,
+            "TP105",
+            "info",
+            f"sequence_parallel: true with tensor_model_parallel_size={view.tp}: Bridge turns it off at model finalize",
+            "model.sequence_parallel",
+        )
