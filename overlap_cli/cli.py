@@ -53,9 +53,12 @@ WorldSize = typer.Option(None, "--world-size", min=1, help="Total GPUs of the la
 Nodes = typer.Option(None, "--nodes", min=1, help="Number of nodes (with --gpus-per-node).")
 GpusPerNode = typer.Option(None, "--gpus-per-node", min=1, help="GPUs per node (with --nodes).")
 TE = typer.Option(None, "--te/--no-te", help="Whether Transformer Engine is present on the target (default: present).")
+GPU = typer.Option(None, "--gpu", help="Target GPU: a100|h100|h200|b200|b300|gb200|gb300.")
+TEVersion = typer.Option(None, "--te-version", help="Transformer Engine version on the target, e.g. 2.7.")
+TorchVersion = typer.Option(None, "--torch-version", help="PyTorch version on the target, e.g. 2.6.")
 
 
-def build_target(world_size, nodes, gpus_per_node, te, config_file: Optional[str] = None, **extra):
+def build_target(world_size, nodes, gpus_per_node, te, config_file: Optional[str] = None, gpu=None, te_version=None, torch_version=None):
     from .target import Target
 
     if world_size is not None and (nodes is not None or gpus_per_node is not None):
@@ -69,6 +72,9 @@ def build_target(world_size, nodes, gpus_per_node, te, config_file: Optional[str
         t.world_size, t.sources["world_size"] = nodes * gpus_per_node, "flag"
     if te is not None:
         t.transformer_engine, t.sources["transformer_engine"] = te, "flag"
+    for name, value in (("gpu", gpu), ("te_version", te_version), ("torch_version", torch_version)):
+        if value is not None:
+            t.extra[name], t.sources[name] = value, "flag"
     return t
 
 
@@ -110,6 +116,9 @@ def check(
     nodes: Optional[int] = Nodes,
     gpus_per_node: Optional[int] = GpusPerNode,
     te: Optional[bool] = TE,
+    gpu: Optional[str] = GPU,
+    te_version: Optional[str] = TEVersion,
+    torch_version: Optional[str] = TorchVersion,
     format: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
     annotate: bool = typer.Option(False, "--annotate", help="Print the config back with effective values and provenance comments."),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="With --annotate: write the annotated config to this file."),
@@ -129,7 +138,7 @@ def check(
         overrides = [parse_override(o) for o in raw_overrides]
     except InputError as exc:
         raise usage_error(exc.problem.message) from None
-    target = build_target(world_size, nodes, gpus_per_node, te)
+    target = build_target(world_size, nodes, gpus_per_node, te, gpu=gpu, te_version=te_version, torch_version=torch_version)
 
     from .engine import check_file
 
@@ -179,6 +188,16 @@ def check(
 
             render_plain(results, sys.stdout)
     raise typer.Exit(exit_code(results))
+
+
+# Further commands live in their own modules (cmd_*.py); importing one registers it on ``app``.
+# Those modules import only typer at top level, so this costs little at start-up.
+for _name in ("cmd_fix", "cmd_presets", "cmd_env", "cmd_rules"):
+    try:
+        __import__(f"{__package__}.{_name}")
+    except ModuleNotFoundError as _exc:  # a command not built yet
+        if _exc.name != f"{__package__}.{_name}":
+            raise
 
 
 def main() -> None:

@@ -63,7 +63,8 @@ def p2p_choice(view):
 def overlap_without_vpp(view):
     """
     ## What it does
-    Flags an effective `overlap_p2p_comm: true` with PP > 1 and no VPP (null or 1).
+    Flags an effective `overlap_p2p_comm: true` with PP > 1 and `virtual_pipeline_model_parallel_size: null`.
+    (An explicit VPP of 1 selects the interleaved schedule in Megatron-Core; PP203 covers that case.)
 
     ## Why it matters
     A value set in `comm_overlap` wins over Bridge's choice, unchecked. Megatron-Core's
@@ -81,7 +82,9 @@ def overlap_without_vpp(view):
     Removes the `overlap_p2p_comm: true` override (Bridge then picks batched p2p). **Safe**: the
     override would crash the run. Getting p2p overlap instead needs VPP > 1 (see PP201, unsafe).
     """
-    if view.pp > 1 and view.vp <= 1 and view.value("model.overlap_p2p_comm") is True:
+    # Megatron-Core picks the interleaved schedule whenever VPP is not None — even VPP=1 — so only a
+    # null VPP means the non-interleaved schedule (megatron/core/pipeline_parallel/schedules.py).
+    if view.pp > 1 and view.vpp is None and view.value("model.overlap_p2p_comm") is True:
         if view.cfg.get(("comm_overlap", "overlap_p2p_comm")) is True:
             key = "comm_overlap.overlap_p2p_comm"
             fix = safe("remove comm_overlap.overlap_p2p_comm (crashes without VPP)", remove(key))
@@ -103,7 +106,9 @@ def overlap_without_vpp(view):
 def overlap_and_batch(view):
     """
     ## What it does
-    Flags effective `overlap_p2p_comm: true` together with `batch_p2p_comm: true` when PP > 1 and VPP > 1.
+    Flags effective `overlap_p2p_comm: true` together with `batch_p2p_comm: true` when PP > 1 and VPP is set
+    (the interleaved schedule; Megatron-Core uses it for any non-null VPP, even 1 — with VPP=1 Bridge's
+    automatic `batch_p2p_comm=True` meets a user `overlap_p2p_comm: true`).
 
     ## Why it matters
     Setting only `comm_overlap.batch_p2p_comm: true` leaves Bridge's automatic `overlap_p2p_comm=True` in
@@ -114,7 +119,7 @@ def overlap_and_batch(view):
     Sets `comm_overlap.batch_p2p_comm: false`. **Safe**: keeps the requested p2p overlap, and the
     combination would crash.
     """
-    if view.pp > 1 and view.vp > 1 and view.value("model.overlap_p2p_comm") is True and view.value("model.batch_p2p_comm") is True:
+    if view.pp > 1 and view.vpp is not None and view.value("model.overlap_p2p_comm") is True and view.value("model.batch_p2p_comm") is True:
         where = "comm_overlap" if view.comm_overlap_present else "model"
         yield finding(
             view,
