@@ -41,6 +41,7 @@ class Config:
     text: str = ""
     override_paths: set = field(default_factory=set)  # paths set/added by dotlist overrides
     interpolated_paths: set = field(default_factory=set)  # paths whose value came from ${...}
+    raw_interpolations: dict = field(default_factory=dict)  # path -> the ${...} text as written
     uses_env_resolver: bool = False
     warnings: list = field(default_factory=list)
 
@@ -337,6 +338,7 @@ def resolve_interpolations(cfg: Config) -> None:
             if "oc.env" in value:
                 cfg.uses_env_resolver = True
             cfg.interpolated_paths.add(path)
+            cfg.raw_interpolations[path] = value
             return fetch(path)
         return value
 

@@ -264,6 +264,8 @@ def resolve(cfg: Config, target: Target) -> Resolved:
     def from_file(section: str, key: str) -> Value:
         if cfg.has((section, key)):
             where = "command-line override" if (section, key) in cfg.override_paths else "the file"
+            if (section, key) in cfg.interpolated_paths:
+                where += f" through the interpolation {cfg.raw_interpolations.get((section, key), '${...}')}"
             return Value(final[section][key], USER, f"set in {where}")
         default = bridge.SECTION_DEFAULTS[section].get(key)
         return Value(default, DEFAULT, "not in the file: Megatron-Core/Bridge class default")

@@ -31,9 +31,12 @@ def finding_line(file: str, f) -> str:
 
 
 def render_plain(results, out: IO[str], show_effective: bool = True) -> None:
+    import sys
+
     for r in results:
         if r.error is not None:
-            out.write(f"{r.error.one_line()}\n")
+            # one line on stderr: the file could not be checked (exit 2)
+            sys.stderr.write(f"{r.error.one_line()}\n")
             continue
         for f in r.findings:
             out.write(finding_line(r.file, f) + "\n")
@@ -52,6 +55,8 @@ def render_plain(results, out: IO[str], show_effective: bool = True) -> None:
                 out.write(f"  note: {note}\n")
             out.write("\n")
     s = summary(results)
+    if s["unreadable"] == s["files"]:
+        return  # nothing was checked: the error line(s) above say everything
     out.write(
         f"{s['files']} file(s): {s['error']} error(s), {s['warning']} warning(s), {s['info']} info"
         + (f", {s['unreadable']} could not be checked" if s["unreadable"] else "")
