@@ -42,6 +42,11 @@ def annotate_text(result) -> str:
             codes.setdefault(f.key, []).append(f.code)
     for key, v in (result.effective or {}).items():
         path = tuple(key.split("."))
+        if path[0] == "env":  # env.<NAME>: the launch environment; comment the env_vars entry if there is one
+            node = yamlrt.get_node(data, ("env_vars",))
+            if isinstance(node, dict) and key[4:] in node:
+                yamlrt.set_eol_comment(node, key[4:], f"overlap: effective {_fmt(v.value)} ({v.source}: {v.reason})")
+            continue
         parent = yamlrt.ensure_mapping(data, path[:-1])
         if parent is None:
             continue

@@ -24,7 +24,16 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 
 class Format(str, Enum):
     text = "text"
+    concise = "concise"
     json = "json"
+    sarif = "sarif"
+    github = "github"
+    auto = "auto"  # github under GitHub Actions, text elsewhere
+
+
+class Threshold(str, Enum):
+    warning = "warning"
+    error = "error"
 
 
 def usage_error(message: str) -> "typer.Exit":
@@ -58,24 +67,64 @@ TEVersion = typer.Option(None, "--te-version", help="Transformer Engine version 
 TorchVersion = typer.Option(None, "--torch-version", help="PyTorch version on the target, e.g. 2.6.")
 
 
-def build_target(world_size, nodes, gpus_per_node, te, config_file: Optional[str] = None, gpu=None, te_version=None, torch_version=None):
-    from .target import Target
+SettingsPath = typer.Option(None, "--settings", metavar="PATH", help="Read [tool.overlap] from this TOML file instead of the nearest pyproject.toml.")
+Detect = typer.Option(False, "--detect", help="Read this machine: Transformer Engine and torch versions (package metadata), GPU model and count (through torch, if installed).")
+EnvFromShell = typer.Option(False, "--env-from-shell", help="Launch variables exported in this shell override env_vars (Bridge applies env_vars with setdefault).")
+
+
+def build_target(
+    world_size,
+    nodes,
+    gpus_per_node,
+    te,
+    config_file: Optional[str] = None,
+    gpu=None,
+    te_version=None,
+    torch_version=None,
+    *,
+    settings: Optional[str] = None,
+    detect: bool = False,
+    env_from_shell: bool = False,
+):
+    """The target profile: flags > --detect > [tool.overlap] (``settings`` or the pyproject.toml nearest to
+    ``config_file``, else to the working directory) > defaults. The returned target re-reads [tool.overlap]
+    per config file (``Target.for_file``, applied by engine.check_file). Bad flags or settings: exit 2."""
+    import os
+
+    from .model import InputError
+    from .settings import find_settings
+    from .target import check_version, normalize_gpu, profile
 
     if world_size is not None and (nodes is not None or gpus_per_node is not None):
         raise usage_error("give either --world-size or --nodes/--gpus-per-node, not both")
     if (nodes is None) != (gpus_per_node is None):
         raise usage_error("--nodes and --gpus-per-node go together")
-    t = Target()
-    if world_size is not None:
-        t.world_size, t.sources["world_size"] = world_size, "flag"
-    elif nodes is not None:
-        t.world_size, t.sources["world_size"] = nodes * gpus_per_node, "flag"
-    if te is not None:
-        t.transformer_engine, t.sources["transformer_engine"] = te, "flag"
-    for name, value in (("gpu", gpu), ("te_version", te_version), ("torch_version", torch_version)):
-        if value is not None:
-            t.extra[name], t.sources[name] = value, "flag"
-    return t
+    try:
+        gpu = normalize_gpu(gpu) if gpu is not None else None
+        te_version = check_version(te_version, "--te-version") if te_version is not None else None
+        torch_version = check_version(torch_version, "--torch-version") if torch_version is not None else None
+    except ValueError as exc:
+        raise usage_error(str(exc)) from None
+    flags = {
+        "world_size": world_size,
+        "nodes": nodes,
+        "gpus_per_node": gpus_per_node,
+        "transformer_engine": te,
+        "gpu": gpu,
+        "te_version": te_version,
+        "torch_version": torch_version,
+        "env_from_shell": env_from_shell or None,
+    }
+    detection = None
+    if detect:
+        from .detect import detect as read_machine
+
+        detection = read_machine()
+    try:
+        found = find_settings(config_file, settings)
+        return profile(flags, found, detection, dict(os.environ), settings)
+    except InputError as exc:
+        raise usage_error(exc.problem.one_line()) from None
 
 
 def split_args(args: List[str]):
@@ -119,7 +168,17 @@ def check(
     gpu: Optional[str] = GPU,
     te_version: Optional[str] = TEVersion,
     torch_version: Optional[str] = TorchVersion,
-    format: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
+    settings: Optional[str] = SettingsPath,
+    detect: bool = Detect,
+    env_from_shell: bool = EnvFromShell,
+    format: Format = typer.Option(Format.text, "--format", "-f", help="Output format (auto: github under GitHub Actions, else text)."),
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Only these rules: codes, prefixes (TP, DP3), rule names or ALL; comma-separated or repeated."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rules not to report (codes, prefixes, names)."),
+    extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Rules to add to the selection."),
+    severity_threshold: Threshold = typer.Option(Threshold.warning, "--severity-threshold", help="Lowest severity that makes the exit code 1."),
+    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when findings are reported (input errors still exit 2)."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=0, help="Check files in N worker processes (0: one per CPU). Output order does not change."),
+    configs_only: bool = typer.Option(False, "--configs-only", help="Skip files without a model/ddp/comm_overlap/mixed_precision/optimizer section even when named (pre-commit)."),
     annotate: bool = typer.Option(False, "--annotate", help="Print the config back with effective values and provenance comments."),
     output: Optional[str] = typer.Option(None, "-o", "--output", help="With --annotate: write the annotated config to this file."),
 ):
@@ -138,11 +197,23 @@ def check(
         overrides = [parse_override(o) for o in raw_overrides]
     except InputError as exc:
         raise usage_error(exc.problem.message) from None
-    target = build_target(world_size, nodes, gpus_per_node, te, gpu=gpu, te_version=te_version, torch_version=torch_version)
+    target = build_target(
+        world_size, nodes, gpus_per_node, te, files[0], gpu=gpu, te_version=te_version, torch_version=torch_version,
+        settings=settings, detect=detect, env_from_shell=env_from_shell,
+    )
 
-    from .engine import check_file
+    from .runner import check_files, gather, progress_bar
+    from .selection import SelectionError, cli_selection
 
-    results = [check_file(f, target, overrides) for f in files]
+    try:
+        selection = cli_selection(select, ignore, extend_select, settings)
+    except SelectionError as exc:
+        raise usage_error(str(exc)) from None
+    files, skipped, problems = gather(files, configs_only)
+    for path, reason in skipped:
+        sys.stderr.write(f"note: {path}: skipped: {reason}\n")
+    with progress_bar(len(files), sys.stderr.isatty() and not annotate) as bar:
+        results = problems + check_files(files, target, overrides, selection, 1 if annotate else jobs, bar.advance)
 
     if annotate:
         from .annotate import annotate_text
@@ -174,20 +245,11 @@ def check(
             sys.stdout.write(text)
         raise typer.Exit(exit_code(results))
 
-    if format == Format.json:
-        from .report.json_report import render
+    from .report import resolve_format, write
 
-        sys.stdout.write(render(results) + "\n")
-    else:
-        if sys.stdout.isatty():
-            from .report.text_report import render_rich
-
-            render_rich(results)
-        else:
-            from .report.text_report import render_plain
-
-            render_plain(results, sys.stdout)
-    raise typer.Exit(exit_code(results))
+    write(results, resolve_format(format.value), sys.stdout, skipped, tty=sys.stdout.isatty())
+    code = exit_code(results, severity_threshold.value)
+    raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
 
 
 # Further commands live in their own modules (cmd_*.py); importing one registers it on ``app``.

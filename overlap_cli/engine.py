@@ -8,13 +8,20 @@ from .model import SEVERITY_RANK, FileResult, InputError, InputProblem
 from .target import Target
 
 
-def check_file(path: str, target: Target, overrides: Optional[list] = None, text: Optional[str] = None) -> FileResult:
+def check_file(
+    path: str, target: Target, overrides: Optional[list] = None, text: Optional[str] = None, selection=None
+) -> FileResult:
+    """``selection``: a selection.RuleSelection (command-line --select/--ignore); [tool.overlap] and inline
+    ``# overlap: ignore[...]`` comments apply either way."""
     from .loader import load_config
     from .resolver import resolve
     from .rules import run_rules
+    from .selection import filter_findings
 
     result = FileResult(file=path, target=target.to_json(None))
     try:
+        target = target.for_file(path)  # the [tool.overlap] of this file's own pyproject.toml
+        result.target = target.to_json(None)
         cfg = load_config(path, overrides, text=text)
         view = resolve(cfg, target)
     except InputError as exc:
@@ -24,15 +31,28 @@ def check_file(path: str, target: Target, overrides: Optional[list] = None, text
         result.error = InputProblem(path, "config nesting is too deep to check")
         return result
     result.target = target.to_json(view.dp)
-    result.effective = view.effective
+    from .launch_env import effective_entries
+
+    result.effective = {**view.effective, **effective_entries(view)}  # + env.<NAME>: the launch environment
+    try:
+        findings = filter_findings(run_rules(view), path, cfg.text, selection)
+    except InputError as exc:  # an invalid [tool.overlap] selection table
+        result.error = exc.problem
+        return result
     result.findings = sorted(
-        run_rules(view),
+        findings,
         key=lambda f: (f.line or 0, f.column or 0, -SEVERITY_RANK[f.severity], f.code),
     )
     if cfg.uses_env_resolver:
         result.notes.append(
             "${oc.env:...} was resolved with this machine's environment; the launch machine's value may differ"
         )
+    result.notes.extend(cfg.warnings)  # e.g. ${...} left unresolved (unknown resolver, unset variable)
+    note = target.provenance_note()  # values from [tool.overlap] / --detect: say where they came from
+    if note:
+        result.notes.append(note)
+    if target.detection is not None and target.detection.get("not_found"):
+        result.notes.append("--detect did not find: " + "; ".join(target.detection["not_found"]))
     if target.world_size is None:
         result.notes.append("world size not given: data-parallel-dependent values are reported as unknown")
     if target.source("transformer_engine") == "default":

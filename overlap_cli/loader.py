@@ -14,19 +14,20 @@ The round-trip parser (ruamel.yaml) is used where the text must be written back:
 
 from __future__ import annotations
 
-import os
+import gc
 import re
-import stat
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .model import InputError, InputProblem
+from .safe_read import MAX_FILE_BYTES, read_text  # noqa: F401  (read_text: part of this module's API)
 
-# A training config is tens of kilobytes; Bridge's full dumps are ~30 KB. Anything this big is not one.
-MAX_FILE_BYTES = 8 * 1024 * 1024
-# Same spirit as OmegaConf's alias-expansion guard: a document may not expand past this many nodes.
-MAX_EXPANDED_NODES = 200_000
+# A full Bridge dump has ~1,900 values. Past this many (composed, or expanded from aliases) a document
+# is refused: it bounds both time and memory (~0.3 s and ~70 MB at the limit).
+MAX_EXPANDED_NODES = 100_000
 MAX_DEPTH = 200
+# OmegaConf parses each ${...} with its ANTLR grammar (~0.4 ms apiece on the benchmark machine).
+MAX_INTERPOLATIONS = 1000
 
 Path_ = tuple  # a key path: tuple of str (mapping keys) and int (sequence indices)
 
@@ -41,6 +42,7 @@ class Config:
     text: str = ""
     override_paths: set = field(default_factory=set)  # paths set/added by dotlist overrides
     interpolated_paths: set = field(default_factory=set)  # paths whose value came from ${...}
+    unresolved_paths: set = field(default_factory=set)  # ${...} left as written (unknown resolver, unset env)
     raw_interpolations: dict = field(default_factory=dict)  # path -> the ${...} text as written
     uses_env_resolver: bool = False
     warnings: list = field(default_factory=list)
@@ -83,53 +85,6 @@ def dotted(path: tuple) -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# Reading bytes
-# ----------------------------------------------------------------------------------------------
-
-
-def read_text(path: str) -> str:
-    def fail(msg: str, line: Optional[int] = None) -> InputError:
-        return InputError(InputProblem(path, msg, line=line))
-
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise fail("file not found") from None
-    except PermissionError:
-        raise fail("permission denied") from None
-    except OSError as exc:
-        raise fail(f"cannot read: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise fail("is a directory, expected a YAML file")
-    if not stat.S_ISREG(st.st_mode):
-        raise fail("not a regular file (FIFO, socket or device); refusing to read it")
-    if st.st_size > MAX_FILE_BYTES:
-        raise fail(
-            f"file is {st.st_size / 1048576:.1f} MiB; a training config is far smaller "
-            f"(limit {MAX_FILE_BYTES // 1048576} MiB)"
-        )
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
-    except PermissionError:
-        raise fail("permission denied") from None
-    except OSError as exc:
-        raise fail(f"cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise fail("file grew past the size limit while being read")
-    if b"\x00" in raw[:8192]:
-        raise fail("binary file (contains NUL bytes), expected YAML text")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise fail(f"not UTF-8 text (invalid byte 0x{raw[exc.start]:02x})", line=line) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text
-
-
-# ----------------------------------------------------------------------------------------------
 # YAML -> nodes -> values
 # ----------------------------------------------------------------------------------------------
 
@@ -147,6 +102,17 @@ _FLOAT_RE = re.compile(
     re.X,
 )
 
+_YAML = "tag:yaml.org,2002:"
+_STR, _NULL, _BOOL, _INT, _FLOAT = (_YAML + t for t in ("str", "null", "bool", "int", "float"))
+# Tags with a plain-data meaning. Anything else (``!!python/...``, ``!custom``) is refused, never built.
+_SCALAR_TAGS = frozenset(_YAML + t for t in ("str", "null", "bool", "int", "float", "timestamp", "binary"))
+_MAPPING_TAGS = frozenset((_YAML + "map", _YAML + "set", _YAML + "omap"))
+_SEQUENCE_TAGS = frozenset((_YAML + "seq",))
+# Tag resolution of a plain scalar depends only on its text; the cache skips PyYAML's regex loop for
+# the values every config repeats (true, null, 1, 8, ...). Short values only, and a bounded table.
+_RESOLVE_CACHE: dict = {}
+_RESOLVE_CACHE_MAX = 4096
+
 
 def _loader_class():
     global _LOADER_CLASS
@@ -154,9 +120,33 @@ def _loader_class():
         import yaml
 
         base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        scalar_node = yaml.ScalarNode
 
         class BridgeLoader(base):  # type: ignore[misc, valid-type]
-            pass
+            # No path resolvers are registered, so this per-node hook (called by the composer for every
+            # node, before it is built) serves to count: a huge document is stopped while composing,
+            # before its node graph fills memory. Aliases are not composed again; _Builder counts those.
+            composed = 0
+
+            def descend_resolver(self, current_node, current_index):
+                self.composed += 1
+                if self.composed > MAX_EXPANDED_NODES:
+                    raise _TooManyNodes()
+
+            def ascend_resolver(self):
+                pass
+
+            def resolve(self, kind, value, implicit):
+                if kind is not scalar_node or len(value) > 32:
+                    return base.resolve(self, kind, value, implicit)
+                key = (value, implicit)
+                tag = _RESOLVE_CACHE.get(key)
+                if tag is None:
+                    tag = base.resolve(self, kind, value, implicit)
+                    if len(_RESOLVE_CACHE) >= _RESOLVE_CACHE_MAX:
+                        _RESOLVE_CACHE.clear()
+                    _RESOLVE_CACHE[key] = tag
+                return tag
 
         # A private copy of the resolver table, so the float rule is not added to PyYAML's global one.
         BridgeLoader.yaml_implicit_resolvers = {
@@ -167,8 +157,13 @@ def _loader_class():
     return _LOADER_CLASS
 
 
+class _TooManyNodes(Exception):
+    pass
+
+
 def _mark(node) -> tuple[int, int]:
-    return (node.start_mark.line + 1, node.start_mark.column + 1)
+    mark = node.start_mark
+    return (mark.line + 1, mark.column + 1)
 
 
 def _yaml_error(file: str, exc: Exception) -> InputError:
@@ -181,108 +176,193 @@ def _yaml_error(file: str, exc: Exception) -> InputError:
     return InputError(InputProblem(file, msg))
 
 
+# Runs of block-sequence or complex-key indicators on one line ("- - - - x") nest without indentation.
+_COMPACT_NESTING = re.compile(r"(?:[-?][ \t]+){%d,}" % (MAX_DEPTH + 1))
+_FLOW_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def check_nesting(text: str, file: str) -> None:
+    """Refuse text nested deeper than MAX_DEPTH before any parser sees it.
+
+    PyYAML's composer (and OmegaConf after it) recurses once per level. libyaml >= 0.2.5 stops at
+    1,000 levels, the pure-Python composer at the interpreter's recursion limit, an older libyaml not
+    at all (its C recursion can overflow the stack: a crash, not an error). So depth is bounded here,
+    the same way whichever parser is installed. Flow brackets inside quoted strings are counted too;
+    a real config never holds 200 of them in a row. Deep block nesting needs quadratic indentation,
+    which the size limit bounds, except the compact one-line forms matched above.
+    """
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        depth = 0
+        for m in _FLOW_BRACKETS.finditer(text):
+            if m.group() in "[{":
+                depth += 1
+                if depth > MAX_DEPTH:
+                    line = text.count("\n", 0, m.start()) + 1
+                    raise InputError(InputProblem(file, f"flow nesting deeper than {MAX_DEPTH} levels; refusing to parse it", line=line))
+            elif depth:
+                depth -= 1
+    if ("- " in text or "? " in text or "-\t" in text) and (m := _COMPACT_NESTING.search(text)):
+        line = text.count("\n", 0, m.start()) + 1
+        raise InputError(InputProblem(file, f"block nesting deeper than {MAX_DEPTH} levels; refusing to parse it", line=line))
+
+
 def parse_yaml(text: str, file: str) -> tuple[Any, dict]:
     """Parse YAML text into plain values and a map of key positions."""
+    value, positions, _ = _parse(text, file)
+    return value, positions
+
+
+def _parse(text: str, file: str) -> tuple[Any, dict, int]:
+    """(value, positions, how many strings hold ``${``)."""
     import yaml
 
+    check_nesting(text, file)
     loader = _loader_class()(text)
+    # The node graph holds no reference cycles, and the cyclic collector would rescan it again and again
+    # while it grows (composing takes three times as long with it on). It is switched back on after.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         try:
             root = loader.get_single_node()
         except yaml.YAMLError as exc:
             raise _yaml_error(file, exc) from None
+        except _TooManyNodes:
+            raise InputError(
+                InputProblem(file, f"document has more than {MAX_EXPANDED_NODES} values; a training config has a few thousand")
+            ) from None
         except RecursionError:
-            raise InputError(InputProblem(file, "YAML nesting is too deep")) from None
+            raise InputError(InputProblem(file, f"YAML nesting is too deep (limit {MAX_DEPTH} levels)")) from None
         if root is None:
-            return None, {}
+            return None, {}, 0
         positions: dict = {}
         builder = _Builder(loader, file, positions)
         value = builder.build(root, ())
-        return value, positions
+        return value, positions, builder.interpolations
     finally:
         loader.dispose()
+        if collecting:
+            gc.enable()
 
 
 class _Builder:
+    """Plain values from the node graph, recording where every key is.
+
+    Scalars of the common tags are built directly from the node text (what SafeConstructor would
+    return, without its per-node bookkeeping); other standard tags go through the safe constructor.
+    Aliases are expanded as copies and counted, so an alias bomb stops at MAX_EXPANDED_NODES.
+    """
+
     def __init__(self, loader, file: str, positions: dict):
+        import yaml
+
         self.loader = loader
         self.file = file
         self.positions = positions
         self.count = 0
         self.active: set = set()
+        self.interpolations = 0  # strings holding "${", alias copies included
+        self.scalar_node, self.sequence_node, self.mapping_node = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
+        self.yaml_error = yaml.YAMLError
 
     def fail(self, msg: str, node=None, path: tuple = ()) -> InputError:
         line, col = _mark(node) if node is not None else (None, None)
         return InputError(InputProblem(self.file, msg, key=dotted(path) or None, line=line, column=col))
 
-    def build(self, node, path: tuple) -> Any:
-        import yaml
+    def scalar(self, node, path: tuple) -> Any:
+        tag = node.tag
+        if tag == _STR:
+            value = node.value
+            if "${" in value:
+                self.interpolations += 1
+            return value
+        if tag == _NULL:
+            return None
+        if tag == _BOOL:
+            value = self.loader.bool_values.get(node.value.lower())
+            if value is None:
+                raise self.fail(f"invalid boolean {node.value!r}", node, path)
+            return value
+        if tag not in _SCALAR_TAGS:
+            raise self.fail(_tag_message(node), node, path)
+        try:
+            if tag == _INT:
+                return self.loader.construct_yaml_int(node)
+            if tag == _FLOAT:
+                return self.loader.construct_yaml_float(node)
+            return self.loader.construct_object(node, deep=True)
+        except Exception as exc:  # a malformed !!int/!!timestamp/!!binary raises anything from ValueError to AttributeError
+            problem = getattr(exc, "problem", None) or exc
+            raise self.fail(f"invalid {tag[len(_YAML):]} value {_short(node.value)}: {problem}", node, path) from None
 
+    def build(self, node, path: tuple) -> Any:
         self.count += 1
         if self.count > MAX_EXPANDED_NODES:
             raise self.fail(
-                f"document expands to more than {MAX_EXPANDED_NODES} nodes (alias bomb?); refusing it",
+                f"document expands to more than {MAX_EXPANDED_NODES} values (an alias bomb?); refusing it",
                 node,
                 path,
             )
         if len(path) > MAX_DEPTH:
             raise self.fail(f"nesting deeper than {MAX_DEPTH} levels", node, path)
-        if isinstance(node, yaml.ScalarNode):
-            try:
-                return self.loader.construct_object(node, deep=True)
-            except yaml.YAMLError as exc:
-                raise self.fail(_tag_message(node, exc), node, path) from None
-            except (ValueError, OverflowError) as exc:
-                raise self.fail(f"invalid scalar {node.value!r}: {exc}", node, path) from None
+        cls = node.__class__
+        if cls is self.scalar_node:
+            return self.scalar(node, path)
         if id(node) in self.active:
             raise self.fail("recursive YAML alias", node, path)
         self.active.add(id(node))
         try:
-            if isinstance(node, yaml.SequenceNode):
-                if node.tag not in ("tag:yaml.org,2002:seq",):
-                    raise self.fail(f"tag {node.tag!r} is not allowed", node, path)
+            if cls is self.sequence_node:
+                if node.tag not in _SEQUENCE_TAGS:
+                    raise self.fail(_tag_message(node), node, path)
                 out = []
                 for i, child in enumerate(node.value):
-                    self.positions[path + (i,)] = _mark(child)
-                    out.append(self.build(child, path + (i,)))
+                    child_path = path + (i,)
+                    self.positions[child_path] = _mark(child)
+                    out.append(self.build(child, child_path))
                 return out
-            if isinstance(node, yaml.MappingNode):
-                is_set = node.tag == "tag:yaml.org,2002:set"
-                if node.tag not in ("tag:yaml.org,2002:map", "tag:yaml.org,2002:set", "tag:yaml.org,2002:omap"):
-                    raise self.fail(f"tag {node.tag!r} is not allowed", node, path)
-                try:
-                    self.loader.flatten_mapping(node)
-                except yaml.YAMLError as exc:
-                    raise self.fail(f"invalid merge key: {getattr(exc, 'problem', exc)}", node, path) from None
-                out: dict = {}
-                for key_node, value_node in node.value:
-                    if not isinstance(key_node, yaml.ScalarNode):
-                        raise self.fail("mapping keys must be plain scalars", key_node, path)
-                    key = self.build(key_node, path)
-                    try:
-                        hash(key)
-                    except TypeError:
-                        raise self.fail("unhashable mapping key", key_node, path) from None
-                    if key in out:
-                        raise self.fail(f"duplicate key {key!r}", key_node, path + (key,))
-                    self.positions[path + (key,)] = _mark(key_node)
-                    # ``!!set {a, b}`` (PEFT configs) holds keys only; keep it as a mapping to None.
-                    out[key] = None if is_set else self.build(value_node, path + (key,))
-                return out
+            if cls is self.mapping_node:
+                return self.mapping(node, path)
             raise self.fail("unsupported YAML node", node, path)
         finally:
             self.active.discard(id(node))
 
+    def mapping(self, node, path: tuple) -> dict:
+        if node.tag not in _MAPPING_TAGS:
+            raise self.fail(_tag_message(node), node, path)
+        is_set = node.tag == _YAML + "set"
+        try:
+            self.loader.flatten_mapping(node)
+        except self.yaml_error as exc:
+            raise self.fail(f"invalid merge key: {getattr(exc, 'problem', exc)}", node, path) from None
+        out: dict = {}
+        for key_node, value_node in node.value:
+            if key_node.__class__ is not self.scalar_node:
+                raise self.fail("mapping keys must be plain scalars", key_node, path)
+            key = self.build(key_node, path)
+            try:
+                hash(key)
+            except TypeError:
+                raise self.fail("unhashable mapping key", key_node, path) from None
+            if key in out:
+                raise self.fail(f"duplicate key {key!r}", key_node, path + (key,))
+            key_path = path + (key,)
+            self.positions[key_path] = _mark(key_node)
+            # ``!!set {a, b}`` (PEFT configs) holds keys only; keep it as a mapping to None.
+            out[key] = None if is_set else self.build(value_node, key_path)
+        return out
 
-def _tag_message(node, exc) -> str:
-    if node.tag and not node.tag.startswith("tag:yaml.org,2002:"):
-        return f"tag {node.tag!r} is not allowed (YAML tags that construct objects are never honoured)"
-    return f"invalid value {node.value!r}: {getattr(exc, 'problem', None) or exc}"
+
+def _short(text: str, limit: int = 40) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-# ----------------------------------------------------------------------------------------------
-# Interpolations (${...}) — resolved by OmegaConf with its built-in resolvers only
-# ----------------------------------------------------------------------------------------------
+def _tag_message(node) -> str:
+    tag = node.tag or ""
+    shown = "!!" + tag[len(_YAML):] if tag.startswith(_YAML) else tag
+    if tag.startswith(_YAML + "python/") or not tag.startswith(_YAML):
+        return f"tag {shown!r} is not allowed (YAML tags that construct objects are never honoured)"
+    return f"tag {shown!r} is not allowed here"
 
 
 def _has_interpolation(value: Any) -> bool:
@@ -293,56 +373,6 @@ def _has_interpolation(value: Any) -> bool:
     if isinstance(value, list):
         return any(_has_interpolation(v) for v in value)
     return False
-
-
-def _plain_for_omegaconf(value: Any) -> Any:
-    """OmegaConf accepts only primitive containers; anything else is kept as its string form."""
-    if isinstance(value, dict):
-        return {str(k): _plain_for_omegaconf(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain_for_omegaconf(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
-
-
-def resolve_interpolations(cfg: Config) -> None:
-    if not _has_interpolation(cfg.data):
-        return
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    try:
-        resolved = OmegaConf.to_container(OmegaConf.create(_plain_for_omegaconf(cfg.data)), resolve=True)
-    except OmegaConfBaseException as exc:
-        key = getattr(exc, "full_key", None) or ""
-        path = tuple(int(p) if p.isdigit() else p for p in re.split(r"[.\[\]]+", key) if p)
-        line, col = cfg.position(path)
-        msg = str(exc).splitlines()[0]
-        raise InputError(InputProblem(cfg.file, f"unresolvable interpolation: {msg}", key or None, line, col)) from None
-    except Exception as exc:  # a resolver may raise anything; it must not escape as a traceback
-        raise InputError(InputProblem(cfg.file, f"unresolvable interpolation: {exc}")) from None
-
-    def fetch(path: tuple) -> Any:
-        node: Any = resolved
-        for part in path:
-            node = node[str(part)] if isinstance(node, dict) else node[part]
-        return node
-
-    def walk(value: Any, path: tuple) -> Any:
-        if isinstance(value, dict):
-            return {k: walk(v, path + (k,)) for k, v in value.items()}
-        if isinstance(value, list):
-            return [walk(v, path + (i,)) for i, v in enumerate(value)]
-        if isinstance(value, str) and "${" in value:
-            if "oc.env" in value:
-                cfg.uses_env_resolver = True
-            cfg.interpolated_paths.add(path)
-            cfg.raw_interpolations[path] = value
-            return fetch(path)
-        return value
-
-    cfg.data = walk(cfg.data, ())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -397,7 +427,7 @@ def parse_override(arg: str) -> Override:
         body = arg[1:]
         key, eq, val = body.partition("=")
         path = tuple(key.split("."))
-        if not key or any(not p for p in path):
+        if not key or any(not p for p in path) or len(path) > MAX_DEPTH:
             raise bad("expected ~key or ~key=value")
         return Override(arg, "delete", path, parse_override_value(val) if eq else None, has_value=bool(eq))
     op = "set"
@@ -412,6 +442,8 @@ def parse_override(arg: str) -> Override:
     path = tuple(key.split("."))
     if not key or any(not p for p in path):
         raise bad("empty key")
+    if len(path) > MAX_DEPTH:
+        raise bad(f"key nests deeper than {MAX_DEPTH} levels")
     return Override(arg, op, path, parse_override_value(val))
 
 
@@ -461,7 +493,7 @@ def apply_overrides(cfg: Config, overrides: list[Override]) -> None:
 def load_config(path: str, overrides: Optional[list[Override]] = None, text: Optional[str] = None) -> Config:
     if text is None:
         text = read_text(path)
-    data, positions = parse_yaml(text, path)
+    data, positions, interpolations = _parse(text, path)
     if data is None:
         raise InputError(InputProblem(path, "empty document, expected a mapping of config sections"))
     if not isinstance(data, dict):
@@ -471,5 +503,11 @@ def load_config(path: str, overrides: Optional[list[Override]] = None, text: Opt
     cfg = Config(file=path, data=data, positions=positions, text=text)
     if overrides:
         apply_overrides(cfg, overrides)
-    resolve_interpolations(cfg)
+        interpolations += sum(1 for ov in overrides if _has_interpolation(ov.value))
+    if interpolations > MAX_INTERPOLATIONS:
+        raise InputError(InputProblem(path, f"more than {MAX_INTERPOLATIONS} ${{...}} interpolations; refusing to resolve them"))
+    if interpolations:  # most configs have none: no second walk over the data, no omegaconf import
+        from .interpolation import resolve_interpolations
+
+        resolve_interpolations(cfg)
     return cfg

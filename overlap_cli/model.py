@@ -27,11 +27,14 @@ class Edit:
     op: str  # "set" | "add" | "remove"
     key: str
     value: Any = None
+    comment: Optional[str] = None  # why, written as an end-of-line comment next to the new value
 
     def to_json(self) -> dict:
         out = {"op": self.op, "key": self.key}
         if self.op != "remove":
             out["value"] = self.value
+        if self.comment:
+            out["comment"] = self.comment
         return out
 
 

@@ -50,6 +50,8 @@ __all__ = [
     "duplicate_groups",
     "te_dict",
     "closest_names",
+    "REQUIRED",
+    "class_for_target",
 ]
 
 #: The ten GEMMs a TransformerLayerTPOverlapCfg configures, in the dataclass field order.
@@ -106,6 +108,17 @@ OVERLAP_CLASSES: dict[str, dict[str, Any]] = {
 
 # Which dataclass Bridge uses for each method value.
 _CLASS_FOR_METHOD = {spec["method"]: cls for cls, spec in OVERLAP_CLASSES.items()}
+
+#: Public name of the "no default" marker in ``OVERLAP_CLASSES``.
+REQUIRED = _REQUIRED
+
+
+def class_for_target(target: Any) -> Optional[str]:
+    """The per-GEMM dataclass a ``_target_`` string names (by class name), or None."""
+    if not isinstance(target, str):
+        return None
+    cls = target.rsplit(".", 1)[-1]
+    return cls if cls in OVERLAP_CLASSES else None
 
 _PRECISIONS = ("bf16", "fp8")
 _GPUS = ("h100", "b200")
@@ -429,7 +442,7 @@ def _class_of(gemm: str, entry: Mapping) -> str:
         if "method" not in entry:
             raise MappingFormatError(f"{gemm}: unknown _target_ {target!r}")
     method = entry.get("method")
-    if method in _CLASS_FOR_METHOD:
+    if isinstance(method, str) and method in _CLASS_FOR_METHOD:  # a list here is unhashable
         return _CLASS_FOR_METHOD[method]
     if method is None:
         raise MappingFormatError(f"{gemm}: neither _target_ nor method says which overlap config this is")
@@ -497,7 +510,7 @@ def normalize_mapping(mapping: Any) -> dict:
                     filled["fp8_buf"] = element
                     if element is False:
                         filled["fp8_buf_defaulted"] = True
-        out[gemm] = {key: filled[key] for key in sorted(filled)}
+        out[gemm] = {key: filled[key] for key in sorted(filled, key=str)}
     for key, value in mapping.items():
         if key != "_target_" and key not in GEMM_NAMES:
             out[_plain(key)] = _plain(value)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from . import bridge
+from . import bridge, pipeline_layout
 from .loader import Config, dotted
 from .model import (
     BRIDGE_AUTO,
@@ -112,6 +112,36 @@ KEY_TYPES: dict = {
     ("comm_overlap", "delay_wgrad_compute"): _OPT_BOOL,
     ("comm_overlap", "data_parallel_size"): _OPT_POSITIVE_INT,
     ("comm_overlap", "tp_comm_bootstrap_backend"): _OPT_STR,
+    # Read by the launch-time rules (EP / CP / layout / FSDP families).
+    ("model", "bf16"): _BOOL,
+    ("model", "fp16"): _BOOL,
+    ("model", "num_moe_experts"): _OPT_INT,
+    ("model", "mtp_num_layers"): _OPT_INT,
+    ("model", "moe_token_dispatcher_type"): _OPT_STR,
+    ("model", "moe_flex_dispatcher_backend"): _OPT_STR,
+    ("model", "moe_ncclep_static_shape"): _BOOL,
+    ("model", "moe_shared_expert_overlap"): _BOOL,
+    ("model", "recompute_granularity"): _OPT_STR,
+    ("model", "recompute_method"): _OPT_STR,
+    ("model", "recompute_num_layers"): _OPT_INT,
+    ("model", "overlap_dispatch_backward_with_experts_wgrad"): _BOOL,
+    ("model", "ep_overlap_early_attn_memory_release"): _BOOL,
+    ("model", "overlap_p2p_comm_warmup_flush"): _BOOL,
+    ("model", "fine_grained_activation_offloading"): _BOOL,
+    ("model", "multi_latent_attention"): _BOOL,
+    ("model", "add_bias_linear"): _BOOL,
+    ("model", "add_qkv_bias"): _BOOL,
+    ("model", "cuda_graph_impl"): _OPT_STR,
+    ("model", "seq_length"): _POSITIVE_INT,
+    ("ddp", "use_megatron_fsdp"): _BOOL,
+    ("ddp", "delay_wgrad_compute"): _OPT_BOOL,
+    ("ddp", "reuse_grad_buf_for_mxfp8_param_ag"): _BOOL,
+    ("optimizer", "optimizer"): _OPT_STR,
+    ("optimizer", "use_layer_wise_distributed_optimizer"): _BOOL,
+    ("optimizer", "use_precision_aware_optimizer"): _BOOL,
+    ("optimizer", "reuse_grad_buf_for_mxfp8_param_ag"): _BOOL,
+    ("dist", "use_megatron_fsdp"): _BOOL,
+    ("dist", "use_torch_fsdp2"): _BOOL,
 }
 
 
@@ -211,10 +241,26 @@ class Resolved:
     distopt_at_setup: bool = False
     dp_path_ran: bool = False
     dp_defaults: dict = field(default_factory=dict)  # what Bridge's DP default computed (before user values)
+    # Launch-time facts (EP / delayed wgrad / layout / FSDP rules).
+    model_at_setup: dict = field(default_factory=dict)  # model as comm_overlap.setup reads it (after mixed precision)
+    ddp_at_setup: dict = field(default_factory=dict)  # ddp as comm_overlap.setup reads it
+    gaf_from_provider: bool = False  # gradient_accumulation_fusion not in the file: the provider's default
+    layout: Optional[Any] = None  # pipeline_layout.Layout of model.pipeline_model_parallel_layout, or None
+    layout_vpp: Optional[int] = None  # the virtual pipeline size the layout implies (stages / PP)
+    vpp_final: Optional[int] = None  # VPP after Megatron-Core's model finalize (layout-derived when null)
+    ub: Optional[Any] = None  # preset_fit.UbConfig: the userbuffers config, recognised against the presets
+    megatron_fsdp: bool = False  # dist.use_megatron_fsdp or ddp.use_megatron_fsdp
 
     @property
     def vp(self) -> int:
         return self.vpp or 1
+
+    @property
+    def env_variable_names(self) -> tuple:
+        """comm_overlap keys that are launch variables: the ENV family reports them (CFG003 skips them)."""
+        from .launch_env import misplaced_names
+
+        return misplaced_names(self.cfg)
 
     def value(self, key: str) -> Any:
         v = self.effective.get(key)
@@ -275,6 +321,11 @@ def resolve(cfg: Config, target: Target) -> Resolved:
         prov[key] = from_file(section, name)
 
     model, ddp, opt = final["model"], final["ddp"], final["optimizer"]
+    # GPTModelProvider's default is "Transformer Engine (or apex's fused kernel) imports"
+    # (megatron/bridge/models/gpt_provider.py:205, utils/fusions.py), not Megatron-Core's False.
+    if not cfg.has(("model", "gradient_accumulation_fusion")):
+        model["gradient_accumulation_fusion"] = bool(target.transformer_engine)
+        r.gaf_from_provider = True
     r.tp = model["tensor_model_parallel_size"]
     r.pp = model["pipeline_model_parallel_size"]
     r.vpp = model["virtual_pipeline_model_parallel_size"]
@@ -329,12 +380,27 @@ def resolve(cfg: Config, target: Target) -> Resolved:
             r.dp = ws // model_size
 
     # -- 4. comm_overlap finalize + setup --------------------------------------------------------
+    # Bridge's EP-overlap and delayed-wgrad pre-checks read these values, before setup overwrites them.
+    r.model_at_setup, r.ddp_at_setup = dict(model), dict(ddp)
     co = cfg.data.get("comm_overlap")
     r.comm_overlap_present = isinstance(co, dict)
     if r.comm_overlap_present:
         _setup_comm_overlap(r, co, prov)
 
-    # -- 5. validate(): distributed-optimizer and overlap_param_gather sync ----------------------
+    # -- 5. validate(): Megatron-FSDP forcing (config.py:1345 -> 1065-1116), then the distributed-
+    # optimizer and overlap_param_gather sync. FSDP runs after comm_overlap, so its distopt comes too late
+    # for Bridge's DP defaults.
+    r.megatron_fsdp = cfg.get(("dist", "use_megatron_fsdp")) is True or ddp.get("use_megatron_fsdp") is True
+    if r.megatron_fsdp:
+        for section in ("ddp", "optimizer"):
+            if final[section]["use_distributed_optimizer"] is not True:
+                final[section]["use_distributed_optimizer"] = True
+                if f"{section}.use_distributed_optimizer" in prov:
+                    prov[f"{section}.use_distributed_optimizer"] = Value(
+                        True,
+                        BRIDGE_AUTO,
+                        "Megatron-FSDP forces the distributed optimizer on in validate(), after comm_overlap ran",
+                    )
     if ddp["use_distributed_optimizer"] or opt["use_distributed_optimizer"]:
         if ddp["use_distributed_optimizer"] != opt["use_distributed_optimizer"]:
             ddp["use_distributed_optimizer"] = opt["use_distributed_optimizer"] = True
@@ -360,13 +426,48 @@ def resolve(cfg: Config, target: Target) -> Resolved:
             False, FORCED_OFF, "Bridge's model finalize turns sequence_parallel off when TP <= 1"
         )
 
+    # Megatron-Core derives VPP from pipeline_model_parallel_layout at model finalize (transformer_config.py
+    # :1936-1985), after comm_overlap chose its p2p / align_param_gather defaults from the null value.
+    r.layout = pipeline_layout.read_layout(model.get("pipeline_model_parallel_layout"))
+    r.layout_vpp = pipeline_layout.derived_vpp(r.layout, r.pp)
+    r.vpp_final = r.vpp
+    if r.vpp is None and r.layout_vpp is not None and r.layout_vpp > 1:
+        r.vpp_final = model["virtual_pipeline_model_parallel_size"] = r.layout_vpp
+        prov["model.virtual_pipeline_model_parallel_size"] = Value(
+            r.layout_vpp,
+            BRIDGE_AUTO,
+            f"derived by Megatron-Core from pipeline_model_parallel_layout ({r.layout.stages} stages / PP {r.pp}) "
+            "at model finalize, after comm_overlap ran",
+        )
+
     for key in EFFECTIVE_KEYS:
         section, name = key.split(".", 1)
         v = prov[key]
         if v.source not in (UNKNOWN,):
             v.value = final[section].get(name, v.value)
+    _describe_ub_cfg(r, prov)
     r.effective = prov
     return r
+
+
+def _describe_ub_cfg(r: Resolved, prov: dict) -> None:
+    """Recognise the userbuffers config against the shipped presets (UB6xx rules, issue 4).
+
+    The effective ``model.tp_comm_overlap_cfg`` becomes ``{"preset": NAME | "custom" | null, "matches":
+    [...], "te_config": {...}}`` -- ``te_config`` is what Transformer Engine receives, None unless TP
+    overlap is effective -- or stays null when nothing is given (Transformer Engine defaults).
+    """
+    from .preset_fit import describe_cfg, training_shape
+
+    if r.comm_overlap_present:
+        key = "comm_overlap.tp_comm_overlap_cfg"
+        given = r.cfg.data["comm_overlap"].get("tp_comm_overlap_cfg")
+    else:
+        key = "model.tp_comm_overlap_cfg"
+        given = r.cfg.get(("model", "tp_comm_overlap_cfg"))
+    r.ub = describe_cfg(given, key, training_shape(r), tp_effective=bool(r.final["model"].get("tp_comm_overlap")))
+    if r.ub.kind != "null":
+        prov["model.tp_comm_overlap_cfg"].value = r.ub.effective_value()
 
 
 def _setup_comm_overlap(r: Resolved, co: dict, prov: dict) -> None:

@@ -1,5 +1,18 @@
 """``[tool.overlap]`` settings: found in the nearest pyproject.toml walking up from the config file
-(or given with ``--settings PATH``). CLI flags win over these; results say where each value came from."""
+(or given with ``--settings PATH``). CLI flags win over these; results say where each value came from.
+
+Target-profile keys (read by target.build_target; ``-`` and ``_`` are interchangeable)::
+
+    [tool.overlap]
+    gpu = "h100"              # a100 | h100 | h200 | b200 | b300 | gb200 | gb300
+    world_size = 64           # or: nodes = 8 and gpus_per_node = 8
+    transformer_engine = true # alias: te
+    te_version = "2.7"        # strings: a TOML number 2.10 would read as 2.1
+    torch_version = "2.6"
+    env_from_shell = false    # exported variables override env_vars, as at launch
+
+Rule selection keys (select, ignore, per-file-ignores, ...) are read by selection.py.
+"""
 
 from __future__ import annotations
 

@@ -18,8 +18,12 @@ def atomic_write(path: str, text: str) -> None:
         mode = stat.S_IMODE(os.stat(real).st_mode)
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
-    if os.path.exists(real) and not os.access(real, os.W_OK):
+    # The mode bits count even for root, who could write anyway: a file or folder marked read-only is
+    # a "do not touch" the user can see in `ls -l`.
+    if os.path.exists(real) and (not os.access(real, os.W_OK) or not mode & 0o222):
         raise PermissionError(13, "file is read-only", path)
+    if not os.access(folder, os.W_OK) or not stat.S_IMODE(os.stat(folder).st_mode) & 0o222:
+        raise PermissionError(13, "folder is read-only (the new file is written next to the old one)", folder)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=".overlap-tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:

@@ -27,6 +27,7 @@ REQUIRED_EFFECTIVE = [
     "optimizer.overlap_param_gather", "optimizer.overlap_param_gather_with_optimizer_step",
 ]
 SOURCES = {"user", "default", "bridge-auto", "forced-off", "mixed-precision", "unknown"}
+ENV_SOURCES = {"recommended", "env_vars", "shell", "unknown"}  # env.<NAME>: the launch environment (issue 5)
 
 
 def check_json(run_cli, *args):
@@ -98,7 +99,7 @@ def test_bridge_dumps_are_read(run_cli, path):
     assert r["error"] is None
     assert set(REQUIRED_EFFECTIVE) <= set(r["effective"])
     for key, v in r["effective"].items():
-        assert v["source"] in SOURCES, key
+        assert v["source"] in (ENV_SOURCES if key.startswith("env.") else SOURCES), key
         assert isinstance(v["reason"], str) and v["reason"]
 
 
@@ -174,9 +175,11 @@ def test_bad_input_one_line(run_cli, tmp_path, name):
 def test_missing_file_directory_and_binary(run_cli, tmp_path):
     (tmp_path / "bin.yaml").write_bytes(b"\x00\x01\x02model: 1")
     (tmp_path / "latin1.yaml").write_bytes("model:\n  name: caf\xe9\n".encode("latin-1"))
+    empty_dir = tmp_path / "no_yaml_here"
+    empty_dir.mkdir()
     for target, words in (
         (tmp_path / "nope.yaml", "not found"),
-        (tmp_path, "directory"),
+        (empty_dir, "directory"),
         (tmp_path / "bin.yaml", "binary"),
         (tmp_path / "latin1.yaml", "UTF-8"),
     ):

@@ -1,8 +1,24 @@
-"""Writers of check results. The result objects (model.FileResult) know nothing about them."""
+"""Writers of check results. The result objects (model.FileResult) know nothing about them.
+
+Formats: ``text`` (findings plus the effective settings; rich on a terminal), ``concise`` (one line per
+finding), ``json`` (the stable contract), ``sarif`` (SARIF 2.1.0 for code-scanning UIs), ``github``
+(workflow commands that GitHub Actions turns into annotations). ``auto`` is ``github`` when running under
+GitHub Actions and ``text`` otherwise.
+"""
 
 from __future__ import annotations
 
-FORMATS = ("text", "json")
+import os
+from typing import IO
+
+FORMATS = ("text", "concise", "json", "sarif", "github")
+
+
+def resolve_format(name: str) -> str:
+    if name == "auto":
+        # GitHub sets GITHUB_ACTIONS=true in every step of a workflow run.
+        return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+    return name
 
 
 def summary(results) -> dict:
@@ -12,3 +28,52 @@ def summary(results) -> dict:
             out[k] += v
     out["unreadable"] = sum(1 for r in results if r.error is not None)
     return out
+
+
+def by_code(results) -> list:
+    """[(code, severity, count)] over all results, sorted by code then severity."""
+    counts: dict = {}
+    for r in results:
+        for f in r.findings:
+            counts[(f.code, f.severity)] = counts.get((f.code, f.severity), 0) + 1
+    from ..rules import _code_key
+
+    return [(c, s, n) for (c, s), n in sorted(counts.items(), key=lambda kv: (_code_key(kv[0][0]), kv[0][1]))]
+
+
+def display_path(path: str) -> str:
+    """The path as the user would type it from the working directory (relative when inside it)."""
+    absolute = os.path.abspath(path)
+    try:
+        rel = os.path.relpath(absolute)
+    except ValueError:  # another drive on Windows
+        return absolute
+    return absolute if rel.startswith("..") else rel
+
+
+def write(results, fmt: str, out: IO[str], skipped=(), tty: bool = False) -> None:
+    """Write ``results`` in format ``fmt`` (already resolved from ``auto``) to ``out``."""
+    if fmt == "json":
+        from .json_report import render
+
+        out.write(render(results, skipped) + "\n")
+    elif fmt == "sarif":
+        from .sarif_report import render
+
+        out.write(render(results, skipped) + "\n")
+    elif fmt == "github":
+        from .github_report import render
+
+        render(results, out)
+    elif fmt == "concise":
+        from .concise_report import render
+
+        render(results, out, skipped)
+    elif tty:
+        from .text_report import render_rich
+
+        render_rich(results, skipped=skipped)
+    else:
+        from .text_report import render_plain
+
+        render_plain(results, out, skipped=skipped)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import IO
 
-from . import summary
+from . import by_code, summary
 
 _SHOWN_SOURCES_ORDER = ("user", "default", "bridge-auto", "forced-off", "mixed-precision", "unknown")
 
@@ -30,7 +30,21 @@ def finding_line(file: str, f) -> str:
     return f"{file}:{line}:{col} {f.code} {f.severity} {f.message}"
 
 
-def render_plain(results, out: IO[str], show_effective: bool = True) -> None:
+def _summary_line(s: dict, skipped) -> str:
+    return (
+        f"{s['files']} file(s): {s['error']} error(s), {s['warning']} warning(s), {s['info']} info"
+        + (f", {s['unreadable']} could not be checked" if s["unreadable"] else "")
+        + (f", {len(skipped)} skipped (not training configs)" if skipped else "")
+    )
+
+
+def _titles() -> dict:
+    from ..rules import all_rules
+
+    return {code: r.title for code, r in all_rules().items()}
+
+
+def render_plain(results, out: IO[str], show_effective: bool = True, skipped=()) -> None:
     import sys
 
     for r in results:
@@ -57,18 +71,20 @@ def render_plain(results, out: IO[str], show_effective: bool = True) -> None:
     s = summary(results)
     if s["unreadable"] == s["files"]:
         return  # nothing was checked: the error line(s) above say everything
-    out.write(
-        f"{s['files']} file(s): {s['error']} error(s), {s['warning']} warning(s), {s['info']} info"
-        + (f", {s['unreadable']} could not be checked" if s["unreadable"] else "")
-        + "\n"
-    )
+    out.write(_summary_line(s, skipped) + "\n")
+    rows = by_code(results)
+    if len(results) > 1 and rows:
+        # Many files: the per-code totals say which problem is systematic (e.g. a recipe copied everywhere).
+        titles = _titles()
+        for code, severity, n in rows:
+            out.write(f"  {n:>5}  {code:<7} {severity:<8} {titles.get(code, '')}\n")
 
 
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _SRC_STYLE = {"forced-off": "bold red", "bridge-auto": "green", "mixed-precision": "magenta", "unknown": "dim", "user": "bold", "default": "dim"}
 
 
-def render_rich(results, show_effective: bool = True) -> None:
+def render_rich(results, show_effective: bool = True, skipped=()) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -109,4 +125,16 @@ def render_rich(results, show_effective: bool = True) -> None:
     console.print(
         f"{s['files']} file(s): [bold red]{s['error']} error(s)[/], [yellow]{s['warning']} warning(s)[/], "
         f"[cyan]{s['info']} info[/]" + (f", [bold red]{s['unreadable']} could not be checked[/]" if s["unreadable"] else "")
+        + (f", {len(skipped)} skipped (not training configs)" if skipped else "")
     )
+    rows = by_code(results)
+    if len(results) > 1 and rows:
+        titles = _titles()
+        table = Table(show_edge=False, pad_edge=False, box=None)
+        table.add_column("count", justify="right")
+        table.add_column("code")
+        table.add_column("severity")
+        table.add_column("rule", overflow="fold")
+        for code, severity, n in rows:
+            table.add_row(str(n), code, Text(severity, style=_SEV_STYLE[severity]), titles.get(code, ""))
+        console.print(table)

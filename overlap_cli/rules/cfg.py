@@ -69,7 +69,10 @@ def missing_required(view):
             "error",
             "comm_overlap has no tp_comm_overlap: it is a required field and CommOverlapConfig raises TypeError",
             "comm_overlap",
-            safe("add comm_overlap.tp_comm_overlap: false", Edit("add", "comm_overlap.tp_comm_overlap", False)),
+            safe(
+                "add comm_overlap.tp_comm_overlap: false (required field of CommOverlapConfig)",
+                Edit("add", "comm_overlap.tp_comm_overlap", False),
+            ),
         )
 
 
@@ -143,7 +146,11 @@ def model_overwritten(view):
     ## Fix
     Moves the value into `comm_overlap` (same value, now effective) and removes it from `model`.
     **Safe**: it keeps what the file asked for. If that value then crashes (e.g. both p2p flags true), the
-    PP rules report it.
+    PP rules report it and fix it in the next round.
+
+    When `comm_overlap` sets the same field itself, the file holds two different requests and Bridge
+    obeys the `comm_overlap` one; the fix removes the dead `model` value instead of overruling it.
+    **Safe**: the run does not change, and the file stops saying something that never happens.
     """
     for ow in view.co_overwrites:
         if ow.section != "model":
@@ -155,12 +162,20 @@ def model_overwritten(view):
             f"model.{ow.key}: {fmt(ow.file_value)} is overwritten by comm_overlap with {fmt(ow.new_value)}; "
             f"set it in comm_overlap.{ow.key} to make it effective",
             f"model.{ow.key}",
-            safe(
-                f"move model.{ow.key} into comm_overlap",
-                set_(f"comm_overlap.{ow.key}", ow.file_value),
-                remove(f"model.{ow.key}"),
-            ),
+            _move_into_comm_overlap(view, "model", ow.key, ow.file_value),
         )
+
+
+def _move_into_comm_overlap(view, section: str, key: str, value, *extra):
+    """Move ``section.key`` into comm_overlap — unless comm_overlap already decides it: then drop it."""
+    if view.cfg.get(("comm_overlap", key)) is not None:
+        return safe(f"remove {section}.{key} (comm_overlap.{key} decides it)", remove(f"{section}.{key}"), *extra)
+    return safe(
+        f"move {section}.{key} into comm_overlap (comm_overlap overwrites {section})",
+        set_(f"comm_overlap.{key}", value),
+        remove(f"{section}.{key}"),
+        *extra,
+    )
 
 
 @rule("CFG005", "dp-overlap-overwritten", "warning", "A ddp/optimizer overlap value is overwritten by comm_overlap", fix="safe")
@@ -188,15 +203,20 @@ def dp_overwritten(view):
     ## Fix
     Moves the value into `comm_overlap` and removes it from ddp/optimizer. **Safe**: the user's value
     becomes the effective one (comm_overlap values win over every default).
+
+    When `comm_overlap` sets the same field itself (a DP overlap request such as
+    `comm_overlap.overlap_grad_reduce: true` next to `ddp.overlap_grad_reduce: false`), the request in
+    `comm_overlap` is the one Bridge obeys, and the fix keeps it working: it removes the dead ddp/optimizer
+    value rather than moving it over the request. **Safe**: the run does not change.
     """
     for ow in view.co_overwrites:
         if ow.section not in ("ddp", "optimizer"):
             continue
-        edits = [set_(f"comm_overlap.{ow.key}", ow.file_value), remove(f"{ow.section}.{ow.key}")]
+        extra = []
         # overlap_param_gather exists in both sections; move both at once so one fix covers the pair.
         other = "optimizer" if ow.section == "ddp" else "ddp"
         if ow.key == "overlap_param_gather" and view.cfg.has((other, ow.key)):
-            edits.append(remove(f"{other}.{ow.key}"))
+            extra.append(remove(f"{other}.{ow.key}"))
         yield finding(
             view,
             "CFG005",
@@ -204,5 +224,5 @@ def dp_overwritten(view):
             f"{ow.section}.{ow.key}: {fmt(ow.file_value)} is overwritten by comm_overlap's data-parallel path "
             f"with {fmt(ow.new_value)}; set it in comm_overlap.{ow.key} to make it effective",
             f"{ow.section}.{ow.key}",
-            safe(f"move {ow.section}.{ow.key} into comm_overlap", *edits),
+            _move_into_comm_overlap(view, ow.section, ow.key, ow.file_value, *extra),
         )

@@ -88,7 +88,9 @@ def ignored_without_distopt(view):
     ## Fix
     Sets `ddp.use_distributed_optimizer: true` and `optimizer.use_distributed_optimizer: true`.
     **Unsafe**: the distributed optimizer shards optimizer state, changes memory use and the checkpoint
-    format. Alternatively set `ddp.overlap_grad_reduce: true` yourself.
+    format. The other way out, `ddp.overlap_grad_reduce: true` with plain DDP, overlaps only the gradient
+    reduction and drops the rest of what `comm_overlap` asks for; the fix prefers making the request in
+    `comm_overlap` work. Set `ddp.overlap_grad_reduce: true` yourself if you want plain DDP.
     """
     if not view.comm_overlap_present or view.distopt_at_setup:
         return
@@ -102,7 +104,7 @@ def ignored_without_distopt(view):
             "ddp.use_distributed_optimizer: true",
             f"comm_overlap.{ignored[0]}",
             unsafe(
-                "enable the distributed optimizer (ddp and optimizer)",
+                "enable the distributed optimizer in ddp and optimizer (Bridge's DP overlap needs it)",
                 Edit("set", "ddp.use_distributed_optimizer", True),
                 Edit("set", "optimizer.use_distributed_optimizer", True),
             ),
@@ -136,7 +138,10 @@ def distopt_out_of_sync(view):
             "optimizer.use_distributed_optimizer is true but ddp.use_distributed_optimizer is false: comm_overlap skips "
             "the DP defaults, then validate() turns the distributed optimizer on anyway",
             "ddp.use_distributed_optimizer" if view.cfg.has(("ddp", "use_distributed_optimizer")) else "optimizer.use_distributed_optimizer",
-            safe("set ddp.use_distributed_optimizer: true", Edit("set", "ddp.use_distributed_optimizer", True)),
+            safe(
+                "set ddp.use_distributed_optimizer: true (comm_overlap reads the ddp flag)",
+                Edit("set", "ddp.use_distributed_optimizer", True),
+            ),
         )
 
 
@@ -201,7 +206,7 @@ def num_buckets_conflict(view):
             f"ddp.num_buckets={fmt(nb)} together with bucket_size={fmt(bucket)}: Megatron-Core asserts "
             "'Cannot specify both num_buckets and bucket_size'",
             "ddp.num_buckets",
-            unsafe("remove ddp.num_buckets", remove("ddp.num_buckets")),
+            unsafe("remove ddp.num_buckets (cannot be combined with bucket_size)", remove("ddp.num_buckets")),
         )
     elif view.dp is None and view.dp_path_ran and view.cfg.get(("comm_overlap", "bucket_size")) is None:
         yield finding(
@@ -211,7 +216,7 @@ def num_buckets_conflict(view):
             f"ddp.num_buckets={fmt(nb)}: with DP > 1 Bridge sets bucket_size=134,217,728 and Megatron-Core then asserts "
             "'Cannot specify both num_buckets and bucket_size'",
             "ddp.num_buckets",
-            unsafe("remove ddp.num_buckets", remove("ddp.num_buckets")),
+            unsafe("remove ddp.num_buckets (cannot be combined with bucket_size)", remove("ddp.num_buckets")),
         )
 
 

@@ -7,7 +7,8 @@ import difflib
 from .. import bridge
 from ..model import Edit
 from . import rule
-from ._helpers import finding, fmt, unsafe
+from ._helpers import finding, fmt, safe, unsafe
+from ._launch import te_version, unknown_version_text, version_status
 
 _WATCHED = ("grad_reduce_in_fp32", "fp8_param_gather")
 
@@ -68,7 +69,7 @@ def _move_into_mixed_precision(view, key: str, value):
     else:
         edits.append(Edit("set", f"mixed_precision.{key}", value))
     edits.append(Edit("remove", f"ddp.{key}"))
-    return unsafe(f"move ddp.{key} into mixed_precision", *edits)
+    return unsafe(f"move ddp.{key} into mixed_precision (mixed precision overwrites ddp)", *edits)
 
 
 @rule("MP402", "unknown-mixed-precision-recipe", "error", "Unknown mixed-precision recipe name")
@@ -123,3 +124,150 @@ def unknown_key(view):
             f"mixed_precision.{key} is not a MixedPrecisionConfig field{hint}",
             f"mixed_precision.{key}",
         )
+
+
+# ----------------------------------------------------------------------------------------------
+# Launch-time precision checks (issue 6)
+# ----------------------------------------------------------------------------------------------
+
+
+def _mp_key(view, key: str) -> str:
+    """Where a mixed-precision field is written: the mapping's key, or the recipe name."""
+    if isinstance(view.cfg.data.get("mixed_precision"), dict):
+        return f"mixed_precision.{key}" if view.cfg.has(("mixed_precision", key)) else "mixed_precision"
+    return "mixed_precision"
+
+
+@rule("MP404", "fp8-with-fp4", "error", "fp8 and fp4 both set")
+def fp8_with_fp4(view):
+    """
+    ## What it does
+    Flags a precision setup with both `fp8` and `fp4` set: in the `mixed_precision` mapping, or on the
+    model when there is no `mixed_precision`.
+
+    ## Why it matters
+    Bridge's `MixedPrecisionConfig.finalize` raises before anything else runs (megatron-bridge 0.6.2,
+    `megatron/bridge/training/mixed_precision.py:108`), and Megatron-Core repeats the check at model
+    finalize (megatron-core 0.19.2, `transformer_config.py:1455`), both with
+    `ValueError: fp4 and fp8 cannot be used simultaneously. Please choose one.`
+
+    ## Fix
+    None automatic: choose FP8 or NVFP4 training.
+    """
+    quote = "fp4 and fp8 cannot be used simultaneously. Please choose one."
+    if view.mp is not None:
+        if view.mp.get("fp8") and view.mp.get("fp4"):
+            yield finding(
+                view, "MP404", "error",
+                f"mixed precision sets fp8={fmt(view.mp.get('fp8'))} and fp4={fmt(view.mp.get('fp4'))}: Bridge raises \"{quote}\"",
+                _mp_key(view, "fp4"),
+            )
+    elif "mixed_precision" not in view.cfg.data or view.cfg.data.get("mixed_precision") is None:
+        fp8, fp4 = view.get_final("model", "fp8"), view.get_final("model", "fp4")
+        if fp8 and fp4:
+            yield finding(
+                view, "MP404", "error",
+                f"model.fp8={fmt(fp8)} and model.fp4={fmt(fp4)}: Megatron-Core raises \"{quote}\"",
+                "model.fp4",
+            )
+
+
+@rule("MP405", "fp4-te-version", "error", "NVFP4 needs Transformer Engine >= 2.7.0.dev0")
+def fp4_te_version(view):
+    """
+    ## What it does
+    Flags `fp4` in the mixed-precision setup when the target's Transformer Engine (`--te-version`; 0.0.0
+    with `--no-te`) is older than 2.7.0.dev0. Without `--te-version` it reports the requirement as info.
+
+    ## Why it matters
+    `MixedPrecisionConfig.finalize` raises (megatron-bridge 0.6.2, `mixed_precision.py:111`):
+    `ValueError: fp4 requires Transformer Engine >= 2.7.0.dev0 for NVFP4BlockScaling support.`
+
+    ## Fix
+    None in the file: upgrade Transformer Engine or use another precision.
+    """
+    if view.mp is None or not view.mp.get("fp4"):
+        return
+    have = te_version(view)
+    status = version_status(have, "2.7.0.dev0")
+    quote = "fp4 requires Transformer Engine >= 2.7.0.dev0 for NVFP4BlockScaling support."
+    if status == "too-old":
+        yield finding(view, "MP405", "error", f"Transformer Engine {have} with fp4: Bridge raises \"{quote}\"", _mp_key(view, "fp4"))
+    elif status == "unknown":
+        yield finding(
+            view, "MP405", "info",
+            f"fp4 needs Transformer Engine >= 2.7.0.dev0 ({unknown_version_text(have, 'Transformer Engine', '--te-version')})",
+            _mp_key(view, "fp4"),
+        )
+
+
+@rule("MP406", "mxfp8-param-gather-without-reuse", "error", "MXFP8 parameter gather without grad-buffer reuse", fix="safe")
+def mxfp8_gather_without_reuse(view):
+    """
+    ## What it does
+    Flags a `mixed_precision` mapping with `fp8_recipe: mxfp8` and `fp8_param_gather: true` but
+    `reuse_grad_buf_for_mxfp8_param_ag` false, without Megatron-FSDP.
+
+    ## Why it matters
+    Bridge's `validate()` asserts (megatron-bridge 0.6.2, `megatron/bridge/training/config.py:1356`):
+    `When fp8_param_gather=True and fp8_recipe='mxfp8', reuse_grad_buf_for_mxfp8_param_ag must be set to True`.
+    Only the mixed-precision object is read, so setting the flag on ddp or optimizer does not help. The
+    `*_with_mxfp8_mixed` recipes already set it.
+
+    ## Fix
+    Sets `mixed_precision.reuse_grad_buf_for_mxfp8_param_ag: true`. **Safe**: it is what the launch
+    requires and lowers memory (the gradient buffer holds the MXFP8 parameter all-gather). Not offered when
+    `overlap_param_gather_with_optimizer_step` is on, which cannot be combined with the reuse (DP308).
+    """
+    if view.mp is None or view.megatron_fsdp:
+        return
+    if not (view.mp.get("fp8_param_gather") and view.mp.get("fp8_recipe") == "mxfp8"):
+        return
+    if view.mp.get("reuse_grad_buf_for_mxfp8_param_ag"):
+        return
+    fix = None
+    if isinstance(view.cfg.data.get("mixed_precision"), dict) and not view.value("optimizer.overlap_param_gather_with_optimizer_step"):
+        fix = safe(
+            "set mixed_precision.reuse_grad_buf_for_mxfp8_param_ag: true (MXFP8 parameter gather requires it)",
+            Edit("set", "mixed_precision.reuse_grad_buf_for_mxfp8_param_ag", True),
+        )
+    yield finding(
+        view, "MP406", "error",
+        "MXFP8 with fp8_param_gather but without reuse_grad_buf_for_mxfp8_param_ag: Bridge asserts \"When "
+        "fp8_param_gather=True and fp8_recipe='mxfp8', reuse_grad_buf_for_mxfp8_param_ag must be set to True\"",
+        _mp_key(view, "reuse_grad_buf_for_mxfp8_param_ag"),
+        fix,
+    )
+
+
+@rule("MP407", "mxfp8-reuse-without-param-gather", "error", "Grad-buffer reuse without FP8 parameter gather", fix="safe")
+def reuse_without_param_gather(view):
+    """
+    ## What it does
+    Flags `reuse_grad_buf_for_mxfp8_param_ag: true` reaching ddp (from `mixed_precision`, or from ddp
+    when there is none) while `fp8_param_gather` is false there.
+
+    ## Why it matters
+    Megatron-Core's `DistributedDataParallelConfig.__post_init__` asserts when Bridge finalizes ddp
+    (megatron-core 0.19.2, `distributed_data_parallel_config.py:253-254`):
+    `Reuse grad buffer only when keeping params in MXFP8.` This runs before Megatron-FSDP would switch the
+    reuse off, so FSDP does not avoid it.
+
+    ## Fix
+    Turns the reuse off where it is set. **Safe**: without FP8 parameters there is nothing to reuse the
+    buffer for, and the run would not start.
+    """
+    if view.get_final("ddp", "reuse_grad_buf_for_mxfp8_param_ag") is not True or view.get_final("ddp", "fp8_param_gather"):
+        return
+    if view.mp is not None:
+        key = _mp_key(view, "reuse_grad_buf_for_mxfp8_param_ag")
+        fix_key = "mixed_precision.reuse_grad_buf_for_mxfp8_param_ag" if isinstance(view.cfg.data.get("mixed_precision"), dict) else None
+    else:
+        key = fix_key = "ddp.reuse_grad_buf_for_mxfp8_param_ag"
+    yield finding(
+        view, "MP407", "error",
+        "reuse_grad_buf_for_mxfp8_param_ag is true but fp8_param_gather is false: Megatron-Core asserts "
+        "\"Reuse grad buffer only when keeping params in MXFP8.\"",
+        key,
+        safe(f"set {fix_key}: false (nothing to reuse without FP8 parameters)", Edit("set", fix_key, False)) if fix_key else None,
+    )

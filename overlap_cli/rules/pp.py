@@ -80,11 +80,13 @@ def overlap_without_vpp(view):
 
     ## Fix
     Removes the `overlap_p2p_comm: true` override (Bridge then picks batched p2p). **Safe**: the
-    override would crash the run. Getting p2p overlap instead needs VPP > 1 (see PP201, unsafe).
+    override would crash the run. Getting p2p overlap instead needs VPP > 1, which changes memory use and
+    the checkpoint layout, so it is PP201's unsafe fix: with `--unsafe-fixes` the next round adds the
+    VPP and Bridge turns p2p overlap on by itself — the request then works rather than being dropped.
     """
     # Megatron-Core picks the interleaved schedule whenever VPP is not None — even VPP=1 — so only a
     # null VPP means the non-interleaved schedule (megatron/core/pipeline_parallel/schedules.py).
-    if view.pp > 1 and view.vpp is None and view.value("model.overlap_p2p_comm") is True:
+    if view.pp > 1 and view.vpp_final is None and view.value("model.overlap_p2p_comm") is True:
         if view.cfg.get(("comm_overlap", "overlap_p2p_comm")) is True:
             key = "comm_overlap.overlap_p2p_comm"
             fix = safe("remove comm_overlap.overlap_p2p_comm (crashes without VPP)", remove(key))
@@ -119,7 +121,7 @@ def overlap_and_batch(view):
     Sets `comm_overlap.batch_p2p_comm: false`. **Safe**: keeps the requested p2p overlap, and the
     combination would crash.
     """
-    if view.pp > 1 and view.vpp is not None and view.value("model.overlap_p2p_comm") is True and view.value("model.batch_p2p_comm") is True:
+    if view.pp > 1 and view.vpp_final is not None and view.value("model.overlap_p2p_comm") is True and view.value("model.batch_p2p_comm") is True:
         where = "comm_overlap" if view.comm_overlap_present else "model"
         yield finding(
             view,
@@ -128,7 +130,7 @@ def overlap_and_batch(view):
             "overlap_p2p_comm and batch_p2p_comm are both true with VPP > 1: Megatron-Core raises "
             "'Can not use both overlap_p2p_comm and batch_p2p_comm' at the first step",
             f"{where}.batch_p2p_comm",
-            safe("set batch_p2p_comm: false", set_(f"{where}.batch_p2p_comm", False)),
+            safe("set batch_p2p_comm: false (cannot be combined with overlap_p2p_comm)", set_(f"{where}.batch_p2p_comm", False)),
         )
 
 
@@ -158,7 +160,124 @@ def defer_without_limit(view):
                 "Megatron-Core raises 'Wgrad deferral limit should be greater than or equal to 0 when it is enabled!'",
                 "comm_overlap.defer_embedding_wgrad_compute" if view.comm_overlap_present else "model.wgrad_deferral_limit",
                 unsafe(
-                    "add comm_overlap.wgrad_deferral_limit: 0",
+                    "set wgrad_deferral_limit: 0 (deferred embedding wgrad needs a limit >= 0)",
                     Edit("set", ("comm_overlap" if view.comm_overlap_present else "model") + ".wgrad_deferral_limit", 0),
                 ),
             )
+
+
+# ----------------------------------------------------------------------------------------------
+# Launch-time checks of Megatron-Core's ModelParallelConfig / TransformerConfig (issue 6)
+# ----------------------------------------------------------------------------------------------
+
+
+def _defer_key(view) -> str:
+    if view.comm_overlap_present:
+        return "comm_overlap.defer_embedding_wgrad_compute"
+    return "model.defer_embedding_wgrad_compute"
+
+
+@rule("PP205", "defer-embedding-wgrad-prerequisites", "error", "defer_embedding_wgrad_compute without PP > 1 or gradient accumulation fusion", fix="safe")
+def defer_prerequisites(view):
+    """
+    ## What it does
+    Flags an effective `defer_embedding_wgrad_compute: true` (from comm_overlap, or from the model when
+    there is no comm_overlap section) with `pipeline_model_parallel_size: 1` or without
+    `gradient_accumulation_fusion`.
+
+    ## Why it matters
+    Megatron-Core's `ModelParallelConfig.__post_init__` raises at model finalize (megatron-core 0.19.2,
+    `megatron/core/model_parallel_config.py:545-557`), in this order:
+    `ValueError: Cannot defer embedding wgrad compute when pipeline model parallel is not used`,
+    `ValueError: Cannot defer embedding wgrad compute when gradient accumulation fusion is not used`,
+    then the deferral-limit check (PP204). Bridge's GPT provider turns gradient accumulation fusion on when
+    Transformer Engine imports (megatron/bridge/models/gpt_provider.py:205), so the second check fires
+    when the file sets it false or the target has no Transformer Engine.
+
+    ## Example
+    ```yaml
+    model: {pipeline_model_parallel_size: 1}
+    comm_overlap: {tp_comm_overlap: false, defer_embedding_wgrad_compute: true, wgrad_deferral_limit: 0}
+    ```
+
+    ## Fix
+    Turns `defer_embedding_wgrad_compute` off. **Safe**: the deferral cannot start without pipeline
+    parallelism and the fused accumulation, so nothing that ran is lost.
+    """
+    if view.value("model.defer_embedding_wgrad_compute") is not True:
+        return
+    key = _defer_key(view)
+    off = safe(f"set {key}: false (it cannot run here)", set_(key, False))
+    if view.pp == 1:
+        yield finding(
+            view,
+            "PP205",
+            "error",
+            "defer_embedding_wgrad_compute with pipeline_model_parallel_size=1: Megatron-Core raises "
+            "\"Cannot defer embedding wgrad compute when pipeline model parallel is not used\"",
+            key,
+            off,
+        )
+    if not view.get_final("model", "gradient_accumulation_fusion"):
+        why = (
+            "the target has no Transformer Engine, so the provider leaves gradient_accumulation_fusion off"
+            if view.gaf_from_provider
+            else "model.gradient_accumulation_fusion is false"
+        )
+        yield finding(
+            view,
+            "PP205",
+            "error",
+            f"defer_embedding_wgrad_compute but {why}: Megatron-Core raises "
+            "\"Cannot defer embedding wgrad compute when gradient accumulation fusion is not used\"",
+            key,
+            off,
+        )
+
+
+@rule("PP206", "warmup-flush-needs-overlap-p2p", "error", "overlap_p2p_comm_warmup_flush without overlap_p2p_comm (or with batch_p2p_comm)", fix="safe")
+def warmup_flush(view):
+    """
+    ## What it does
+    Flags `model.overlap_p2p_comm_warmup_flush: true` when the effective `overlap_p2p_comm` is false or
+    the effective `batch_p2p_comm` is true.
+
+    ## Why it matters
+    Megatron-Core raises at model finalize (megatron-core 0.19.2, `megatron/core/model_parallel_config.py:572`):
+    `ValueError: Pipeline parallel communication overlapping in warmup and flush is only compatible with
+    overlap_p2p_comm but not batch_p2p_comm.` The flag is not a comm_overlap field, but the p2p pair is:
+    comm_overlap picks `false/true` for PP > 1 without VPP and `false/false` for PP = 1, so the flag only
+    works on the interleaved schedule (or when the pair is set explicitly).
+
+    ## Fix
+    On the interleaved schedule: sets `overlap_p2p_comm: true` and `batch_p2p_comm: false` where they are
+    decided (comm_overlap, else the model). **Safe**: it is what the flag needs and what Bridge picks for
+    VPP > 1 anyway. Otherwise turns the flag off. **Safe**: it cannot work without p2p overlap.
+    """
+    if view.get_final("model", "overlap_p2p_comm_warmup_flush") is not True:
+        return
+    overlap, batch = view.value("model.overlap_p2p_comm"), view.value("model.batch_p2p_comm")
+    if overlap is True and batch is not True:
+        return
+    section = "comm_overlap" if view.comm_overlap_present else "model"
+    if view.pp > 1 and view.vpp_final is not None:
+        fix = safe(
+            f"set {section}.overlap_p2p_comm: true and {section}.batch_p2p_comm: false",
+            set_(f"{section}.overlap_p2p_comm", True),
+            set_(f"{section}.batch_p2p_comm", False),
+        )
+    else:
+        fix = safe(
+            "set model.overlap_p2p_comm_warmup_flush: false (p2p overlap needs the interleaved schedule)",
+            set_("model.overlap_p2p_comm_warmup_flush", False),
+        )
+    yield finding(
+        view,
+        "PP206",
+        "error",
+        f"overlap_p2p_comm_warmup_flush with overlap_p2p_comm={str(overlap).lower()}, batch_p2p_comm={str(batch).lower()}: "
+        "Megatron-Core raises \"Pipeline parallel communication overlapping in warmup and flush is only compatible "
+        "with overlap_p2p_comm but not batch_p2p_comm.\"",
+        "model.overlap_p2p_comm_warmup_flush",
+        fix,
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..model import Edit
 from . import rule
-from ._helpers import finding, safe, set_
+from ._helpers import finding, safe, set_, unsafe
 
 _REQUEST = "comm_overlap.tp_comm_overlap"
 
@@ -42,7 +42,7 @@ def tp_too_small(view):
             "warning",
             f"TP overlap requested but tensor_model_parallel_size={view.tp} < 2: Bridge silently disables it",
             _REQUEST,
-            safe("set comm_overlap.tp_comm_overlap: false (it can never apply)", *edits),
+            safe("set comm_overlap.tp_comm_overlap: false (TP overlap needs TP >= 2)", *edits),
         )
 
 
@@ -153,3 +153,80 @@ def sp_dropped(view):
             f"sequence_parallel: true with tensor_model_parallel_size={view.tp}: Bridge turns it off at model finalize",
             "model.sequence_parallel",
         )
+
+
+# ----------------------------------------------------------------------------------------------
+# Launch-time behaviour of Megatron-Core (issue 6)
+# ----------------------------------------------------------------------------------------------
+
+
+def _mla_buffer_name(view):
+    """The first unsupported userbuffer name an MLA layer builds (megatron-core 0.19.2,
+    transformer/multi_latent_attention.py:507-613 unfused, 1281-1326 fused), or None if every checked
+    linear has a supported name."""
+    if view.get_final("model", "mla_down_proj_fusion") is True:
+        # qkv_down_proj is a LayerNorm-fused linear, which Megatron-Core does not check; the up-projections
+        # are plain (checked) linears only without qk_layernorm.
+        return None if view.get_final("model", "qk_layernorm") is True else "q_up_proj"
+    # MLATransformerConfig's q_lora_rank default is 512 (transformer_config.py, MLATransformerConfig).
+    return "q_proj" if view.get_final("model", "q_lora_rank", 512) is None else "q_down_proj"
+
+
+@rule("TP106", "tp-overlap-off-mla-mtp", "warning", "MLA / MTP models: Megatron-Core turns TP overlap off while building", fix="unsafe")
+def tp_overlap_off_mla_mtp(view):
+    """
+    ## What it does
+    Flags effective TP overlap (`model.tp_comm_overlap` after comm_overlap) on a model with
+    multi-latent attention (`multi_latent_attention: true`) or multi-token prediction (`mtp_num_layers > 0`).
+
+    ## Why it matters
+    When a Transformer Engine linear is built with a userbuffer name other than qkv / proj / fc1 / fc2,
+    Megatron-Core sets `tp_comm_overlap = False` **on the shared model config** and warns
+    (megatron-core 0.19.2, `megatron/core/extensions/transformer_engine.py:922-932`; the missing space is in
+    the source):
+    `The user buffer name q_down_proj is not supported inTransformer Engine. Disabling TP communication overlap for this layer.`
+    Every layer built afterwards gets no userbuffers, while the buffers themselves were already allocated
+    at initialisation (megatron/bridge/training/initialize.py:236).
+    - MLA: the first attention's `q_proj` (no `q_lora_rank`) or `q_down_proj` flips it, so all MLP
+      projections and all later layers run without TP overlap — the whole model, bar one projection.
+      (Fused MLA with `qk_layernorm` builds only LayerNorm-fused linears, which are not checked.)
+    - MTP: the MTP block's `mtp_eh_proj` flips it, but the decoder is built before MTP
+      (megatron/core/models/gpt/gpt_model.py:227 vs 237), so only the MTP layer loses overlap: reported
+      as info.
+
+    ## Fix
+    For MLA, sets `tp_comm_overlap: false` (in comm_overlap, or on the model without comm_overlap).
+    **Unsafe**: it frees the userbuffers and drops the one projection that still overlapped.
+    """
+    if view.get_final("model", "tp_comm_overlap") is not True:
+        return
+    key = "comm_overlap.tp_comm_overlap" if view.comm_overlap_present else "model.tp_comm_overlap"
+    mtp = view.get_final("model", "mtp_num_layers")
+    if view.get_final("model", "multi_latent_attention") is True:
+        name = _mla_buffer_name(view)
+        if name is not None:
+            yield finding(
+                view,
+                "TP106",
+                "warning",
+                f"TP overlap on a multi-latent-attention model: building the first attention, Megatron-Core warns "
+                f"\"The user buffer name {name} is not supported inTransformer Engine. Disabling TP communication "
+                "overlap for this layer.\" and turns TP overlap off for every layer built after it",
+                key,
+                _unsafe_off(key),
+            )
+            return
+    if isinstance(mtp, int) and not isinstance(mtp, bool) and mtp > 0:
+        yield finding(
+            view,
+            "TP106",
+            "info",
+            f"TP overlap with mtp_num_layers={mtp}: building the MTP block, Megatron-Core warns \"The user buffer name "
+            "mtp_eh_proj is not supported inTransformer Engine. Disabling TP communication overlap for this layer.\"; "
+            "decoder layers are built first and keep TP overlap, the MTP layer loses it",
+            key,
+        )
+
+
+def _unsafe_off(key: str):
+    return unsafe(f"set {key}: false (Megatron-Core turns it off for almost every layer)", set_(key, False))

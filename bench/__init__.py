@@ -1,0 +1,1 @@
+"""Benchmarks and long fuzz runs (not part of the installed package)."""

@@ -1,0 +1,157 @@
+"""Long fuzz run: 10,000+ mutated configs through the real CLI (in process), by hand or in a nightly job.
+
+    python bench/fuzz_long.py                      # 10,000 cases, check + json; fix --write on every 4th
+    python bench/fuzz_long.py -n 50000 --jobs 2 --seed 7 --keep /tmp/fuzz-failures
+
+Every case must hold what tests/test_fuzz.py asserts: no traceback; exit 0, 1 or 2; exit 2 with exactly
+one line naming the file; valid JSON; ``fix --write`` leaves a file that still checks, loses no comment,
+and does not touch a file it cannot check. It also counts how often a second ``fix --write`` would change
+the file again (fix should be idempotent). Failures are grouped by where they happen; with --keep each
+group's first case is saved to replay (``overlap check FILE``). Prints the number of cases run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.mutate import RandomChooser, lost_comments, mutate, seeds  # noqa: E402
+
+
+def _invoke(app, args):
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=True)
+    exc = res.exception if res.exception is not None and not isinstance(res.exception, SystemExit) else None
+    return res.exit_code, res.stdout, res.stderr, exc
+
+
+def _where(exc: BaseException) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "overlap_cli" in f.filename] or traceback.extract_tb(exc.__traceback__)
+    f = frames[-1]
+    return f"{type(exc).__name__} at {os.path.relpath(f.filename, ROOT)}:{f.lineno} ({f.name})"
+
+
+def one_case(app, seed_path: Path, rng: random.Random, folder: Path, do_fix: bool) -> list[tuple[str, str]]:
+    """Run one mutated case; returns [(problem kind, detail)] (empty when everything held)."""
+    mutated, applied = mutate(seed_path.read_bytes(), RandomChooser(rng))
+    path = folder / "case.yaml"
+    path.write_bytes(mutated)
+    problems = []
+
+    def contract(tag, code, out, err, exc, text_output=True):
+        if exc is not None:
+            problems.append((f"{tag}: traceback", _where(exc)))
+            return False
+        if code not in (0, 1, 2):
+            problems.append((f"{tag}: exit {code}", (out + err)[-200:]))
+        elif text_output and code == 2 and sum(1 for ln in (out + err).splitlines() if ln.startswith(str(path))) != 1:
+            problems.append((f"{tag}: exit 2 without one line naming the file", (out + err)[-200:]))
+        return True
+
+    code, out, err, exc = _invoke(app, ["check", path])
+    contract("check", code, out, err, exc)
+    jcode, jout, jerr, jexc = _invoke(app, ["check", path, "--format", "json"])
+    if contract("check --format json", jcode, jout, jerr, jexc, text_output=False):
+        try:
+            json.loads(jout)
+        except ValueError:
+            problems.append(("check --format json: invalid JSON", jout[:200]))
+    if do_fix and exc is None:
+        unsafe = rng.random() < 0.5
+        fcode, fout, ferr, fexc = _invoke(app, ["fix", "--write", path] + (["--unsafe-fixes"] if unsafe else []))
+        if contract("fix --write", fcode, fout, ferr, fexc):
+            after = path.read_bytes()
+            if code == 2 and after != mutated:
+                problems.append(("fix --write: edited a file it could not check", ""))
+            elif code != 2:
+                acode, aout, aerr, aexc = _invoke(app, ["check", path])
+                if aexc is not None or acode not in (0, 1):
+                    problems.append(("fix --write: left a file that no longer checks", (aout + aerr)[-200:]))
+                elif after != mutated:
+                    lost = lost_comments(mutated.decode("utf-8-sig", "replace"), after.decode("utf-8-sig", "replace"))
+                    if lost:
+                        problems.append(("fix --write: lost comments", repr(lost[:2])))
+                    _invoke(app, ["fix", "--write", path] + (["--unsafe-fixes"] if unsafe else []))
+                    if path.read_bytes() != after:
+                        problems.append(("fix --write: not idempotent (a second run changed the file)", ""))
+    where = f" [seed {seed_path.name}, {'+'.join(applied)}]"
+    return [(kind, " ".join(detail.split()) + where) for kind, detail in problems]
+
+
+def worker(args) -> tuple[int, dict, dict]:
+    start, count, seed, fix_every, keep = args
+    from overlap_cli.cli import app
+
+    sources = seeds()
+    rng = random.Random(seed * 1_000_003 + start)
+    groups: dict = collections.defaultdict(int)
+    examples: dict = {}
+    with tempfile.TemporaryDirectory(prefix="overlap-fuzz-") as tmp:
+        folder = Path(tmp)
+        for i in range(start, start + count):
+            seed_path = sources[rng.randrange(len(sources))]
+            for kind, detail in one_case(app, seed_path, rng, folder, do_fix=fix_every > 0 and i % fix_every == 0):
+                key = f"{kind}: {detail.split(' [seed')[0]}"
+                groups[key] += 1
+                if key not in examples:
+                    examples[key] = detail
+                    if keep:
+                        Path(keep).mkdir(parents=True, exist_ok=True)
+                        (Path(keep) / f"case_{i:06d}.yaml").write_bytes((folder / "case.yaml").read_bytes())
+    return count, dict(groups), examples
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-n", "--cases", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--fix-every", type=int, default=4, help="run fix --write on every Nth case (0: never)")
+    ap.add_argument("--keep", help="folder to save the first case of each failure group")
+    a = ap.parse_args()
+    if not (ROOT / "overlap_cli" / "cmd_fix.py").exists():
+        a.fix_every = 0
+        print("note: overlap fix is not built yet; fix cases skipped")
+    t0 = time.perf_counter()
+    per = -(-a.cases // a.jobs)
+    tasks = [(j * per, min(per, a.cases - j * per), a.seed, a.fix_every, a.keep) for j in range(a.jobs) if a.cases - j * per > 0]
+    if a.jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(len(tasks)) as pool:
+            parts = pool.map(worker, tasks)
+    else:
+        parts = [worker(t) for t in tasks]
+    total = sum(p[0] for p in parts)
+    groups: collections.Counter = collections.Counter()
+    examples: dict = {}
+    for _, g, ex in parts:
+        groups.update(g)
+        for k, v in ex.items():
+            examples.setdefault(k, v)
+    elapsed = time.perf_counter() - t0
+    print(f"fuzz: {total} cases (seed {a.seed}, fix --write on every {a.fix_every or 'no'} case) in {elapsed:.0f} s "
+          f"({total / elapsed:.0f} cases/s, {a.jobs} job(s))")
+    if not groups:
+        print("fuzz: no problem found")
+        return 0
+    print(f"fuzz: {sum(groups.values())} problem(s) in {len(groups)} group(s):")
+    for key, n in groups.most_common():
+        print(f"  {n:6d}  {key}\n          e.g. {examples[key][-160:]}")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""``overlap fix``: make the requested overlaps take effect. Without ``--write`` nothing is written.
+
+Only typer and the CLI module are imported at the top; the fixer loads inside the command.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, Optional
+
+import typer
+
+from .cli import (
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    EXIT_INPUT,
+    GPU,
+    TE,
+    Detect,
+    EnvFromShell,
+    GpusPerNode,
+    Nodes,
+    SettingsPath,
+    TEVersion,
+    TorchVersion,
+    WorldSize,
+    app,
+    build_target,
+    exit_code,
+    split_args,
+    usage_error,
+)
+
+
+@app.command()
+def fix(
+    args: List[str] = typer.Argument(..., metavar="FILE...", help="Config files to fix."),
+    write: bool = typer.Option(False, "--write", help="Apply the fixes in place (atomic write)."),
+    diff: bool = typer.Option(False, "--diff", help="Print a unified diff of what would change; write nothing."),
+    unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also apply fixes that change training behaviour, memory or checkpoint format."),
+    no_comments: bool = typer.Option(False, "--no-comments", help="Do not add `# overlap: CODE reason` comments to edited keys."),
+    world_size: Optional[int] = WorldSize,
+    nodes: Optional[int] = Nodes,
+    gpus_per_node: Optional[int] = GpusPerNode,
+    te: Optional[bool] = TE,
+    gpu: Optional[str] = GPU,
+    te_version: Optional[str] = TEVersion,
+    torch_version: Optional[str] = TorchVersion,
+    settings: Optional[str] = SettingsPath,
+    detect: bool = Detect,
+    env_from_shell: bool = EnvFromShell,
+    select: Optional[List[str]] = typer.Option(None, "--select", help="Only fix findings of these rules (codes, prefixes, names or ALL)."),
+    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Do not fix findings of these rules."),
+    extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Rules to add to the selection."),
+    configs_only: bool = typer.Option(False, "--configs-only", help="Skip files without a model/ddp/comm_overlap/mixed_precision/optimizer section (pre-commit)."),
+):
+    """Edit configs so that Bridge keeps the overlaps they ask for: safe fixes by default, comments and
+    layout kept, checked again after every round.
+
+    Exit codes: without --write, 1 when something would change (or a file had to be refused), else 0;
+    with --write, 0 when no warning or error is left, 1 when some remain that no fix removes; 2 on input
+    errors (a file that does not parse is never edited) and on files that cannot be written."""
+    files, overrides = split_args(args)
+    if overrides:
+        raise usage_error(
+            f"fix edits the file as written; dotlist overrides are not part of it ({' '.join(overrides)}). "
+            "Put the values in the file, or use `overlap check` with overrides"
+        )
+    if not files:
+        raise usage_error("no config file given")
+    if write and diff:
+        raise usage_error("--write and --diff exclude each other")
+    target = build_target(
+        world_size, nodes, gpus_per_node, te, files[0], gpu=gpu, te_version=te_version, torch_version=torch_version,
+        settings=settings, detect=detect, env_from_shell=env_from_shell,
+    )
+
+    from .fixer import Outcome, fix_file
+    from .runner import gather
+    from .selection import SelectionError, cli_selection
+
+    try:
+        selection = cli_selection(select, ignore, extend_select, settings)
+    except SelectionError as exc:
+        raise usage_error(str(exc)) from None
+    files, skipped, problems = gather(files, configs_only)
+    for path, why in skipped:
+        sys.stderr.write(f"note: {path}: skipped: {why}\n")
+    out = sys.stdout
+    outcomes = [Outcome(p.file, "", "", error=p.error) for p in problems]
+    for o in outcomes:
+        _report_problems(o)
+    seen = set()
+    for path in files:
+        real = os.path.realpath(path)
+        if real in seen:  # the same file twice (or two links to it): fix it once
+            continue
+        seen.add(real)
+        o = fix_file(path, target, unsafe=unsafe_fixes, comments=not no_comments, selection=selection)
+        outcomes.append(o)
+        _report_problems(o)
+
+    if write:
+        raise typer.Exit(_write_all(outcomes, out))
+    if diff:
+        for o in outcomes:
+            if o.changed:
+                out.write(_unified_diff(o))
+    else:
+        for o in outcomes:
+            _list_fixes(o, out, unsafe_fixes)
+    if any(o.error is not None for o in outcomes):
+        raise typer.Exit(EXIT_INPUT)
+    raise typer.Exit(EXIT_FINDINGS if any(o.changed or o.problem for o in outcomes) else EXIT_CLEAN)
+
+
+def _report_problems(o) -> None:
+    err = sys.stderr
+    if o.error is not None:
+        err.write(o.error.one_line() + " (not edited)\n")
+        return
+    for s in o.skipped:
+        where = f"{o.path}:{s.finding.line}" if s.finding.line else o.path
+        err.write(f"{where}: {s.finding.code} fix skipped: {s.why}\n")
+    if o.problem:
+        err.write(f"{o.path}: {o.problem}\n")
+
+
+def _describe(a) -> str:
+    f = a.finding
+    where = f"line {f.line}: " if a.round == 1 and f.line else ""
+    after = f" (after round {a.round - 1})" if a.round > 1 else ""
+    return f"  {f.code} [{f.fix.applicability}] {where}{f.fix.message}{after}\n"
+
+
+def _list_fixes(o, out, unsafe: bool) -> None:
+    if o.error is not None:
+        return
+    if o.applied:
+        n = len(o.applied)
+        out.write(f"{o.path}: {n} fix{'es' if n != 1 else ''} would be applied (run with --write, or --diff to see them)\n")
+        for a in o.applied:
+            out.write(_describe(a))
+    pending = o.unsafe_pending() if not unsafe else []
+    if pending:
+        out.write(f"{o.path}: {len(pending)} more with --unsafe-fixes: {', '.join(f.code for f in pending)}\n")
+    if o.skipped and not o.applied:
+        out.write(f"{o.path}: {len(o.skipped)} fix(es) skipped, nothing changed (see above)\n")
+    elif not o.applied and not pending and not o.problem:
+        out.write(f"{o.path}: nothing to fix\n")
+
+
+def _unified_diff(o) -> str:
+    import difflib
+
+    lines = []
+    for line in difflib.unified_diff(o.original.splitlines(True), o.fixed.splitlines(True), o.path, o.path):
+        lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(lines)
+
+
+def _write_all(outcomes, out) -> int:
+    from .loader import read_text
+    from .model import SEVERITY_RANK, InputError
+    from .writer import atomic_write
+
+    code = exit_code([o.result for o in outcomes if o.result is not None])
+    fixed_files = fixed_count = 0
+    for o in outcomes:
+        if o.error is not None:
+            code = EXIT_INPUT
+            continue
+        if o.changed:
+            try:
+                if read_text(o.path) != o.original:
+                    raise OSError(0, "the file changed while it was being fixed; run fix again")
+                atomic_write(o.path, ("\ufeff" if o.bom else "") + o.fixed)
+            except InputError as exc:
+                sys.stderr.write(f"{exc.problem.one_line()}; not written\n")
+                code = EXIT_INPUT
+                continue
+            except OSError as exc:
+                sys.stderr.write(f"{o.path}: cannot write: {exc.strerror or exc}; the file is unchanged\n")
+                code = EXIT_INPUT
+                continue
+            fixed_files += 1
+            fixed_count += len(o.applied)
+            codes = ", ".join(a.finding.code for a in o.applied)
+            out.write(f"fixed {o.path}: {codes}\n")
+        elif o.problem and code == EXIT_CLEAN:
+            code = EXIT_FINDINGS
+        for f in o.result.findings:
+            if SEVERITY_RANK[f.severity] >= SEVERITY_RANK["warning"]:
+                mark = " (fix with --unsafe-fixes)" if f.fix and f.fix.applicability == "unsafe" else ""
+                out.write(f"{o.path}:{f.line or 1}:{f.column or 1}: {f.code} {f.severity}: {f.message}{mark}\n")
+    remaining = sum(
+        1 for o in outcomes if o.result is not None for f in o.result.findings
+        if SEVERITY_RANK[f.severity] >= SEVERITY_RANK["warning"]
+    )
+    out.write(f"Fixed {fixed_count} finding(s) in {fixed_files} file(s); {remaining} warning/error finding(s) remain.\n")
+    return code

@@ -1,0 +1,145 @@
+"""PP207-PP208 — ``model.pipeline_model_parallel_layout``: the virtual pipeline size it implies, and the
+layouts Megatron-Core rejects.
+
+Megatron-Core (0.19.2) reads the layout at model finalize (``transformer_config.py:1936-1985``), after
+Bridge's comm_overlap chose its pipeline defaults from the raw, null VPP. The stage count comes from
+``overlap_cli.pipeline_layout`` through the resolver (``view.layout``, ``view.layout_vpp``).
+"""
+
+from __future__ import annotations
+
+from . import rule
+from ._helpers import finding, safe, set_
+
+_LAYOUT = "model.pipeline_model_parallel_layout"
+
+
+@rule("PP207", "vpp-implied-by-layout", "warning", "pipeline_model_parallel_layout implies VPP, but comm_overlap sees none", fix="safe")
+def vpp_implied_by_layout(view):
+    """
+    ## What it does
+    Flags `model.pipeline_model_parallel_layout` with more stages than PP (so a virtual pipeline size of
+    stages / PP > 1) while `virtual_pipeline_model_parallel_size` is null and comm_overlap is present.
+
+    ## Why it matters
+    Megatron-Core derives the VPP from the layout at model finalize (megatron-core 0.19.2,
+    `transformer_config.py:1969-1981`) and runs the interleaved schedule. comm_overlap runs earlier and
+    reads the null: it picks `overlap_p2p_comm=false, batch_p2p_comm=true` and `align_param_gather=false`
+    — the non-interleaved choices — so pipeline p2p is not overlapped. With
+    `comm_overlap.overlap_moe_expert_parallel_comm: true` it is an **error**: Bridge's EP pre-check
+    (megatron-bridge 0.6.2, `comm_overlap.py:495`) asserts
+    `If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1`
+    although Megatron-Core would have accepted the derived value.
+
+    ## Fix
+    Sets `model.virtual_pipeline_model_parallel_size` to the layout's value. **Safe**: Megatron-Core uses
+    that value anyway (the schedule and layer placement do not change); the fix only lets comm_overlap
+    see it in time.
+    """
+    if not view.comm_overlap_present or view.vpp is not None or view.pp <= 1:
+        return
+    vpp = view.layout_vpp
+    if vpp is None or vpp <= 1:
+        return
+    fix = safe(
+        f"set model.virtual_pipeline_model_parallel_size: {vpp} (what the layout implies)",
+        set_("model.virtual_pipeline_model_parallel_size", vpp),
+    )
+    stages = f"the layout has {view.layout.stages} stages for PP={view.pp}, i.e. VPP={vpp}"
+    if view.cfg.get(("comm_overlap", "overlap_moe_expert_parallel_comm")) is True:
+        yield finding(
+            view,
+            "PP207",
+            "error",
+            f"{stages}, but virtual_pipeline_model_parallel_size is null: Bridge's EP-overlap pre-check asserts "
+            "\"If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be specified when "
+            "pipeline_model_parallel_size > 1\"",
+            _LAYOUT,
+            fix,
+        )
+        return
+    yield finding(
+        view,
+        "PP207",
+        "warning",
+        f"{stages}, but virtual_pipeline_model_parallel_size is null: comm_overlap picks non-interleaved defaults "
+        f"(overlap_p2p_comm={str(view.value('model.overlap_p2p_comm')).lower()}, align_param_gather=false) for a run "
+        "that uses the interleaved schedule",
+        _LAYOUT,
+        fix,
+    )
+
+
+@rule("PP208", "layout-conflict", "error", "pipeline_model_parallel_layout that Megatron-Core rejects", fix="safe")
+def layout_conflict(view):
+    """
+    ## What it does
+    Checks `model.pipeline_model_parallel_layout` the way Megatron-Core reads it at model finalize
+    (megatron-core 0.19.2, `transformer_config.py:1936-1985`, `pipeline_parallel_layer_layout.py`):
+    - set together with `num_layers_in_first_pipeline_stage`, `num_layers_in_last_pipeline_stage`,
+      `account_for_embedding_in_pipeline_split` or `account_for_loss_in_pipeline_split`:
+      `ValueError: pipeline_model_parallel_layout cannot be set with other pipeline layout arguments.`
+    - a character other than E, L, t, m (spaces included): `Invalid layer character: …`
+    - stage count not divisible by PP: `pipeline_model_parallel_layout must be divisible by
+      pipeline_model_parallel_size (len(layout)=…, pipeline_model_parallel_size=…)`
+    - an explicit VPP different from stages / PP: `virtual_pipeline_model_parallel_size conflicts with
+      pipeline_model_parallel_layout, …`
+    - a layout implying VPP > 1 with PP = 1: `RuntimeError: pipeline-model-parallel size should be greater
+      than 1 with interleaved schedule` (megatron/core/parallel_state.py:829, at initialisation).
+
+    ## Fix
+    For a conflicting explicit VPP: sets it to the layout's value. **Safe**: Megatron-Core accepts
+    nothing else. No fix otherwise (the layout is yours to write).
+    """
+    raw = view.get_final("model", "pipeline_model_parallel_layout")
+    if raw is None or view.layout is None:
+        return
+    others = [
+        k
+        for k in (
+            "num_layers_in_first_pipeline_stage",
+            "num_layers_in_last_pipeline_stage",
+            "account_for_embedding_in_pipeline_split",
+            "account_for_loss_in_pipeline_split",
+        )
+        if view.get_final("model", k) not in (None, False)
+    ]
+    if others:
+        yield finding(
+            view, "PP208", "error",
+            f"pipeline_model_parallel_layout together with {', '.join(others)}: Megatron-Core raises "
+            "\"pipeline_model_parallel_layout cannot be set with other pipeline layout arguments.\"",
+            _LAYOUT,
+        )
+    if view.layout.problem:
+        yield finding(view, "PP208", "error", f"Megatron-Core cannot read the layout: \"{view.layout.problem}\"", _LAYOUT)
+        return
+    stages = view.layout.stages
+    if stages % view.pp:
+        yield finding(
+            view, "PP208", "error",
+            f"the layout has {stages} stages, not a multiple of PP={view.pp}: Megatron-Core asserts "
+            f"\"pipeline_model_parallel_layout must be divisible by pipeline_model_parallel_size (len(layout)={stages}, "
+            f"pipeline_model_parallel_size={view.pp})\"",
+            _LAYOUT,
+        )
+        return
+    detected = view.layout_vpp
+    if view.vpp is not None and view.vpp != detected:
+        yield finding(
+            view, "PP208", "error",
+            f"virtual_pipeline_model_parallel_size={view.vpp} but the layout implies {detected}: Megatron-Core asserts "
+            "\"virtual_pipeline_model_parallel_size conflicts with pipeline_model_parallel_layout\"",
+            "model.virtual_pipeline_model_parallel_size",
+            safe(
+                f"set model.virtual_pipeline_model_parallel_size: {detected} (the layout's value)",
+                set_("model.virtual_pipeline_model_parallel_size", detected),
+            ),
+        )
+    elif view.pp == 1 and view.vpp_final is not None:
+        yield finding(
+            view, "PP208", "error",
+            f"the layout implies VPP={view.vpp_final} with pipeline_model_parallel_size=1: Megatron-Core raises "
+            "\"pipeline-model-parallel size should be greater than 1 with interleaved schedule\"",
+            _LAYOUT,
+        )

@@ -1,0 +1,484 @@
+"""UB6xx — the TP-overlap userbuffers config (``tp_comm_overlap_cfg``) and its presets.
+
+Codes follow the reference catalogue (shared/reference/bridge_overlap_rules.md, section 3): UB601 <-> UB-001
+and so on; UB608 and UB609 are this tool's own. The resolver recognises the config once
+(``view.ub``, a ``preset_fit.UbConfig``); Transformer Engine's checks live in ``te_userbuffers``.
+"""
+
+from __future__ import annotations
+
+from .. import preset_fit, presets, te_userbuffers
+from ..model import Edit
+from . import rule
+from ._helpers import finding, safe, set_, unsafe
+
+_CO_KEY = "comm_overlap.tp_comm_overlap_cfg"
+
+
+def _located(view, key: str) -> str:
+    """``key`` if it is in the file, else the request it belongs to."""
+    path = tuple(key.split("."))
+    if view.cfg.has(path):
+        return key
+    return "comm_overlap.tp_comm_overlap" if view.comm_overlap_present else key
+
+
+def _fp8(view) -> bool:
+    return bool(view.get_final("model", "fp8"))
+
+
+def _fits(shape) -> tuple:
+    """(the preset that fits exactly or None, every exact fit)."""
+    return preset_fit.single_exact_fit(shape), preset_fit.exact_fits(shape)
+
+
+def _several(every: list, shape) -> str:
+    """'presets A, B all fit ...' naming what is missing to tell them apart."""
+    from ..preset_fit import LABELS
+
+    names = f"presets {', '.join(every)}" if len(every) <= 3 else f"{len(every)} presets ({', '.join(every[:2])}, ...)"
+    missing = ", ".join(LABELS[f] for f in shape.unknown()) or "nothing"
+    return f"{names} all fit what is known (unknown: {missing})"
+
+
+def _set_preset(name: str) -> Edit:
+    return set_(_CO_KEY, presets.serialized_form(name))
+
+
+@rule("UB601", "tp-overlap-te-defaults", "info", "TP overlap on with tp_comm_overlap_cfg null: Transformer Engine defaults", fix="unsafe")
+def te_defaults(view):
+    """
+    ## What it does
+    Notes that TP overlap is effectively on while `tp_comm_overlap_cfg` is null, and names the shipped
+    preset tuned for exactly this run when there is one.
+
+    ## Why it matters
+    Bridge logs "No overlap config provided. Initializing TP comm overlap with the default config." and
+    hands `None` to the model (megatron/bridge/training/comm_overlap.py:619-625, megatron-bridge 0.6.2);
+    `_initialize_tp_communicators` then passes `ub_cfgs={}` (initialize.py:346-353) and Transformer Engine
+    uses its per-GEMM defaults: ring-exchange for the all-gather GEMMs, pipeline with 4 splits for
+    proj/fc2 fprop, bulk for the dgrad/wgrad overlaps. That works; a preset sets SM counts and splits
+    measured for one training shape.
+
+    ## Example
+    ```yaml
+    comm_overlap: {tp_comm_overlap: true, tp_comm_overlap_cfg: null}
+    ```
+
+    ## Fix
+    When exactly one preset (or a group with identical values) fits every known field of the run, sets
+    `comm_overlap.tp_comm_overlap_cfg` to it in Bridge's serialized form. **Unsafe**: it replaces
+    Transformer Engine's defaults with other SM counts and splits. `overlap presets suggest FILE` ranks them.
+    """
+    ub = view.ub
+    if ub is None or ub.kind != "null" or not ub.tp_effective:
+        return
+    exact, every = _fits(ub.shape)
+    fix = None
+    if exact:
+        tail = f"; preset {exact} was tuned for exactly this run (see `overlap presets suggest`)"
+        if view.comm_overlap_present:
+            fix = unsafe(f"set {_CO_KEY} to preset {exact}", _set_preset(exact))
+    elif every:
+        tail = "; " + _several(every, ub.shape)
+    else:
+        tail = "; no shipped preset fits this run exactly (`overlap presets suggest` lists the closest)"
+    yield finding(
+        view, "UB601", "info",
+        "TP overlap is on with tp_comm_overlap_cfg null: Transformer Engine's built-in userbuffer settings are used" + tail,
+        _located(view, ub.key), fix,
+    )  # fmt: skip
+
+
+@rule("UB602", "wgrad-beside-non-bulk-dgrad", "error", "A wgrad overlap set beside a dgrad that is not bulk")
+def wgrad_beside_dgrad(view):
+    """
+    ## What it does
+    Flags `qkv_wgrad` / `fc1_wgrad` set while `qkv_dgrad` / `fc1_dgrad` uses a method other than `bulk`.
+
+    ## Why it matters
+    Bridge converts the config with `asdict()` and drops only `None` entries (comm_overlap.py:626-632).
+    Transformer Engine's `initialize_ub` turns a non-bulk dgrad into a reduce-scatter overlap and asserts
+    that the matching wgrad is absent from the config (`AssertionError` at start-up; reference UB-002).
+    The LoRA presets set both wgrads to null for this reason.
+
+    ## Example
+    ```yaml
+    tp_comm_overlap_cfg:
+      fc1_dgrad: {method: ring_exchange}
+      fc1_wgrad: {method: bulk, num_sm: 4, cga_size: 2, set_sm_margin: false}
+    ```
+
+    ## Fix
+    None offered: set the wgrad to null, or the dgrad back to `bulk` — which one is your tuning choice.
+    """
+    ub = view.ub
+    if ub is None or ub.kind != "mapping" or not ub.tp_effective:
+        return
+    for p in te_userbuffers.wgrad_problems(ub.te_config or {}):
+        yield finding(view, "UB602", p.severity, p.message, f"{ub.key}.{p.gemm}")
+
+
+@rule("UB603", "tp-overlap-cfg-not-buildable", "error", "tp_comm_overlap_cfg Bridge cannot turn into a TransformerLayerTPOverlapCfg", fix="safe/unsafe")
+def not_buildable(view):
+    """
+    ## What it does
+    Flags a `comm_overlap.tp_comm_overlap_cfg` that Bridge cannot build: a string (a preset name or a
+    path), any other scalar, a per-GEMM entry that is not a mapping, or one whose `_target_` lacks
+    required fields. A mapping without a top-level `_target_` gets a warning.
+
+    ## Why it matters
+    `CommOverlapConfig.setup` calls `asdict()` on the value (comm_overlap.py:628): a string or plain dict
+    raises `TypeError: asdict() should be called on dataclass instances` at launch (reference UB-003,
+    Megatron-Bridge#409). A YAML path is only read from `model.tp_comm_overlap_cfg` when there is no
+    `comm_overlap` section (initialize.py:346-349). A mapping without `_target_` stays a dict when the file
+    is loaded whole (`ConfigContainer.from_yaml`); it only works when merged over a recipe that already
+    holds a TransformerLayerTPOverlapCfg. Required fields: `num_sm`, `cga_size`, `set_sm_margin`
+    (and `num_splits` for PipelineOverlapCfg) have no default, so instantiation fails.
+    Severity follows the source: error when TP overlap is effectively on; a string while the TP gate
+    switched overlap off is a warning (it is copied onto the model but never converted).
+
+    ## Example
+    ```yaml
+    comm_overlap:
+      tp_comm_overlap: true
+      tp_comm_overlap_cfg: userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192
+    ```
+
+    ## Fix
+    A shipped preset name is expanded into Bridge's serialized mapping (`_target_` keys, every field,
+    `fp8_buf: [false]` where the preset keeps the default). **Safe**: it is exactly the preset the name
+    refers to. A mapping without `_target_` that equals a preset is replaced by the serialized form:
+    **unsafe**, because merged over a recipe, fields you left out would have kept the recipe's values.
+    No fix for a path or an unknown name.
+    """
+    ub = view.ub
+    if ub is None or not view.comm_overlap_present or ub.key != _CO_KEY:
+        return
+    if ub.kind in ("string", "other"):
+        if ub.tp_effective:
+            severity = "error"
+        elif view.tp_requested:
+            severity = "warning"
+        else:
+            return  # not requested at all: UB608 says it is unused
+        when = "" if ub.tp_effective else " once TP overlap is on (it is off now)"
+        if ub.kind == "string" and ub.given in presets.preset_names():
+            yield finding(
+                view, "UB603", severity,
+                f"tp_comm_overlap_cfg is the string {ub.given!r}: Bridge's asdict() raises TypeError at launch{when}; "
+                "write the preset as a mapping",
+                _CO_KEY, safe(f"expand preset {ub.given} into Bridge's serialized mapping", _set_preset(ub.given)),
+            )  # fmt: skip
+            return
+        hint = ""
+        if ub.kind == "string":
+            close = presets.closest_names(ub.given)
+            hint = f" (not a shipped preset name; did you mean {', '.join(close)}?)" if close else " (not a shipped preset name)"
+        what = f"the string {ub.given!r}" if ub.kind == "string" else f"{type(ub.given).__name__} {ub.given!r}"
+        yield finding(
+            view, "UB603", severity,
+            f"tp_comm_overlap_cfg is {what}{hint}: Bridge's asdict() raises TypeError at launch{when}; "
+            "a path is only accepted on model.tp_comm_overlap_cfg with comm_overlap null",
+            _CO_KEY,
+        )  # fmt: skip
+        return
+    if ub.kind != "mapping":
+        return
+    for p in te_userbuffers.structure_problems(ub.given, te_reads=ub.tp_effective):
+        if p.code == "UB603":
+            yield finding(view, "UB603", p.severity, p.message, f"{_CO_KEY}.{p.gemm}")
+    if not ub.has_target and ub.tp_effective:
+        fix = None
+        if ub.named:
+            fix = unsafe(f"replace with preset {ub.preset} in Bridge's serialized form", _set_preset(ub.preset))
+        yield finding(
+            view, "UB603", "warning",
+            "tp_comm_overlap_cfg has no _target_: loaded whole, Bridge keeps a plain dict and asdict() raises TypeError "
+            "at launch; it only works merged over a recipe that already sets a TransformerLayerTPOverlapCfg",
+            _CO_KEY, fix,
+        )  # fmt: skip
+
+
+@rule("UB604", "pipeline-fp8-buf-default", "warning", "PipelineOverlapCfg without explicit fp8_buf in an FP8 run", fix="safe")
+def fp8_buf_default(view):
+    """
+    ## What it does
+    Flags, in a custom config of an FP8 run, a `PipelineOverlapCfg` entry Transformer Engine reads
+    `fp8_buf` from (`proj_fprop`, `fc2_fprop`, or a dgrad switched to `pipeline`) that leaves `fp8_buf` at
+    its default or writes it as `[false]`.
+
+    ## Why it matters
+    The upstream default is the tuple `(False,)` (comm_overlap.py:52), which is **truthy**; Bridge's YAML
+    dump writes it as `[false]`. Transformer Engine computes `fp8_buf = all_gather or (user_fp8_buf and
+    pipeline)` and allocates a uint8 buffer in FP8 mode, so the reduce-scatter runs in FP8 although the file
+    seems to say false (reference UB-004). The shipped FP8 presets set `fp8_buf: true` explicitly; BF16
+    runs are unaffected. An entry without `_target_` and without `fp8_buf` is not flagged: it reaches
+    Transformer Engine as a plain dict and TE's own default (false) applies.
+
+    ## Fix
+    Writes `fp8_buf: true`. **Safe**: Transformer Engine only tests truthiness, so the run is unchanged and
+    the file now says what happens. Write `false` yourself for a BF16 reduce-scatter buffer.
+    """
+    ub = view.ub
+    if ub is None or ub.kind != "mapping" or ub.named or not ub.tp_effective or not _fp8(view):
+        return
+    for gemm in te_userbuffers.defaulted_fp8_buf(ub.given, ub.te_config or {}):
+        key = f"{ub.key}.{gemm}.fp8_buf"
+        fix = safe(f"write {gemm}.fp8_buf: true (what Transformer Engine already uses)", set_(key, True)) if ub.key == _CO_KEY else None
+        yield finding(
+            view, "UB604", "warning",
+            f"{gemm}: PipelineOverlapCfg.fp8_buf is the (False,) default, which is truthy: in this FP8 run "
+            "Transformer Engine gives the reduce-scatter an FP8 buffer; write fp8_buf explicitly",
+            key, fix,
+        )  # fmt: skip
+
+
+@rule("UB605", "te-overlap-method-constraints", "error", "Per-GEMM method / atomic GEMM Transformer Engine rejects")
+def te_method_constraints(view):
+    """
+    ## What it does
+    Checks each GEMM of a custom (or preset) config as Transformer Engine's `initialize_ub` does:
+    the method must be `ring_exchange`, `pipeline` or `bulk`; `pipeline` is rejected on the all-gather
+    GEMMs (`qkv_fprop`, `fc1_fprop`, `proj_dgrad`, `fc2_dgrad`); `atomic_gemm` needs FP8 buffers; an
+    atomic ring-exchange GEMM needs its TP-block pair (`qkv_fprop`/`proj_fprop`, `fc1_fprop`/`fc2_fprop`)
+    to be atomic ring-exchange too.
+
+    ## Why it matters
+    These fail at start-up (reference UB-005; TE `transformer_engine/pytorch/module/base.py`,
+    `add_ub`): ValueError for pipeline on all-gather, AssertionError for atomic GEMM outside FP8 and for
+    an unpaired atomic ring exchange, KeyError for an unknown dgrad method. Where the source differs from
+    the catalogue, this rule follows the source: the atomic and pairing checks are assertions, not
+    ValueErrors; an unknown method on a non-dgrad GEMM does not crash but silently builds a non-ring
+    overlap (still an error: no one chose it); atomic GEMM with `bulk` in FP8 is only turned off with a
+    warning (reported as warning). With TE >= 2.8, an FP8 run with BF16 first/last layers also gets
+    non-FP8 userbuffers (initialize.py:364-369), where atomic GEMM fails as well.
+
+    ## Example
+    ```yaml
+    tp_comm_overlap_cfg:
+      _target_: megatron.bridge.training.comm_overlap.TransformerLayerTPOverlapCfg
+      qkv_fprop: {method: pipeline, num_sm: 8, cga_size: 2, num_splits: 4, set_sm_margin: true}
+    ```
+
+    ## Fix
+    None offered: use a shipped preset or correct the method.
+    """
+    ub = view.ub
+    if ub is None or ub.kind != "mapping" or not ub.tp_effective:
+        return
+    model = view.final.get("model", {})
+    te_version = view.target.get("te_version")
+    new_te = True
+    if te_version:
+        from ..target import version_tuple
+
+        parsed = version_tuple(str(te_version))
+        new_te = parsed is None or parsed >= (2, 8)
+    bf16_layers = bool(
+        new_te and model.get("fp8") is not None and model.get("first_last_layers_bf16")
+        and ((model.get("num_layers_at_start_in_bf16") or 0) > 0 or (model.get("num_layers_at_end_in_bf16") or 0) > 0)
+    )  # fmt: skip
+    for p in te_userbuffers.method_problems(ub.te_config or {}, fp8=_fp8(view), bf16_layer_buffers=bf16_layers):
+        yield finding(view, "UB605", p.severity, p.message, f"{ub.key}.{p.gemm}" + (f".{p.field}" if p.field else ""))
+
+
+@rule("UB606", "preset-does-not-fit", "warning", "The userbuffers preset was tuned for a different run", fix="safe/unsafe")
+def preset_mismatch(view):
+    """
+    ## What it does
+    Compares the preset a `tp_comm_overlap_cfg` mapping equals with the run: precision (FP8 or not, after
+    mixed precision), TP, CP, hidden size, micro-batch size (`train.micro_batch_size`), sequence length
+    (`model.seq_length`, else `dataset.seq_length`), GPU (target `--gpu`: h100/h200 use the h100
+    presets, b200/b300/gb200/gb300 the b200 ones) and LoRA (a `peft` section). The message names every
+    field that differs with both values. When the mapping equals several presets (some hold identical
+    values), all are named and the one that fits the run best is used.
+
+    ## Why it matters
+    Nothing upstream reads the name: the userbuffers are sized from the model
+    (`[seq_length * micro_batch_size / CP, hidden_size]`, initialize.py:355-358), so a preset tuned for
+    another shape runs, mis-tuned (reference UB-006). Bridge's own recipes do this, e.g. TP2 presets on TP1
+    recipes, TP4/seqlen8192 presets on TP8/16k runs. Precision or TP differences are warnings: they change
+    what the tuned numbers mean (FP8 buffers, ring length, GEMM width per rank). CP, hidden size,
+    micro-batch size and sequence length only change the buffer size, and GPU/LoRA say where the numbers
+    were measured: info. CP is info on purpose (it enters only through the buffer's row count, like the
+    sequence length); Bridge's `llama3_70b_pretrain_32gpu_h100_bf16_config` pairs the h8192/tp4 preset with
+    CP=2, and no CP2 preset exists for that hidden size.
+
+    ## Example
+    ```yaml
+    model: {tensor_model_parallel_size: 2, hidden_size: 8192, seq_length: 8192}
+    comm_overlap:
+      tp_comm_overlap: true
+      tp_comm_overlap_cfg: {... values of userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192 ...}
+    ```
+
+    ## Fix
+    Replacing it with a preset that fits every known field is **safe** (the name then matches the run).
+    Replacing it with the nearest, still imperfect preset is **unsafe**. With no better preset, none is
+    offered: keep it, tune your own, or set null for Transformer Engine's defaults.
+    """
+    ub = view.ub
+    if ub is None or not ub.named or not (ub.tp_effective or (view.tp_requested and view.tp_gate == "sp")):
+        return
+    current = preset_fit.rank(ub.shape, [ub.preset])[0]
+    if current.exact:
+        return
+    others = [n for n in ub.matches if n != ub.preset]
+    same = f" (identical values: {', '.join(others)})" if others else ""
+    message = f"preset {ub.preset}{same} was tuned for a different run: " + "; ".join(d.describe() for d in current.diffs)
+    fix = None
+    exact, every = _fits(ub.shape)
+    if exact and exact not in ub.matches:
+        message += f"; {exact} fits this run"
+        fix = safe(f"use preset {exact}, which fits this run", _set_preset(exact))
+    elif every:
+        message += "; " + _several(every, ub.shape)
+    else:
+        nearest = preset_fit.rank(ub.shape)[0]
+        if nearest.name not in ub.matches and preset_fit.score(list(nearest.diffs)) < preset_fit.score(list(current.diffs)):
+            message += f"; closest shipped preset: {nearest.name} (" + "; ".join(d.describe() for d in nearest.diffs) + ")"
+            fix = unsafe(f"use the nearest preset {nearest.name} (still not an exact fit)", _set_preset(nearest.name))
+        else:
+            message += "; no shipped preset fits better (keep it, tune your own, or null for Transformer Engine's defaults)"
+    if ub.key != _CO_KEY:
+        fix = None
+    yield finding(view, "UB606", current.severity, message, ub.key, fix)
+
+
+@rule("UB607", "tp-comm-bootstrap-backend", "error", "tp_comm_bootstrap_backend Transformer Engine rejects or picks by itself", fix="unsafe")
+def bootstrap_backend(view):
+    """
+    ## What it does
+    Checks the backend Transformer Engine bootstraps userbuffers with: a value outside `nccl`, `mpi`,
+    `gloo` is an error; `mpi`, or an explicit null, is a warning. Only checked when TP overlap is
+    effectively on (otherwise userbuffers are never initialised); an invalid value is then a warning.
+
+    ## Why it matters
+    `CommOverlapConfig.tp_comm_bootstrap_backend` defaults to "nccl" (comm_overlap.py:386) and Bridge
+    passes the value to `initialize_ub` (comm_overlap.py:633, initialize.py:371-377). Transformer Engine
+    asserts it is one of gloo/mpi/nccl and that PyTorch was built with it; for `None` it picks MPI when
+    PyTorch has it, then Gloo, then NCCL (reference UB-007). MPI bootstrapping needs an MPI launch
+    environment: `MPI_Init_thread` failures were reported in Megatron-Bridge#650/#665 and Megatron-LM#608.
+    An explicit `comm_overlap.tp_comm_bootstrap_backend: null` is copied to the model as None.
+
+    ## Example
+    ```yaml
+    comm_overlap: {tp_comm_overlap: true, tp_comm_bootstrap_backend: mpi}
+    ```
+
+    ## Fix
+    Sets the backend to `nccl`. **Unsafe**: it changes how userbuffers bootstrap (use it unless you launch
+    with MPI on purpose).
+    """
+    if not view.comm_overlap_present and view.get_final("model", "tp_comm_overlap") is not True:
+        return
+    on = view.get_final("model", "tp_comm_overlap") is True
+    key = "comm_overlap.tp_comm_bootstrap_backend" if view.comm_overlap_present else "model.tp_comm_bootstrap_backend"
+    if view.comm_overlap_present:
+        co = view.cfg.data["comm_overlap"]
+        if "tp_comm_bootstrap_backend" not in co:
+            return  # the default "nccl"
+        value = co["tp_comm_bootstrap_backend"]
+    else:
+        value = view.get_final("model", "tp_comm_bootstrap_backend")
+    fix = unsafe("set tp_comm_bootstrap_backend: nccl", set_(key, "nccl"))
+    if value is not None and value not in ("nccl", "mpi", "gloo"):
+        yield finding(
+            view, "UB607", "error" if on else "warning",
+            f"tp_comm_bootstrap_backend {value!r} is not nccl, mpi or gloo: Transformer Engine asserts on it when "
+            "it initialises userbuffers" + ("" if on else " (TP overlap is off now, so not yet)"),
+            key, fix,
+        )  # fmt: skip
+    elif on and value == "mpi":
+        yield finding(
+            view, "UB607", "warning",
+            "tp_comm_bootstrap_backend 'mpi' needs a PyTorch build with MPI and an MPI launch (MPI_Init failures are "
+            "a known start-up problem); nccl works under torchrun and Slurm alike",
+            key, fix,
+        )  # fmt: skip
+    elif on and value is None:
+        yield finding(
+            view, "UB607", "warning",
+            "tp_comm_bootstrap_backend is null: Transformer Engine then picks MPI when PyTorch has it, else Gloo, "
+            "else NCCL -- the launch machine decides (Bridge's default is nccl)",
+            key, fix,
+        )  # fmt: skip
+
+
+@rule("UB608", "tp-overlap-cfg-unused", "warning", "tp_comm_overlap_cfg set but TP overlap is not requested", fix="safe")
+def cfg_unused(view):
+    """
+    ## What it does
+    Flags a non-null `tp_comm_overlap_cfg` when TP overlap is not requested (`comm_overlap.tp_comm_overlap:
+    false`, or `model.tp_comm_overlap: false` in a config without `comm_overlap`).
+
+    ## Why it matters
+    `_apply_cfgs` copies the config onto the model, but userbuffers are only initialised when
+    `model.tp_comm_overlap` is true (comm_overlap.py:619, initialize.py:236-237), so the preset does
+    nothing. The cases where the TP gate switches a request off are reported by TP101-TP103 instead.
+
+    ## Example
+    ```yaml
+    comm_overlap:
+      tp_comm_overlap: false
+      tp_comm_overlap_cfg: {_target_: ...TransformerLayerTPOverlapCfg, ...}
+    ```
+
+    ## Fix
+    Removes `tp_comm_overlap_cfg`. **Safe**: it has no effect on this run. (Turn TP overlap on instead if
+    that was the intent.)
+    """
+    ub = view.ub
+    if ub is None or ub.kind == "null":
+        return
+    if view.comm_overlap_present:
+        if view.tp_requested:
+            return
+        why = "comm_overlap.tp_comm_overlap is false"
+    elif view.get_final("model", "tp_comm_overlap") is True:
+        return
+    else:
+        why = "model.tp_comm_overlap is false"
+    what = f"preset {ub.preset}" if ub.named else ("a custom config" if ub.kind == "mapping" else repr(ub.given))
+    yield finding(
+        view, "UB608", "warning",
+        f"{ub.key} holds {what} but {why}: userbuffers are never initialised, so it does nothing",
+        ub.key, safe(f"remove {ub.key} (unused)", Edit("remove", ub.key)),
+    )  # fmt: skip
+
+
+@rule("UB609", "unknown-userbuffers-key", "warning", "A GEMM name or field nobody reads in tp_comm_overlap_cfg")
+def unknown_keys(view):
+    """
+    ## What it does
+    Flags keys in a `tp_comm_overlap_cfg` mapping that are not one of the ten GEMMs of
+    TransformerLayerTPOverlapCfg, and per-GEMM fields the entry's dataclass (or, without `_target_`,
+    Transformer Engine's `add_ub`) does not take.
+
+    ## Why it matters
+    The catalogue calls unknown GEMM names a KeyError in Transformer Engine; the source says otherwise:
+    TE only iterates over the names it knows, and Bridge never passes an unknown one on. In the lenient
+    mode `ConfigContainer.from_yaml` uses, keyword arguments a `_target_` does not take are dropped with a
+    log warning (megatron/training/config/instantiate_utils.py, `_filter_kwargs_for_target`); merged
+    overrides skip unknown keys the same way. So a typo like `qkv_fpro` silently loses its settings:
+    warning. A field in an entry *without* `_target_` reaches `add_ub(**cfg)` unchanged and raises
+    TypeError at start-up: error.
+
+    ## Example
+    ```yaml
+    tp_comm_overlap_cfg:
+      _target_: megatron.bridge.training.comm_overlap.TransformerLayerTPOverlapCfg
+      qkv_fpro: {method: ring_exchange, aggregate: true}   # typo: dropped
+    ```
+
+    ## Fix
+    None offered: rename or remove the key.
+    """
+    ub = view.ub
+    if ub is None or ub.kind != "mapping":
+        return
+    for p in te_userbuffers.structure_problems(ub.given, te_reads=ub.tp_effective):
+        if p.code == "UB609":
+            where = f"{ub.key}.{p.gemm}.{p.field}" if p.gemm else f"{ub.key}.{p.field}"
+            yield finding(view, "UB609", p.severity, p.message, where)

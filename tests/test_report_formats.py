@@ -1,0 +1,144 @@
+"""Every output format over examples/: a snapshot each, plus the properties each format promises.
+
+Snapshots live in tests/snapshots/. After an intended change of output, rewrite them with
+
+    OVERLAP_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_report_formats.py
+
+and review the diff. Paths are relative to the repository root (the test runs from there); anything
+absolute is replaced by <ROOT>. The SARIF snapshot lists rule ids only: rule texts are checked against
+the rule docs below, so editing a doc does not churn the snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAPSHOTS = ROOT / "tests" / "snapshots"
+SCHEMA = ROOT / "tests" / "data" / "sarif-2.1.0.json"
+FORMATS = ("text", "concise", "json", "sarif", "github")
+UPDATE = os.environ.get("OVERLAP_UPDATE_SNAPSHOTS") == "1"
+
+
+@pytest.fixture
+def at_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    return ROOT
+
+
+def _normalise(fmt: str, text: str) -> str:
+    if fmt == "sarif":
+        doc = json.loads(text)
+        driver = doc["runs"][0]["tool"]["driver"]
+        driver["rules"] = [r["id"] for r in driver["rules"]]
+        driver["version"] = driver["semanticVersion"] = "<version>"
+        text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return text.replace(ROOT.as_uri(), "file://<ROOT>").replace(str(ROOT), "<ROOT>")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_snapshot(fmt, run_cli, at_root):
+    code, out, err = run_cli("check", "examples", "--format", fmt)
+    got = f"exit: {code}\n--- stdout ---\n{_normalise(fmt, out)}--- stderr ---\n{_normalise('text', err)}"
+    path = SNAPSHOTS / f"check_examples.{fmt}.txt"
+    if UPDATE or not path.exists():
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_text(got, encoding="utf-8")
+        if not UPDATE:
+            pytest.fail(f"{path.name} did not exist and was written; review it and run again")
+    want = path.read_text(encoding="utf-8")
+    assert got == want, (
+        f"`overlap check examples --format {fmt}` differs from tests/snapshots/{path.name}; if the change is "
+        "intended: OVERLAP_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_report_formats.py"
+    )
+
+
+def _sarif(run_cli, *args):
+    code, out, _ = run_cli("check", *args, "--format", "sarif")
+    return code, json.loads(out)
+
+
+def test_sarif_validates_against_the_oasis_schema(run_cli, at_root, tmp_path):
+    import jsonschema
+
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    validator = jsonschema.Draft4Validator(schema, format_checker=jsonschema.FormatChecker())
+    code, doc = _sarif(run_cli, "examples")
+    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])
+    assert code == 2  # examples/ holds one deliberately invalid file
+    run = doc["runs"][0]
+    assert run["results"] and run["invocations"][0]["executionSuccessful"] is False
+    # A schema that accepts anything would pass the above: it must reject a broken document.
+    broken = json.loads(json.dumps(doc))
+    broken["runs"][0]["results"][0]["level"] = "fatal"
+    assert list(validator.iter_errors(broken))
+
+
+def test_sarif_results_point_at_rules_and_lines(run_cli, at_root):
+    from overlap_cli.rules import all_rules
+
+    _, doc = _sarif(run_cli, "examples/tp_overlap_without_sp.yaml")
+    run = doc["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == list(all_rules())
+    for descriptor in rules:
+        rule = all_rules()[descriptor["id"]]
+        assert descriptor["shortDescription"]["text"] == rule.title
+        assert descriptor["help"]["markdown"] == rule.doc
+        assert "What it does" in descriptor["help"]["text"] and "## What" not in descriptor["help"]["text"]
+        assert descriptor["fullDescription"]["text"] and "##" not in descriptor["fullDescription"]["text"]
+    tp102 = next(r for r in run["results"] if r["ruleId"] == "TP102")
+    assert rules[tp102["ruleIndex"]]["id"] == "TP102"
+    assert tp102["level"] == "warning"
+    loc = tp102["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": "examples/tp_overlap_without_sp.yaml", "uriBaseId": "%SRCROOT%"}
+    assert loc["region"] == {"startLine": 7, "startColumn": 3}  # `sequence_parallel: false`
+    levels = {r["ruleId"]: r["level"] for r in run["results"]}
+    assert levels.get("DP301") == "note"  # info -> note
+
+
+def test_github_annotations(run_cli, at_root):
+    code, out, _ = run_cli("check", "examples/pp_without_vpp.yaml", "--format", "github")
+    lines = out.splitlines()
+    assert code == 1
+    assert any(l.startswith("::error file=examples/pp_without_vpp.yaml,line=17,col=3,title=PP202::") for l in lines)
+    assert any(l.startswith("::notice file=examples/pp_without_vpp.yaml,") and "title=PP201" in l for l in lines)
+
+
+def test_github_escaping():
+    from overlap_cli.report.github_report import annotation
+
+    line = annotation("warning", "a,b:c.yaml", 3, 1, "TP102", "50% done\nnext")
+    assert line == "::warning file=a%2Cb%3Ac.yaml,line=3,col=1,title=TP102::50%25 done%0Anext"
+
+
+def test_auto_is_github_under_actions_else_text(run_cli, at_root, monkeypatch):
+    code, out, _ = run_cli("check", "examples/tp_overlap_without_sp.yaml", "--format", "auto")
+    assert "effective overlap settings" in out and "::" not in out
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code, out, _ = run_cli("check", "examples/tp_overlap_without_sp.yaml", "--format", "auto")
+    assert "\n::warning file=examples/tp_overlap_without_sp.yaml,line=7,col=3,title=TP102::" in "\n" + out
+
+
+def test_concise_marks_safe_fixes(run_cli, at_root):
+    _, out, _ = run_cli("check", "examples/tp_overlap_without_sp.yaml", "--format", "concise")
+    lines = out.splitlines()
+    assert any(l.startswith("examples/tp_overlap_without_sp.yaml:7:3: TP102 [*] warning: ") for l in lines)
+    assert any(": DP301 info: " in l for l in lines)  # no fix, no mark
+    assert "effective overlap settings" not in out
+    assert "fixable with `overlap fix --write`" in out
+
+
+def test_summary_by_code_across_files(run_cli, at_root):
+    code, out, _ = run_cli("check", "examples/tp_overlap_without_sp.yaml", "examples/pp_without_vpp.yaml", "--format", "json")
+    summary = json.loads(out)["summary"]
+    assert summary["by_code"]["DP301"] == 2 and summary["by_code"]["TP102"] == 1
+    _, text, _ = run_cli("check", "examples/tp_overlap_without_sp.yaml", "examples/pp_without_vpp.yaml")
+    table = text.split("2 file(s):", 1)[1]
+    assert "    2  DP301" in table and "    1  TP102   warning" in table
