@@ -33,7 +33,7 @@ def test_hooks_file_is_what_pre_commit_expects():
     for h in hooks:
         assert h["language"] == "python" and h["types"] == ["yaml"] and h["name"]
         # pre-commit passes every staged YAML file; the entry itself must keep non-configs out.
-        assert "--configs-only" in h["entry"] or h["id"] == "overlap-fix"
+        assert "--configs-only" in h["entry"]
 
 
 @pytest.mark.parametrize(
