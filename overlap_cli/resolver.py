@@ -403,13 +403,17 @@ def resolve(cfg: Config, target: Target) -> Resolved:
                     )
     if ddp["use_distributed_optimizer"] or opt["use_distributed_optimizer"]:
         if ddp["use_distributed_optimizer"] != opt["use_distributed_optimizer"]:
+            ddp_was_off = not ddp["use_distributed_optimizer"]
             ddp["use_distributed_optimizer"] = opt["use_distributed_optimizer"] = True
-            prov["ddp.use_distributed_optimizer"] = Value(
-                True,
-                BRIDGE_AUTO,
-                "validate() turns the distributed optimizer on in ddp because optimizer.use_distributed_optimizer "
-                "is true — after comm_overlap ran, so Bridge's DP defaults were skipped",
-            )
+            if ddp_was_off:
+                # Only the ddp flag is reported; when it was already on, the ddp value stands as written
+                # and validate() merely turns the optimizer's flag on to match (config.py:1955-1967).
+                prov["ddp.use_distributed_optimizer"] = Value(
+                    True,
+                    BRIDGE_AUTO,
+                    "validate() turns the distributed optimizer on in ddp because optimizer.use_distributed_optimizer "
+                    "is true — after comm_overlap ran, so Bridge's DP defaults were skipped",
+                )
     if ddp["overlap_param_gather"] is True or opt["overlap_param_gather"] is True:
         for section, other in (("ddp", "optimizer"), ("optimizer", "ddp")):
             if final[section]["overlap_param_gather"] is not True:

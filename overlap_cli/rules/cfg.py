@@ -96,7 +96,8 @@ def unknown_key(view):
     ```
 
     ## Fix
-    None automatic for typos: rename the key (the message names the closest field).
+    None offered: which field a typo meant is a guess, and a wrong guess would silently change the run.
+    Rename the key yourself (the message names the closest field).
     """
     co = view.cfg.data.get("comm_overlap")
     if not isinstance(co, dict):
@@ -194,6 +195,7 @@ def dp_overwritten(view):
     Bridge's performance guide tells users to set them there.
 
     ## Example
+    Checked with `--world-size 1`:
     ```yaml
     ddp: {use_distributed_optimizer: true, overlap_grad_reduce: true}
     comm_overlap: {tp_comm_overlap: false}

@@ -46,9 +46,15 @@ def a2a_p2p_without_sizes(view):
     artificially high throughput but broken training. Example: for cp=16 across 4 nodes of 8 GPUs, set
     hierarchical_context_parallel_sizes=[8, 2].`
 
+    ## Example
+    ```yaml
+    model: {context_parallel_size: 16, seq_length: 8192, cp_comm_type: a2a+p2p}
+    ```
+
     ## Fix
-    None automatic: the sizes follow the node layout (all-to-all inside a node, p2p across nodes), e.g.
-    `[8, CP/8]` with 8 GPUs per node. Their product must equal CP (CP802).
+    None offered: the sizes follow the node layout (all-to-all inside a node, p2p across nodes), which the
+    file does not describe. Set them yourself, e.g. `[8, CP/8]` with 8 GPUs per node; their product must
+    equal CP (CP802).
     """
     if any(isinstance(t, str) and "a2a+p2p" in t for t in _comm_types(view)) and model_value(view, "hierarchical_context_parallel_sizes") is None:
         yield finding(
@@ -73,8 +79,15 @@ def hierarchical_sizes_product(view):
     Megatron-Core repeats it as a bare assert when it builds the process groups
     (megatron/core/parallel_state.py:1128).
 
+    ## Example
+    ```yaml
+    model: {context_parallel_size: 16, seq_length: 8192, cp_comm_type: a2a+p2p,
+            hierarchical_context_parallel_sizes: [4, 2]}
+    ```
+
     ## Fix
-    None automatic: choose sizes whose product is the CP size.
+    None offered: which factor is wrong (or whether CP itself is) depends on the node layout. Choose sizes
+    whose product is the CP size.
     """
     sizes = _sizes(view)
     if sizes is None:
@@ -103,8 +116,14 @@ def seq_length_divisible(view):
     `Sequence length must be divisible by 2 * context parallel size if context parallel is used.`
     The check reads `model.seq_length`; Bridge separately requires the dataset's value to match it.
 
+    ## Example
+    ```yaml
+    model: {context_parallel_size: 4, seq_length: 4100}
+    ```
+
     ## Fix
-    None automatic: the message names the nearest valid lengths.
+    None offered: the sequence length is part of the training (and must match the dataset), so changing it
+    is your call. The message names the nearest valid lengths.
     """
     if view.cp <= 1:
         return
@@ -136,8 +155,14 @@ def cp_comm_type_shape(view):
     `Length of cp_comm_type ({n}) should equal to the total number of transformer layers ({num_layers})!`
     or `Unsupported communication type for context parallelism!`
 
+    ## Example
+    ```yaml
+    model: {num_layers: 4, context_parallel_size: 2, seq_length: 8192, cp_comm_type: [a2a, p2p]}
+    ```
+
     ## Fix
-    None automatic: give one entry per transformer layer, or a single string.
+    None offered: which communication type each layer should use is a tuning choice. Give one entry per
+    transformer layer, or a single string for all of them.
     """
     value = model_value(view, "cp_comm_type")
     if view.cp <= 1 or value is None:

@@ -32,6 +32,17 @@ def dp_defaults(view):
     `grad_reduce_in_fp32` (the default of every bf16 recipe) and `× 2` with bf16 gradients. The message
     gives the byte size for the effective gradient dtype. Without a world size, DP is unknown and so are
     these values; the effective table says what they become.
+
+    ## Example
+    Checked with `--world-size 16`:
+    ```yaml
+    ddp: {use_distributed_optimizer: true}
+    comm_overlap: {tp_comm_overlap: false}   # DP=16: bucket 134,217,728 parameters, both overlaps on
+    ```
+
+    ## Fix
+    None offered: this is a report of what Bridge picks, not a problem. To change a value, set it in
+    `comm_overlap` (e.g. `comm_overlap.bucket_size`), where it wins over Bridge's default.
     """
     if not view.dp_path_ran:
         return
@@ -85,6 +96,13 @@ def ignored_without_distopt(view):
     (comm_overlap.py `setup`). Otherwise these fields are silently ignored; plain DDP gets no overlap
     unless `ddp.overlap_grad_reduce` is set by hand.
 
+    ## Example
+    Checked with `--world-size 16`:
+    ```yaml
+    ddp: {use_distributed_optimizer: false}
+    comm_overlap: {tp_comm_overlap: false, overlap_grad_reduce: true}
+    ```
+
     ## Fix
     Sets `ddp.use_distributed_optimizer: true` and `optimizer.use_distributed_optimizer: true`.
     **Unsafe**: the distributed optimizer shards optimizer state, changes memory use and the checkpoint
@@ -124,6 +142,12 @@ def distopt_out_of_sync(view):
     The run uses the distributed optimizer without Bridge's bucket size and overlap flags. Bridge's own
     `llama31_405b_sft_128gpu_h100_bf16_config` recipe has this shape.
 
+    ## Example
+    ```yaml
+    optimizer: {use_distributed_optimizer: true}
+    comm_overlap: {tp_comm_overlap: false}   # ddp.use_distributed_optimizer left at false
+    ```
+
     ## Fix
     Sets `ddp.use_distributed_optimizer: true`. **Safe**: validate() turns it on anyway; the fix only lets
     comm_overlap see it in time.
@@ -160,8 +184,16 @@ def bad_bucket_size(view):
     `DistributedDataParallelConfig`), not a byte count. A string or float reaches the bucketing code and
     fails or misbehaves at start-up; a unit shows the value was meant as bytes.
 
+    ## Example
+    ```yaml
+    ddp: {use_distributed_optimizer: true}
+    comm_overlap: {tp_comm_overlap: false, bucket_size: 512MB}
+    ```
+
     ## Fix
-    None automatic: write a parameter count (e.g. 134217728 = Bridge's default).
+    None offered: which count was meant is a guess (a byte size becomes a different parameter count
+    for fp32 and for bf16 gradients). Write a parameter count yourself (e.g. 134217728 = Bridge's
+    default), or remove the key to get Bridge's default.
     """
     for section in ("comm_overlap", "ddp"):
         if not view.cfg.has((section, "bucket_size")):
@@ -189,6 +221,13 @@ def num_buckets_conflict(view):
     `DistributedDataParallelConfig.__post_init__` asserts "Cannot specify both num_buckets and
     bucket_size" at `ddp.finalize()` inside `validate()` — after comm_overlap wrote 134,217,728. Setting
     `comm_overlap.bucket_size: null` does not help (null means "auto").
+
+    ## Example
+    Checked with `--world-size 16`:
+    ```yaml
+    ddp: {use_distributed_optimizer: true, num_buckets: 8}
+    comm_overlap: {tp_comm_overlap: false}   # DP=16: Bridge writes bucket_size=134,217,728
+    ```
 
     ## Fix
     Removes `ddp.num_buckets`. **Unsafe**: bucketing then follows `bucket_size`, which changes how
@@ -232,8 +271,17 @@ def dp_without_overlap(view):
     after the backward pass with nothing overlapped. Megatron-Core supports an overlapped all-reduce
     without the distributed optimizer; it just has to be asked for.
 
+    ## Example
+    Checked with `--world-size 16`:
+    ```yaml
+    ddp: {use_distributed_optimizer: false}
+    comm_overlap: {tp_comm_overlap: false}
+    ```
+
     ## Fix
-    None automatic: set `ddp.overlap_grad_reduce: true`, or use the distributed optimizer (DP302).
+    None offered: both ways out change the run, and which one fits is your call. Set
+    `ddp.overlap_grad_reduce: true` (overlapped all-reduce with plain DDP), or use the distributed
+    optimizer (sharded optimizer state, a different checkpoint format; see DP302).
     """
     if view.comm_overlap_present and view.dp is not None and view.dp > 1 and not view.distopt_at_setup:
         if not view.value("ddp.overlap_grad_reduce") and view.value("ddp.use_distributed_optimizer") is not True:
@@ -257,8 +305,16 @@ def not_divisible(view):
     `ConfigContainer.get_data_parallel_size` asserts the world size is divisible by TP·PP·CP before
     comm_overlap runs; the job dies at start-up.
 
+    ## Example
+    Checked with `--world-size 10`:
+    ```yaml
+    model: {tensor_model_parallel_size: 4, sequence_parallel: true}
+    comm_overlap: {tp_comm_overlap: true}
+    ```
+
     ## Fix
-    None in the file: change the world size or the parallel sizes.
+    None offered: both the world size (the launch) and the parallel sizes (the model's sharding) are
+    your decisions. Change one of them so that TP·PP·CP divides the world size.
     """
     if view.dp_error:
         yield finding(view, "DP307", "error", view.dp_error + ": Bridge asserts at start-up", "model.tensor_model_parallel_size")

@@ -100,10 +100,11 @@ def max_connections_missing(view):
     assert against it. Where other implementations disagree (SM100+), the reason says so.
 
     ## Example
+    Checked with `--gpu h100`:
     ```yaml
     model: {tensor_model_parallel_size: 4, sequence_parallel: true}
     comm_overlap: {tp_comm_overlap: true}
-    # no env_vars; run with --gpu h100
+    # no env_vars
     ```
 
     ## Fix
@@ -154,10 +155,11 @@ def max_connections_mismatch(view):
     reads the value only through the environment, so nothing at launch tells you it is wrong.
 
     ## Example
+    Checked with `--gpu h100`:
     ```yaml
     model: {tensor_model_parallel_size: 8, sequence_parallel: true}
     comm_overlap: {tp_comm_overlap: true}
-    env_vars: {CUDA_DEVICE_MAX_CONNECTIONS: 32}   # copied from a B200 recipe; --gpu h100
+    env_vars: {CUDA_DEVICE_MAX_CONNECTIONS: 32}   # copied from a B200 recipe
     ```
 
     ## Fix
@@ -255,11 +257,12 @@ def max_connections_one_dp(view):
     TP/CP communication on Hopper, and there is none here.
 
     ## Example
+    Checked with `--world-size 8`:
     ```yaml
     model: {tensor_model_parallel_size: 1}
     ddp: {use_distributed_optimizer: true}
     comm_overlap: {tp_comm_overlap: false}
-    env_vars: {CUDA_DEVICE_MAX_CONNECTIONS: 1}   # --world-size 8: DP overlap is on
+    env_vars: {CUDA_DEVICE_MAX_CONNECTIONS: 1}   # DP=8: DP overlap is on
     ```
 
     ## Fix
@@ -298,10 +301,11 @@ def layernorm_margin(view):
     20 with DeepEP/HybridEP; its flat perf recipes mostly ship 20.
 
     ## Example
+    Checked with `--world-size 16`:
     ```yaml
     ddp: {use_distributed_optimizer: true}
     comm_overlap: {tp_comm_overlap: false}
-    env_vars: {CUDA_DEVICE_MAX_CONNECTIONS: 8}   # --world-size 16: DP overlap is on, no margins
+    env_vars: {CUDA_DEVICE_MAX_CONNECTIONS: 8}   # DP=16: DP overlap is on, no margins
     ```
 
     ## Fix

@@ -85,7 +85,8 @@ def not_scalar(view):
     ```
 
     ## Fix
-    None automatic: write the value as a string.
+    None offered: how a list should be joined (commas, spaces, colons) depends on the variable. Write the
+    value as the string the variable expects.
     """
     section = view.cfg.data.get("env_vars")
     if not isinstance(section, dict):
@@ -119,7 +120,7 @@ def bad_name(view):
     ```
 
     ## Fix
-    None automatic: name the variable.
+    None offered: only you know which variable was meant. Name it, or remove the entry.
     """
     section = view.cfg.data.get("env_vars")
     if not isinstance(section, dict):
@@ -150,13 +151,21 @@ def shell_overrides(view):
     recipe. The effective table shows the shell's value with source `shell`.
 
     ## Example
+    Not checked automatically: it needs `CUDA_DEVICE_MAX_CONNECTIONS=32` exported in the shell, and is
+    checked with `--gpu h100 --env-from-shell`:
+    ```yaml
+    model: {tensor_model_parallel_size: 8, sequence_parallel: true}
+    comm_overlap: {tp_comm_overlap: true}
+    env_vars: {CUDA_DEVICE_MAX_CONNECTIONS: 1}
+    ```
     ```console
     $ export CUDA_DEVICE_MAX_CONNECTIONS=32
     $ overlap check llama3_70b_h100.yaml --gpu h100 --env-from-shell   # env_vars says 1
     ```
 
     ## Fix
-    None in the file: unset or change the variable in the launch environment (`overlap env` prints it).
+    None offered: the file is right; the launch environment is not, and the tool does not edit shells.
+    Unset or change the variable where the job is launched (`overlap env` prints what the target needs).
     """
     f = le.facts(view)
     for e in le.plan(view, all_variables=True):

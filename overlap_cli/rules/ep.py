@@ -264,6 +264,15 @@ def ep_overlap_mcore_only(view):
     ## Why it matters
     AssertionError at `model.finalize()` inside Bridge's `validate()`, on every rank.
 
+    ## Example
+    Checked with `--torch-version 2.6`:
+    ```yaml
+    model: {expert_model_parallel_size: 8, num_moe_experts: 64, moe_token_dispatcher_type: alltoall,
+            cuda_graph_impl: transformer_engine, cuda_graph_modules: [attn, moe]}
+    mixed_precision: bf16_mixed
+    comm_overlap: {tp_comm_overlap: false, overlap_moe_expert_parallel_comm: true}
+    ```
+
     ## Fix
     **Unsafe**: drop `moe`/`mlp` from the CUDA-graph modules (less is graphed: launch overhead returns),
     or drop `expert_fc1` from `offload_modules` (more activation memory).
@@ -318,8 +327,18 @@ def ncclep_dynamic_shape(view):
     (correct, but loses the overlap benefit). Set moe_ncclep_static_shape=True for the overlapped path
     (needs the fused op on sm100+).` The run trains correctly but pays for an overlap it does not get.
 
+    ## Example
+    Checked with `--torch-version 2.6`:
+    ```yaml
+    model: {expert_model_parallel_size: 8, num_moe_experts: 64, moe_token_dispatcher_type: flex,
+            moe_flex_dispatcher_backend: ncclep}   # moe_ncclep_static_shape defaults to false
+    mixed_precision: bf16_mixed
+    comm_overlap: {tp_comm_overlap: false, overlap_moe_expert_parallel_comm: true}
+    ```
+
     ## Fix
-    None automatic: `moe_ncclep_static_shape: true` needs the fused operator on sm100+ GPUs.
+    None offered: `moe_ncclep_static_shape: true` needs the fused operator on sm100+ GPUs, which the file
+    cannot tell. Set it yourself on such GPUs, or accept the serialized path (or drop EP overlap).
     """
     if not ep_overlap_effective(view):
         return

@@ -37,6 +37,13 @@ def fsdp_forces(view):
     Bridge's data-parallel defaults (bucket size, overlap_grad_reduce, overlap_param_gather) were skipped,
     and the run gets the distributed optimizer without them.
 
+    ## Example
+    Checked with `--world-size 64`:
+    ```yaml
+    ddp: {use_megatron_fsdp: true, use_distributed_optimizer: false}
+    comm_overlap: {tp_comm_overlap: false}
+    ```
+
     ## Fix
     Sets `ddp.use_distributed_optimizer: true` and `optimizer.use_distributed_optimizer: true`. **Safe**:
     FSDP forces them anyway; written in the file, comm_overlap sees them in time to apply its DP defaults.
@@ -81,6 +88,20 @@ def fsdp_launch_errors(view):
       in the file: Megatron-Core's optimizer post-init runs **before** FSDP turns the distributed optimizer
       on, and raises `--use-precision-aware-optimizer only supported with distributed optimizer`
       (megatron-core 0.19.2, `optimizer_config.py:434`).
+
+    ## Why it matters
+    Each of these stops every rank during start-up, before the first step. The first two are Bridge's own
+    checks in `validate()`; the third is Megatron-Core's `OptimizerConfig` post-init, which Bridge runs
+    when it finalizes the optimizer config (megatron-bridge 0.6.2, `config.py:1256`) — before the
+    Megatron-FSDP validation (`config.py:1346`) would have switched the distributed optimizer on. The
+    default checkpoint format is `torch_dist`, so any Megatron-FSDP run that saves or loads checkpoints
+    without naming `fsdp_dtensor` stops here.
+
+    ## Example
+    ```yaml
+    dist: {use_megatron_fsdp: true}
+    checkpoint: {save: /ckpt}   # ckpt_format defaults to torch_dist
+    ```
 
     ## Fix
     For the precision-aware optimizer: sets `optimizer.use_distributed_optimizer: true`. **Safe**: FSDP

@@ -31,6 +31,12 @@ def vpp_implied_by_layout(view):
     `If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1`
     although Megatron-Core would have accepted the derived value.
 
+    ## Example
+    ```yaml
+    model: {num_layers: 14, pipeline_model_parallel_size: 4, pipeline_model_parallel_layout: "Et|tt|tt|tt|tt|tt|tt|tL"}
+    comm_overlap: {tp_comm_overlap: false}   # 8 stages on PP=4: VPP=2, but VPP is null here
+    ```
+
     ## Fix
     Sets `model.virtual_pipeline_model_parallel_size` to the layout's value. **Safe**: Megatron-Core uses
     that value anyway (the schedule and layer placement do not change); the fix only lets comm_overlap
@@ -86,6 +92,19 @@ def layout_conflict(view):
       pipeline_model_parallel_layout, …`
     - a layout implying VPP > 1 with PP = 1: `RuntimeError: pipeline-model-parallel size should be greater
       than 1 with interleaved schedule` (megatron/core/parallel_state.py:829, at initialisation).
+
+    ## Why it matters
+    The layout decides which layers each pipeline stage holds, so Megatron-Core has no fallback: it
+    raises. The layout checks run in `TransformerConfig.__post_init__`, which Bridge's `validate()` reaches
+    through `model.finalize()` (megatron-bridge 0.6.2, `config.py:1262`); the PP = 1 case fails a little
+    later, when the process groups are built. Either way every rank stops during start-up, after the job
+    waited in the queue.
+
+    ## Example
+    ```yaml
+    model: {pipeline_model_parallel_size: 2, pipeline_model_parallel_layout: "Et|tt|tL"}   # 3 stages on PP=2
+    comm_overlap: {tp_comm_overlap: false}
+    ```
 
     ## Fix
     For a conflicting explicit VPP: sets it to the layout's value. **Safe**: Megatron-Core accepts

@@ -82,8 +82,14 @@ def unknown_recipe(view):
     `get_mixed_precision_config` replaces `-` with `_` and looks the name up; an unknown name raises
     `ValueError: Unknown mixed-precision recipe '...'. Available recipes: ...` at launch.
 
+    ## Example
+    ```yaml
+    mixed_precision: bf16_mix
+    ```
+
     ## Fix
-    None automatic: the message names the closest recipe.
+    None offered: the closest name is not always the recipe you meant (`bf16_mixed` and
+    `bf16_with_mxfp8_mixed` train differently). The message names the closest recipe; write the one you want.
     """
     if view.mp_unknown_name is not None:
         close = difflib.get_close_matches(view.mp_unknown_name.replace("-", "_"), list(bridge.MP_RECIPES), n=1)
@@ -106,8 +112,14 @@ def unknown_key(view):
     ## Why it matters
     The mapping is built as `MixedPrecisionConfig(**fields)`; an unknown key raises `TypeError` at launch.
 
+    ## Example
+    ```yaml
+    mixed_precision: {bf16: true, grad_reduce_in_fp32_typo: false}
+    ```
+
     ## Fix
-    None automatic: rename or remove the key.
+    None offered: which field a typo meant is a guess. Rename or remove the key yourself (the message
+    names the closest field).
     """
     raw = view.cfg.data.get("mixed_precision")
     if not isinstance(raw, dict):
@@ -151,8 +163,14 @@ def fp8_with_fp4(view):
     finalize (megatron-core 0.19.2, `transformer_config.py:1455`), both with
     `ValueError: fp4 and fp8 cannot be used simultaneously. Please choose one.`
 
+    ## Example
+    ```yaml
+    mixed_precision: {bf16: true, fp8: hybrid, fp4: e2m1}
+    ```
+
     ## Fix
-    None automatic: choose FP8 or NVFP4 training.
+    None offered: FP8 and NVFP4 are different trainings (numerics, speed, required hardware); choose one
+    and remove the other yourself.
     """
     quote = "fp4 and fp8 cannot be used simultaneously. Please choose one."
     if view.mp is not None:
@@ -183,8 +201,15 @@ def fp4_te_version(view):
     `MixedPrecisionConfig.finalize` raises (megatron-bridge 0.6.2, `mixed_precision.py:111`):
     `ValueError: fp4 requires Transformer Engine >= 2.7.0.dev0 for NVFP4BlockScaling support.`
 
+    ## Example
+    Checked with `--te-version 2.6`:
+    ```yaml
+    mixed_precision: bf16_with_nvfp4_mixed
+    ```
+
     ## Fix
-    None in the file: upgrade Transformer Engine or use another precision.
+    None offered: the file is fine for a newer target. Upgrade Transformer Engine, or choose another
+    precision yourself (that changes the training).
     """
     if view.mp is None or not view.mp.get("fp4"):
         return
@@ -213,6 +238,11 @@ def mxfp8_gather_without_reuse(view):
     `When fp8_param_gather=True and fp8_recipe='mxfp8', reuse_grad_buf_for_mxfp8_param_ag must be set to True`.
     Only the mixed-precision object is read, so setting the flag on ddp or optimizer does not help. The
     `*_with_mxfp8_mixed` recipes already set it.
+
+    ## Example
+    ```yaml
+    mixed_precision: {bf16: true, fp8: e4m3, fp8_recipe: mxfp8, fp8_param_gather: true}
+    ```
 
     ## Fix
     Sets `mixed_precision.reuse_grad_buf_for_mxfp8_param_ag: true`. **Safe**: it is what the launch
@@ -252,6 +282,12 @@ def reuse_without_param_gather(view):
     (megatron-core 0.19.2, `distributed_data_parallel_config.py:253-254`):
     `Reuse grad buffer only when keeping params in MXFP8.` This runs before Megatron-FSDP would switch the
     reuse off, so FSDP does not avoid it.
+
+    ## Example
+    ```yaml
+    mixed_precision: {bf16: true, fp8: e4m3, fp8_recipe: mxfp8, fp8_param_gather: false,
+                      reuse_grad_buf_for_mxfp8_param_ag: true}
+    ```
 
     ## Fix
     Turns the reuse off where it is set. **Safe**: without FP8 parameters there is nothing to reuse the

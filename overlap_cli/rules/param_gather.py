@@ -44,6 +44,15 @@ def ops_with_mxfp8_reuse(view):
     `ValueError: overlap_param_gather_with_optimizer_step is not supported with reuse_grad_buf_for_mxfp8_param_ag.`
     Megatron-FSDP switches the reuse off only later in `validate()`, so it does not avoid the error.
 
+    ## Example
+    Checked with `--world-size 16`:
+    ```yaml
+    ddp: {use_distributed_optimizer: true}
+    optimizer: {use_distributed_optimizer: true}
+    mixed_precision: bf16_with_mxfp8_mixed   # turns reuse_grad_buf_for_mxfp8_param_ag on
+    comm_overlap: {tp_comm_overlap: false, overlap_param_gather_with_optimizer_step: true}
+    ```
+
     ## Fix
     Turns `overlap_param_gather_with_optimizer_step` off. **Safe**: the combination cannot start, and
     MXFP8 with fp8_param_gather requires the reuse (MP406).
@@ -72,6 +81,11 @@ def ops_with_layer_wise(view):
     supported with use_layer_wise_distributed_optimizer: the emerging-optimizer path does not split
     model_chunks into (first, rest) groups, so the per-chunk param-gather dispatch never fires. Disable one
     of the two flags.` Adam and SGD take the standard path and are not checked.
+
+    ## Example
+    ```yaml
+    optimizer: {optimizer: dist_muon, overlap_param_gather_with_optimizer_step: true}
+    ```
 
     ## Fix
     Turns overlap_param_gather_with_optimizer_step off. **Safe**: it never works on this path.
@@ -108,6 +122,12 @@ def ops_unsupported(view):
     `--overlap-param-gather-with-optimizer-step only supported with interleaved pipeline parallelism`.
     With the flag on, Bridge also disables gradient bucketing for every model chunk
     (megatron/training/models/dist_utils.py:314-317).
+
+    ## Example
+    ```yaml
+    checkpoint: {save: /ckpt}
+    optimizer: {overlap_param_gather_with_optimizer_step: true}
+    ```
 
     ## Fix
     Turns the flag off. **Unsafe**: it changes when parameters are gathered (a performance choice).

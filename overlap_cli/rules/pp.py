@@ -29,6 +29,12 @@ def p2p_choice(view):
     `overlap_p2p_comm=False, batch_p2p_comm=True`: the non-interleaved schedule cannot overlap p2p.
     Values set in `comm_overlap` win.
 
+    ## Example
+    ```yaml
+    model: {num_layers: 32, pipeline_model_parallel_size: 4}   # no VPP: batched p2p, not overlapped
+    comm_overlap: {tp_comm_overlap: false}
+    ```
+
     ## Fix
     For PP > 1 without VPP: set `model.virtual_pipeline_model_parallel_size` to the smallest VPP ≥ 2 that
     divides `num_layers / PP`. **Unsafe** (only with `--unsafe-fixes`): the interleaved schedule changes
@@ -117,6 +123,12 @@ def overlap_and_batch(view):
     place. `forward_backward_pipelining_with_interleaving` then raises
     `ValueError: Can not use both overlap_p2p_comm and batch_p2p_comm` at the first step.
 
+    ## Example
+    ```yaml
+    model: {pipeline_model_parallel_size: 4, virtual_pipeline_model_parallel_size: 2}
+    comm_overlap: {tp_comm_overlap: false, batch_p2p_comm: true}   # Bridge adds overlap_p2p_comm=true
+    ```
+
     ## Fix
     Sets `comm_overlap.batch_p2p_comm: false`. **Safe**: keeps the requested p2p overlap, and the
     combination would crash.
@@ -145,6 +157,12 @@ def defer_without_limit(view):
     (comm_overlap.py). Megatron-Core's ModelParallelConfig then raises at `model.finalize()`:
     `ValueError: Wgrad deferral limit should be greater than or equal to 0 when it is enabled!`
     (megatron/core/model_parallel_config.py). Bridge's own recipes always pass a limit (22, 50).
+
+    ## Example
+    ```yaml
+    model: {pipeline_model_parallel_size: 4, virtual_pipeline_model_parallel_size: 2}
+    comm_overlap: {tp_comm_overlap: false, defer_embedding_wgrad_compute: true}   # no wgrad_deferral_limit
+    ```
 
     ## Fix
     Adds `comm_overlap.wgrad_deferral_limit: 0` (0 = defer the embedding wgrad of all micro-batches).
@@ -248,6 +266,12 @@ def warmup_flush(view):
     overlap_p2p_comm but not batch_p2p_comm.` The flag is not a comm_overlap field, but the p2p pair is:
     comm_overlap picks `false/true` for PP > 1 without VPP and `false/false` for PP = 1, so the flag only
     works on the interleaved schedule (or when the pair is set explicitly).
+
+    ## Example
+    ```yaml
+    model: {pipeline_model_parallel_size: 4, overlap_p2p_comm_warmup_flush: true}   # no VPP
+    comm_overlap: {tp_comm_overlap: false}
+    ```
 
     ## Fix
     On the interleaved schedule: sets `overlap_p2p_comm: true` and `batch_p2p_comm: false` where they are

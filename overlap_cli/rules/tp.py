@@ -90,8 +90,16 @@ def tp_needs_te(view):
     Bridge logs "Disabling tensor parallel communication overlap due to TE not detected." and runs
     without overlap. The target profile decides this; by default Transformer Engine is assumed present.
 
+    ## Example
+    Checked with `--no-te`:
+    ```yaml
+    model: {tensor_model_parallel_size: 4, sequence_parallel: true}
+    comm_overlap: {tp_comm_overlap: true}
+    ```
+
     ## Fix
-    None in the file: install Transformer Engine on the target.
+    None offered: the file is not what is wrong, the target is. Install Transformer Engine on the target,
+    or set `comm_overlap.tp_comm_overlap: false` yourself if this machine is really where the run goes.
     """
     if view.tp_gate == "te":
         yield finding(
@@ -115,8 +123,16 @@ def tp_on_model_without_section(view):
     missing. With TP < 2 or sequence parallelism off the run is misconfigured (Megatron-LM asserts
     sequence parallelism for TP overlap). Severity is error in those cases.
 
+    ## Example
+    ```yaml
+    model: {tensor_model_parallel_size: 2, sequence_parallel: false, tp_comm_overlap: true}
+    # no comm_overlap section
+    ```
+
     ## Fix
-    Move the request to `comm_overlap.tp_comm_overlap: true`, where Bridge validates it.
+    None offered: move the request to `comm_overlap.tp_comm_overlap: true` yourself, where Bridge validates
+    it. Not automatic because adding a `comm_overlap` section also switches on Bridge's p2p and
+    data-parallel defaults (see CFG001), which changes more of the run than TP overlap.
     """
     if view.comm_overlap_present:
         return
@@ -142,8 +158,15 @@ def sp_dropped(view):
     Bridge's `TransformerConfig.finalize` sets `sequence_parallel=False` when TP ≤ 1 without a message
     (megatron/bridge/models/transformer_config.py), before Megatron-Core would reject the combination.
 
+    ## Example
+    ```yaml
+    model: {tensor_model_parallel_size: 1, sequence_parallel: true}
+    comm_overlap: {tp_comm_overlap: false}
+    ```
+
     ## Fix
-    None needed; remove the flag or raise TP.
+    None offered: Bridge already drops the flag, so the run is not affected. Remove the flag, or raise TP
+    if sequence parallelism was the point (that changes the model's sharding).
     """
     if view.cfg.get(("model", "sequence_parallel")) is True and view.tp <= 1:
         yield finding(
@@ -193,6 +216,12 @@ def tp_overlap_off_mla_mtp(view):
     - MTP: the MTP block's `mtp_eh_proj` flips it, but the decoder is built before MTP
       (megatron/core/models/gpt/gpt_model.py:227 vs 237), so only the MTP layer loses overlap: reported
       as info.
+
+    ## Example
+    ```yaml
+    model: {tensor_model_parallel_size: 4, sequence_parallel: true, multi_latent_attention: true, q_lora_rank: 1536}
+    comm_overlap: {tp_comm_overlap: true}
+    ```
 
     ## Fix
     For MLA, sets `tp_comm_overlap: false` (in comm_overlap, or on the model without comm_overlap).

@@ -62,6 +62,7 @@ def te_defaults(view):
 
     ## Example
     ```yaml
+    model: {tensor_model_parallel_size: 4, sequence_parallel: true}
     comm_overlap: {tp_comm_overlap: true, tp_comm_overlap_cfg: null}
     ```
 
@@ -104,9 +105,13 @@ def wgrad_beside_dgrad(view):
 
     ## Example
     ```yaml
-    tp_comm_overlap_cfg:
-      fc1_dgrad: {method: ring_exchange}
-      fc1_wgrad: {method: bulk, num_sm: 4, cga_size: 2, set_sm_margin: false}
+    model: {tensor_model_parallel_size: 2, sequence_parallel: true}
+    comm_overlap:
+      tp_comm_overlap: true
+      tp_comm_overlap_cfg:
+        _target_: megatron.bridge.training.comm_overlap.TransformerLayerTPOverlapCfg
+        fc1_dgrad: {method: ring_exchange}
+        fc1_wgrad: {method: bulk, num_sm: 4, cga_size: 2, set_sm_margin: false}
     ```
 
     ## Fix
@@ -140,6 +145,7 @@ def not_buildable(view):
 
     ## Example
     ```yaml
+    model: {tensor_model_parallel_size: 4, sequence_parallel: true}
     comm_overlap:
       tp_comm_overlap: true
       tp_comm_overlap_cfg: userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192
@@ -216,6 +222,18 @@ def fp8_buf_default(view):
     runs are unaffected. An entry without `_target_` and without `fp8_buf` is not flagged: it reaches
     Transformer Engine as a plain dict and TE's own default (false) applies.
 
+    ## Example
+    ```yaml
+    model: {tensor_model_parallel_size: 4, sequence_parallel: true}
+    mixed_precision: bf16_with_fp8_delayed_scaling_mixed
+    comm_overlap:
+      tp_comm_overlap: true
+      tp_comm_overlap_cfg:
+        _target_: megatron.bridge.training.comm_overlap.TransformerLayerTPOverlapCfg
+        proj_fprop: {_target_: megatron.bridge.training.comm_overlap.PipelineOverlapCfg,
+                     num_sm: 24, cga_size: 2, num_splits: 4, set_sm_margin: true}   # no fp8_buf
+    ```
+
     ## Fix
     Writes `fp8_buf: true`. **Safe**: Transformer Engine only tests truthiness, so the run is unchanged and
     the file now says what happens. Write `false` yourself for a BF16 reduce-scatter buffer.
@@ -256,13 +274,17 @@ def te_method_constraints(view):
 
     ## Example
     ```yaml
-    tp_comm_overlap_cfg:
-      _target_: megatron.bridge.training.comm_overlap.TransformerLayerTPOverlapCfg
-      qkv_fprop: {method: pipeline, num_sm: 8, cga_size: 2, num_splits: 4, set_sm_margin: true}
+    model: {tensor_model_parallel_size: 2, sequence_parallel: true}
+    comm_overlap:
+      tp_comm_overlap: true
+      tp_comm_overlap_cfg:
+        _target_: megatron.bridge.training.comm_overlap.TransformerLayerTPOverlapCfg
+        qkv_fprop: {method: pipeline, num_sm: 8, cga_size: 2, num_splits: 4, set_sm_margin: true}
     ```
 
     ## Fix
-    None offered: use a shipped preset or correct the method.
+    None offered: which method (and SM count, splits) replaces a rejected one is a tuning choice. Use a
+    shipped preset (`overlap presets suggest FILE`) or correct the method yourself.
     """
     ub = view.ub
     if ub is None or ub.kind != "mapping" or not ub.tp_effective:
@@ -306,12 +328,27 @@ def preset_mismatch(view):
     CP=2, and no CP2 preset exists for that hidden size.
 
     ## Example
+    The values of `userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192` (tuned for TP=4) on a TP=2 run.
+    Checked with `--gpu b200`:
     ```yaml
-    model: {tensor_model_parallel_size: 2, hidden_size: 8192, seq_length: 8192}
+    model: {tensor_model_parallel_size: 2, sequence_parallel: true, hidden_size: 8192, seq_length: 8192}
     comm_overlap:
       tp_comm_overlap: true
-      tp_comm_overlap_cfg: {... values of userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192 ...}
+      tp_comm_overlap_cfg:
+        _target_: megatron.bridge.training.comm_overlap.TransformerLayerTPOverlapCfg
+        qkv_fprop: {method: ring_exchange, num_sm: 1, cga_size: 1, set_sm_margin: false}
+        qkv_dgrad: {method: bulk, num_sm: 4, cga_size: 2, set_sm_margin: false}
+        qkv_wgrad: {method: bulk, num_sm: 24, cga_size: 2, set_sm_margin: false}
+        proj_fprop: {method: pipeline, num_sm: 24, cga_size: 2, num_splits: 4, set_sm_margin: true}
+        proj_dgrad: {method: ring_exchange, num_sm: 1, cga_size: 1, set_sm_margin: false}
+        fc1_fprop: {method: ring_exchange, num_sm: 1, cga_size: 1, set_sm_margin: false}
+        fc1_dgrad: {method: bulk, num_sm: 2, cga_size: 2, set_sm_margin: false}
+        fc1_wgrad: {method: bulk, num_sm: 4, cga_size: 2, set_sm_margin: false}
+        fc2_fprop: {method: pipeline, num_sm: 16, cga_size: 2, num_splits: 4, set_sm_margin: true}
+        fc2_dgrad: {method: ring_exchange, num_sm: 1, cga_size: 1, set_sm_margin: false}
     ```
+    On B200 the TP=2 preset `userbuffers_bf16_b200_h8192_tp2_mbs1_seqlen8192` fits every known field, so
+    the fix is safe; with `--gpu h100` it is only the nearest preset and the fix is unsafe.
 
     ## Fix
     Replacing it with a preset that fits every known field is **safe** (the name then matches the run).
@@ -364,6 +401,7 @@ def bootstrap_backend(view):
 
     ## Example
     ```yaml
+    model: {tensor_model_parallel_size: 2, sequence_parallel: true}
     comm_overlap: {tp_comm_overlap: true, tp_comm_bootstrap_backend: mpi}
     ```
 
@@ -422,7 +460,9 @@ def cfg_unused(view):
     ```yaml
     comm_overlap:
       tp_comm_overlap: false
-      tp_comm_overlap_cfg: {_target_: ...TransformerLayerTPOverlapCfg, ...}
+      tp_comm_overlap_cfg:
+        _target_: megatron.bridge.training.comm_overlap.TransformerLayerTPOverlapCfg
+        qkv_fprop: {method: ring_exchange, num_sm: 1, cga_size: 1, set_sm_margin: false}
     ```
 
     ## Fix
@@ -467,13 +507,17 @@ def unknown_keys(view):
 
     ## Example
     ```yaml
-    tp_comm_overlap_cfg:
-      _target_: megatron.bridge.training.comm_overlap.TransformerLayerTPOverlapCfg
-      qkv_fpro: {method: ring_exchange, aggregate: true}   # typo: dropped
+    model: {tensor_model_parallel_size: 2, sequence_parallel: true}
+    comm_overlap:
+      tp_comm_overlap: true
+      tp_comm_overlap_cfg:
+        _target_: megatron.bridge.training.comm_overlap.TransformerLayerTPOverlapCfg
+        qkv_fpro: {method: ring_exchange, aggregate: true}   # typo: dropped
     ```
 
     ## Fix
-    None offered: rename or remove the key.
+    None offered: which GEMM or field a typo meant is a guess (the message names the closest one), and
+    a wrong guess would apply tuning values to another GEMM. Rename or remove the key yourself.
     """
     ub = view.ub
     if ub is None or ub.kind != "mapping":

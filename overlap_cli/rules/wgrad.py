@@ -206,6 +206,15 @@ def delay_wgrad_te_version(view):
     AssertionError during start-up. Megatron-LM's launcher differs (it wants 2.8 with overlap_grad_reduce);
     this rule follows what Bridge runs. Without `--te-version` the rule reports, as info, the minimum needed.
 
+    ## Example
+    Checked with `--torch-version 2.6 --te-version 2.6`:
+    ```yaml
+    model: {expert_model_parallel_size: 8, num_moe_experts: 64, moe_token_dispatcher_type: alltoall}
+    mixed_precision: bf16_mixed
+    comm_overlap: {tp_comm_overlap: false, overlap_moe_expert_parallel_comm: true, delay_wgrad_compute: true}
+    # gradient_accumulation_fusion is on by default with Transformer Engine: it needs TE >= 2.7.0
+    ```
+
     ## Fix
     None for a too-old TE (upgrade it). **Safe** when the 2.12.0 minimum comes only from
     `cuda_graph_modules` naming `attn` while `cuda_graph_impl` is `none`: those modules capture nothing
@@ -257,6 +266,15 @@ def delay_wgrad_cuda_graph(view):
     Bridge reads the module names without looking at `cuda_graph_impl`, before validate() clears them for
     `cuda_graph_impl: none`, so even modules that will never be captured trigger these asserts.
 
+    ## Example
+    Checked with `--torch-version 2.6 --te-version 2.12`:
+    ```yaml
+    model: {expert_model_parallel_size: 8, num_moe_experts: 64, moe_token_dispatcher_type: alltoall,
+            gradient_accumulation_fusion: false, cuda_graph_impl: transformer_engine, cuda_graph_modules: [attn]}
+    mixed_precision: bf16_mixed
+    comm_overlap: {tp_comm_overlap: false, overlap_moe_expert_parallel_comm: true, delay_wgrad_compute: true}
+    ```
+
     ## Fix
     **Safe** with `cuda_graph_impl: none`: clear the modules (they capture nothing). Otherwise
     **unsafe** for fusion: set `model.gradient_accumulation_fusion: true` (a different gradient
@@ -305,6 +323,15 @@ def dispatch_backward_conflict(view):
     These are alternative ways to hide the expert wgrad behind the dispatch; only one may be on.
     AssertionError at model finalize.
 
+    ## Example
+    Checked with `--torch-version 2.6 --te-version 2.3`:
+    ```yaml
+    model: {expert_model_parallel_size: 8, num_moe_experts: 64, moe_token_dispatcher_type: alltoall,
+            overlap_dispatch_backward_with_experts_wgrad: true}
+    mixed_precision: bf16_mixed
+    comm_overlap: {tp_comm_overlap: false, overlap_moe_expert_parallel_comm: true}
+    ```
+
     ## Fix
     Turns `overlap_dispatch_backward_with_experts_wgrad` off when it conflicts with the other overlap.
     **Safe**: the combination cannot start, and the other, already requested overlap stays.
@@ -352,6 +379,12 @@ def early_attn_release(view):
     Megatron-Core asserts (megatron-core 0.19.2, `transformer_config.py:2773`):
     `overlap_moe_expert_parallel_comm must be enabled when enabling ep_overlap_early_attn_memory_release`.
 
+    ## Example
+    ```yaml
+    model: {overlap_moe_expert_parallel_comm: true, ep_overlap_early_attn_memory_release: true}
+    comm_overlap: {tp_comm_overlap: false}   # resets the model's EP overlap to false
+    ```
+
     ## Fix
     Sets it to false. **Safe**: without EP overlap there is nothing to release early, and the run would
     not start.
@@ -379,6 +412,15 @@ def ddp_delay_wgrad_not_set(view):
     gradient-reduce hook on each parameter instead of on the module's delayed-wgrad hook
     (megatron-core 0.19.2, `distributed/distributed_data_parallel.py:365`), so the reduction is not tied
     to the delayed weight-gradient step. No error is raised; the runtime effect was not verified here.
+
+    ## Example
+    Checked with `--torch-version 2.6 --te-version 2.12`:
+    ```yaml
+    model: {expert_model_parallel_size: 8, num_moe_experts: 64, moe_token_dispatcher_type: alltoall}
+    mixed_precision: bf16_mixed
+    comm_overlap: {tp_comm_overlap: false, overlap_moe_expert_parallel_comm: true, delay_wgrad_compute: true}
+    # no distributed optimizer: comm_overlap never writes ddp.delay_wgrad_compute
+    ```
 
     ## Fix
     Sets `ddp.delay_wgrad_compute: true`, what the distributed-optimizer path would write. **Unsafe**:
