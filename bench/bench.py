@@ -132,11 +132,6 @@ def overlap_script(python: str) -> list[str]:
 
 
 def bench_startup(python: str, runs: int, warmup: int) -> dict:
-    pipeline = (
-        "import sys\nfrom overlap_cli.engine import check_file\nfrom overlap_cli.target import Target\n"
-        "from overlap_cli.report.text_report import render_plain\n"
-        "render_plain([check_file(sys.argv[1], Target())], sys.stdout)\n"
-    )
     cmds = {
         "python -c pass": [python, "-c", "pass"],
         "overlap check (console script)": overlap_script(python) + ["check", str(EXAMPLE)],
@@ -144,7 +139,7 @@ def bench_startup(python: str, runs: int, warmup: int) -> dict:
         "overlap check, no bytecode cache": overlap_script(python) + ["check", str(EXAMPLE)],
         "overlap --version": overlap_script(python) + ["--version"],
         "python -c 'import typer'": [python, "-c", "import typer"],
-        "pipeline without the CLI layer": [python, "-c", pipeline, str(EXAMPLE)],
+        "same check without typer (bench/fastpath_probe.py)": [python, str(ROOT / "bench" / "fastpath_probe.py"), str(EXAMPLE)],
     }
     return interleaved(cmds, runs, warmup, envs={"overlap check, no bytecode cache": NO_BYTECODE_ENV})
 
@@ -234,11 +229,22 @@ def report(m: dict, startup: dict, batches: dict, fix: dict | None, hostile: dic
         f"Goal: median <= {GOAL_STARTUP_MS:.0f} ms: **{ok(check * 1000 <= GOAL_STARTUP_MS)}** ({ms(check)}); "
         f"<= {GOAL_STARTUP_RATIO:.0f}x bare Python: **{ok(ratio <= GOAL_STARTUP_RATIO)}** ({ratio:.1f}x).",
     ]
+    probe = startup.get("same check without typer (bench/fastpath_probe.py)")
+    typer_import = startup.get("python -c 'import typer'")
+    if probe and typer_import:
+        lines += [
+            "",
+            f"Where it goes: the same check without typer takes {ms(probe['median'])} ({probe['median'] / bare:.1f}x), so typer costs "
+            f"{ms(check - probe['median'])} of every start: {ms(typer_import['median'] - bare)} to import it, the rest to parse "
+            "`check`'s arguments (typer builds a pydantic validator for each of its options on every run). "
+            "The remaining gap to bare Python is the import of the pipeline (PyYAML, dataclasses, the rule families) and the check itself.",
+        ]
     if hf:
         lines += ["", "hyperfine (same commands): " + "; ".join(f"{k}: {ms(v)} median" for k, v in hf.items())]
     titles = {"mixed": "hand-written configs and Bridge dumps, 2:1", "dumps": "Bridge's full dumps only (~28 KB each), the worst case"}
     for kind in batches:
-        title = titles.get(kind) or f"{titles['mixed']}, with `{kind.split(' ', 1)[1]}`"
+        base, _, extra = kind.partition(" ")
+        title = titles[base] + (f", with `{extra}`" if extra else "")
         rows = batches[kind]
         lines += [
             "",
@@ -297,11 +303,13 @@ def main() -> int:
         hf = hyperfine(a.python, a.runs, a.warmup) if a.hyperfine else None
         batches = {"mixed": bench_batch(a.python, folder, [100, 1000] if a.quick else [100, 1000, 5000], a.batch_runs, "mixed")}
         print("batch (mixed) done", flush=True)
+        jobs = str(os.cpu_count() or 1)
         if supports(a.python, "--jobs"):
-            jobs = str(os.cpu_count() or 1)
             batches[f"mixed --jobs {jobs}"] = bench_batch(a.python, folder, [1000], a.batch_runs, "mixed", ("--jobs", jobs))
         if not a.quick:
             batches["dumps"] = bench_batch(a.python, folder, [1000], a.batch_runs, "dumps")
+            if supports(a.python, "--jobs"):
+                batches[f"dumps --jobs {jobs}"] = bench_batch(a.python, folder, [1000], a.batch_runs, "dumps", ("--jobs", jobs))
             print("batch (dumps) done", flush=True)
         fix = None if a.no_fix else bench_fix(a.python, folder, 1000, 1 if a.quick else a.batch_runs)
         print("fix done", flush=True)

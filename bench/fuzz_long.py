@@ -43,8 +43,8 @@ def _where(exc: BaseException) -> str:
     return f"{type(exc).__name__} at {os.path.relpath(f.filename, ROOT)}:{f.lineno} ({f.name})"
 
 
-def one_case(app, seed_path: Path, rng: random.Random, folder: Path, do_fix: bool) -> list[tuple[str, str]]:
-    """Run one mutated case; returns [(problem kind, detail)] (empty when everything held)."""
+def one_case(app, seed_path: Path, rng: random.Random, folder: Path, do_fix: bool) -> tuple[list[tuple[str, str]], bytes]:
+    """Run one mutated case: ([(problem kind, detail)] (empty when everything held), the mutated bytes)."""
     mutated, applied = mutate(seed_path.read_bytes(), RandomChooser(rng))
     path = folder / "case.yaml"
     path.write_bytes(mutated)
@@ -87,7 +87,7 @@ def one_case(app, seed_path: Path, rng: random.Random, folder: Path, do_fix: boo
                     if path.read_bytes() != after:
                         problems.append(("fix --write: not idempotent (a second run changed the file)", ""))
     where = f" [seed {seed_path.name}, {'+'.join(applied)}]"
-    return [(kind, " ".join(detail.split()) + where) for kind, detail in problems]
+    return [(kind, " ".join(detail.split()) + where) for kind, detail in problems], mutated
 
 
 def worker(args) -> tuple[int, dict, dict]:
@@ -102,14 +102,15 @@ def worker(args) -> tuple[int, dict, dict]:
         folder = Path(tmp)
         for i in range(start, start + count):
             seed_path = sources[rng.randrange(len(sources))]
-            for kind, detail in one_case(app, seed_path, rng, folder, do_fix=fix_every > 0 and i % fix_every == 0):
+            problems, mutated = one_case(app, seed_path, rng, folder, do_fix=fix_every > 0 and i % fix_every == 0)
+            for kind, detail in problems:
                 key = f"{kind}: {detail.split(' [seed')[0]}"
                 groups[key] += 1
                 if key not in examples:
                     examples[key] = detail
                     if keep:
                         Path(keep).mkdir(parents=True, exist_ok=True)
-                        (Path(keep) / f"case_{i:06d}.yaml").write_bytes((folder / "case.yaml").read_bytes())
+                        (Path(keep) / f"case_{i:06d}.yaml").write_bytes(mutated)  # as generated, before any fix
     return count, dict(groups), examples
 
 

@@ -24,10 +24,10 @@ _CHOICES = {
     "context_parallel_size": ["1", "2"],
     "sequence_parallel": ["true", "false"],
     "tp_comm_overlap": ["true", "false"],
-    "overlap_grad_reduce": ["true", "false", "null"],
-    "overlap_param_gather": ["true", "false", "null"],
+    "overlap_grad_reduce": ["true", "false"],
+    "overlap_param_gather": ["true", "false"],
     "use_distributed_optimizer": ["true", "false"],
-    "overlap_p2p_comm": ["true", "false", "null"],
+    "overlap_p2p_comm": ["true", "false"],
 }
 _LINE = re.compile(r"^(?P<indent>[ \t]*)(?P<key>" + "|".join(_CHOICES) + r"):[ \t]*(?P<value>[^\s#]+)(?P<rest>.*)$", re.M)
 

@@ -213,7 +213,7 @@ def check(
     for path, reason in skipped:
         sys.stderr.write(f"note: {path}: skipped: {reason}\n")
     with progress_bar(len(files), sys.stderr.isatty() and not annotate) as bar:
-        results = problems + check_files(files, target, overrides, selection, 1 if annotate else jobs, bar.advance)
+        results = problems + check_files(files, target, overrides, selection, 1 if annotate else jobs, bar.advance, keep_views=annotate)
 
     if annotate:
         from .annotate import annotate_text

@@ -112,6 +112,10 @@ def fix_text(path: str, text: str, target, unsafe: bool = False, comments: bool 
         except fixtext.Unmappable as exc:
             out.problem = f"not fixed: {exc}; the file is left untouched"
             break
+        except Exception as exc:  # ruamel refuses some texts PyYAML reads (an impossible date, a stray BOM)
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            out.problem = f"not fixed: the round-trip YAML parser cannot read this file ({first}); the file is left untouched"
+            break
         for s in skipped:
             k = (s.finding.code, s.finding.key, s.why)
             if k not in skipped_keys:

@@ -213,6 +213,7 @@ def resolve_interpolations(cfg: Config) -> None:
             except Exception as exc:
                 raise input_error(exc, path) from None
             cfg.interpolated_paths.add(path)
+            cfg.raw_interpolations[path] = value
             return out
         return value
 

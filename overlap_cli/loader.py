@@ -5,8 +5,12 @@ Values are interpreted the way Megatron-Bridge sees them. Bridge reads YAML with
 and ``on`` are booleans) plus OmegaConf's extra float resolver (``3e-4`` is a float), duplicate keys
 rejected, and ``${...}`` interpolations resolved. We compose the same node graph with libyaml when it
 is available, so every key keeps its line and column, and build plain Python values from it. Nothing is
-ever constructed from a tag: the safe constructor knows only the standard YAML types, and ``_target_``
-is an ordinary string here.
+ever constructed from a tag: standard YAML types only (the pathlib tags OmegaConf itself writes are
+kept as the path's text, and, as in OmegaConf, ``2024-01-01`` stays a string), and ``_target_`` is an
+ordinary string here.
+
+Reading bytes safely is ``safe_read``; ``${...}`` interpolations are ``interpolation`` (imported only
+when a config has one); dotlist overrides are ``overrides``.
 
 The round-trip parser (ruamel.yaml) is used where the text must be written back: ``fixer`` and
 ``annotate``. Both parsers report the same line/column for a key; checking needs only one parse.
@@ -20,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .model import InputError, InputProblem
-from .safe_read import MAX_FILE_BYTES, read_text  # noqa: F401  (read_text: part of this module's API)
+from .safe_read import MAX_FILE_BYTES, read_text  # noqa: F401  (both part of this module's API)
 
 # A full Bridge dump has ~1,900 values. Past this many (composed, or expanded from aliases) a document
 # is refused: it bounds both time and memory (~0.3 s and ~70 MB at the limit).
@@ -108,6 +112,14 @@ _STR, _NULL, _BOOL, _INT, _FLOAT = (_YAML + t for t in ("str", "null", "bool", "
 _SCALAR_TAGS = frozenset(_YAML + t for t in ("str", "null", "bool", "int", "float", "timestamp", "binary"))
 _MAPPING_TAGS = frozenset((_YAML + "map", _YAML + "set", _YAML + "omap"))
 _SEQUENCE_TAGS = frozenset((_YAML + "seq",))
+_MERGE = _YAML + "merge"
+# The one kind of object tag OmegaConf's loader accepts (it writes them itself for pathlib values): kept
+# here as the path's text, never constructed.
+_PATH_TAGS = {
+    _YAML + f"python/object/apply:pathlib.{mod}{cls}": "\\" if cls == "WindowsPath" else "/"
+    for mod in ("", "_local.")
+    for cls in ("Path", "PosixPath", "WindowsPath")
+}
 # Tag resolution of a plain scalar depends only on its text; the cache skips PyYAML's regex loop for
 # the values every config repeats (true, null, 1, 8, ...). Short values only, and a bounded table.
 _RESOLVE_CACHE: dict = {}
@@ -149,8 +161,9 @@ def _loader_class():
                 return tag
 
         # A private copy of the resolver table, so the float rule is not added to PyYAML's global one.
+        # OmegaConf's loader also drops the timestamp resolver (omegaconf/_yaml.py): ``2024-01-01`` is a string.
         BridgeLoader.yaml_implicit_resolvers = {
-            k: list(v) for k, v in base.yaml_implicit_resolvers.items()
+            k: [(tag, rx) for tag, rx in v if tag != _YAML + "timestamp"] for k, v in base.yaml_implicit_resolvers.items()
         }
         BridgeLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_RE, list("-+0123456789."))
         _LOADER_CLASS = BridgeLoader
@@ -176,8 +189,9 @@ def _yaml_error(file: str, exc: Exception) -> InputError:
     return InputError(InputProblem(file, msg))
 
 
-# Runs of block-sequence or complex-key indicators on one line ("- - - - x") nest without indentation.
-_COMPACT_NESTING = re.compile(r"(?:[-?][ \t]+){%d,}" % (MAX_DEPTH + 1))
+# Runs of block-sequence or complex-key indicators at the start of a line ("- - - - x", also after a
+# "---" document marker) nest without indentation. Anchored on a literal newline, which re finds fast.
+_COMPACT_NESTING = re.compile(r"\n(?:---)?[ \t]*(?:[-?][ \t]+){%d,}" % (MAX_DEPTH + 1))
 _FLOW_BRACKETS = re.compile(r"[\[\]{}]")
 
 
@@ -201,7 +215,7 @@ def check_nesting(text: str, file: str) -> None:
                     raise InputError(InputProblem(file, f"flow nesting deeper than {MAX_DEPTH} levels; refusing to parse it", line=line))
             elif depth:
                 depth -= 1
-    if ("- " in text or "? " in text or "-\t" in text) and (m := _COMPACT_NESTING.search(text)):
+    if ("- " in text or "? " in text or "-\t" in text) and (m := _COMPACT_NESTING.search("\n" + text)):
         line = text.count("\n", 0, m.start()) + 1
         raise InputError(InputProblem(file, f"block nesting deeper than {MAX_DEPTH} levels; refusing to parse it", line=line))
 
@@ -237,6 +251,8 @@ def _parse(text: str, file: str) -> tuple[Any, dict, int]:
             return None, {}, 0
         positions: dict = {}
         builder = _Builder(loader, file, positions)
+        # Merge keys are rare; without "<<" (or an explicit !!merge tag) in the text, skip looking for them.
+        builder.merges = "<<" in text or "merge" in text
         value = builder.build(root, ())
         return value, positions, builder.interpolations
     finally:
@@ -262,6 +278,7 @@ class _Builder:
         self.count = 0
         self.active: set = set()
         self.interpolations = 0  # strings holding "${", alias copies included
+        self.merges = True
         self.scalar_node, self.sequence_node, self.mapping_node = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
         self.yaml_error = yaml.YAMLError
 
@@ -290,7 +307,9 @@ class _Builder:
                 return self.loader.construct_yaml_int(node)
             if tag == _FLOAT:
                 return self.loader.construct_yaml_float(node)
-            return self.loader.construct_object(node, deep=True)
+            self.loader.construct_object(node, deep=True)  # validates; raises on a malformed value
+            # Explicit !!timestamp / !!binary stay as their text: every value handed on is plain JSON data.
+            return node.value
         except Exception as exc:  # a malformed !!int/!!timestamp/!!binary raises anything from ValueError to AttributeError
             problem = getattr(exc, "problem", None) or exc
             raise self.fail(f"invalid {tag[len(_YAML):]} value {_short(node.value)}: {problem}", node, path) from None
@@ -313,6 +332,8 @@ class _Builder:
         self.active.add(id(node))
         try:
             if cls is self.sequence_node:
+                if node.tag in _PATH_TAGS:
+                    return self.path_value(node, path)
                 if node.tag not in _SEQUENCE_TAGS:
                     raise self.fail(_tag_message(node), node, path)
                 out = []
@@ -327,25 +348,49 @@ class _Builder:
         finally:
             self.active.discard(id(node))
 
+    def path_value(self, node, path: tuple) -> str:
+        parts = [self.build(child, path) for child in node.value]
+        if not all(isinstance(p, str) for p in parts):
+            raise self.fail(f"{node.tag[len(_YAML):]} takes path parts (strings)", node, path)
+        sep = _PATH_TAGS[node.tag]
+        out = ""
+        for p in parts:  # pathlib's joining: an absolute part starts over
+            out = p if (p.startswith(sep) or not out) else out.rstrip(sep) + sep + p
+        return out
+
     def mapping(self, node, path: tuple) -> dict:
         if node.tag not in _MAPPING_TAGS:
             raise self.fail(_tag_message(node), node, path)
         is_set = node.tag == _YAML + "set"
-        try:
-            self.loader.flatten_mapping(node)
-        except self.yaml_error as exc:
-            raise self.fail(f"invalid merge key: {getattr(exc, 'problem', exc)}", node, path) from None
+        merged = getattr(node, "merged_pairs", None) if self.merges else 0  # set on the first visit; an alias visits again
+        if merged is None:
+            explicit = sum(1 for k, _ in node.value if k.tag != _MERGE)
+            try:
+                self.loader.flatten_mapping(node)
+            except self.yaml_error as exc:
+                raise self.fail(f"invalid merge key: {getattr(exc, 'problem', exc)}", node, path) from None
+            merged = node.merged_pairs = len(node.value) - explicit
+        # OmegaConf's loader (omegaconf/_yaml.py, flatten_mapping): a key written in the mapping wins over
+        # the same key brought in by ``<<:``, merged keys override each other, and only two keys written
+        # in the mapping itself are a duplicate-key error.
+        explicit_keys = {k.value for k, _ in node.value[merged:] if k.tag == _STR} if merged else ()
+        written: set = set()
         out: dict = {}
-        for key_node, value_node in node.value:
+        for index, (key_node, value_node) in enumerate(node.value):
             if key_node.__class__ is not self.scalar_node:
                 raise self.fail("mapping keys must be plain scalars", key_node, path)
+            from_merge = index < merged
+            if from_merge and key_node.tag == _STR and key_node.value in explicit_keys:
+                continue
             key = self.build(key_node, path)
             try:
                 hash(key)
             except TypeError:
                 raise self.fail("unhashable mapping key", key_node, path) from None
-            if key in out:
+            if key in written:
                 raise self.fail(f"duplicate key {key!r}", key_node, path + (key,))
+            if not from_merge:
+                written.add(key)
             key_path = path + (key,)
             self.positions[key_path] = _mark(key_node)
             # ``!!set {a, b}`` (PEFT configs) holds keys only; keep it as a mapping to None.
@@ -376,121 +421,11 @@ def _has_interpolation(value: Any) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------
-# Hydra-style dotlist overrides (what Bridge's scripts accept on the command line)
-# ----------------------------------------------------------------------------------------------
-
-_FLOW_COLON = re.compile(r":(?=[^\s/])")
-
-
-def parse_override_value(text: str) -> Any:
-    """Values parse as YAML scalars or flow collections, Hydra style (``{A:1}`` is a mapping)."""
-    import yaml
-
-    src = text
-    if src.startswith(("{", "[")):
-        src = _FLOW_COLON.sub(": ", src)
-    if src == "":
-        return ""
-    loader = _loader_class()(src)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        return _Builder(loader, "<override>", {}).build(node, ())
-    except (yaml.YAMLError, InputError):
-        return text
-    finally:
-        loader.dispose()
-
-
-@dataclass
-class Override:
-    raw: str
-    op: str  # "set" | "add" | "force" | "delete"
-    path: tuple
-    value: Any = None
-    has_value: bool = True
-
-
-def is_override(arg: str) -> bool:
-    if arg.startswith("~"):
-        return True
-    head = arg.split("=", 1)[0]
-    return "=" in arg and bool(re.fullmatch(r"\+{0,2}[A-Za-z_][\w\-]*(\.[\w\-]+)*", head))
-
-
-def parse_override(arg: str) -> Override:
-    def bad(msg: str) -> InputError:
-        return InputError(InputProblem("<command line>", f"override {arg!r}: {msg}"))
-
-    if arg.startswith("~"):
-        body = arg[1:]
-        key, eq, val = body.partition("=")
-        path = tuple(key.split("."))
-        if not key or any(not p for p in path) or len(path) > MAX_DEPTH:
-            raise bad("expected ~key or ~key=value")
-        return Override(arg, "delete", path, parse_override_value(val) if eq else None, has_value=bool(eq))
-    op = "set"
-    body = arg
-    if body.startswith("++"):
-        op, body = "force", body[2:]
-    elif body.startswith("+"):
-        op, body = "add", body[1:]
-    key, eq, val = body.partition("=")
-    if not eq:
-        raise bad("expected key=value, +key=value, ++key=value or ~key")
-    path = tuple(key.split("."))
-    if not key or any(not p for p in path):
-        raise bad("empty key")
-    if len(path) > MAX_DEPTH:
-        raise bad(f"key nests deeper than {MAX_DEPTH} levels")
-    return Override(arg, op, path, parse_override_value(val))
-
-
-def apply_overrides(cfg: Config, overrides: list[Override]) -> None:
-    for ov in overrides:
-        def bad(msg: str) -> InputError:
-            return InputError(InputProblem(cfg.file, f"override {ov.raw!r}: {msg}"))
-
-        parent: Any = cfg.data
-        for i, part in enumerate(ov.path[:-1]):
-            if not isinstance(parent, dict):
-                raise bad(f"{dotted(ov.path[:i])} is not a mapping")
-            if part not in parent or parent[part] is None:
-                if ov.op in ("add", "force"):
-                    parent[part] = {}
-                else:
-                    raise bad(f"key {dotted(ov.path[: i + 1])} is not in the config (use +{dotted(ov.path)}=... to add it)")
-            parent = parent[part]
-        if not isinstance(parent, dict):
-            raise bad(f"{dotted(ov.path[:-1])} is not a mapping")
-        leaf = ov.path[-1]
-        exists = leaf in parent
-        if ov.op == "set" and not exists:
-            raise bad(f"key {dotted(ov.path)} is not in the config (use +{dotted(ov.path)}=... to add it)")
-        if ov.op == "add" and exists:
-            raise bad(f"key {dotted(ov.path)} already exists (use ++{dotted(ov.path)}=... to force it)")
-        if ov.op == "delete":
-            if not exists:
-                raise bad(f"key {dotted(ov.path)} is not in the config")
-            if ov.has_value and parent[leaf] != ov.value:
-                raise bad(f"value of {dotted(ov.path)} is {parent[leaf]!r}, not {ov.value!r}")
-            del parent[leaf]
-            for p in list(cfg.positions):
-                if p[: len(ov.path)] == ov.path:
-                    del cfg.positions[p]
-            cfg.override_paths.add(ov.path)
-            continue
-        parent[leaf] = ov.value
-        cfg.override_paths.add(ov.path)
-
-
-# ----------------------------------------------------------------------------------------------
 # Entry point
 # ----------------------------------------------------------------------------------------------
 
 
-def load_config(path: str, overrides: Optional[list[Override]] = None, text: Optional[str] = None) -> Config:
+def load_config(path: str, overrides: Optional[list] = None, text: Optional[str] = None) -> Config:
     if text is None:
         text = read_text(path)
     data, positions, interpolations = _parse(text, path)
@@ -502,6 +437,8 @@ def load_config(path: str, overrides: Optional[list[Override]] = None, text: Opt
         )
     cfg = Config(file=path, data=data, positions=positions, text=text)
     if overrides:
+        from .overrides import apply_overrides
+
         apply_overrides(cfg, overrides)
         interpolations += sum(1 for ov in overrides if _has_interpolation(ov.value))
     if interpolations > MAX_INTERPOLATIONS:
@@ -511,3 +448,15 @@ def load_config(path: str, overrides: Optional[list[Override]] = None, text: Opt
 
         resolve_interpolations(cfg)
     return cfg
+
+
+_OVERRIDE_NAMES = frozenset(("Override", "apply_overrides", "is_override", "parse_override", "parse_override_value"))
+
+
+def __getattr__(name: str):
+    """Overrides live in overlap_cli/overrides.py; these names have always been importable from here."""
+    if name in _OVERRIDE_NAMES:
+        from . import overrides
+
+        return getattr(overrides, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

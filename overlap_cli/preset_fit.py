@@ -121,12 +121,18 @@ def differences(fields: presets.PresetName, shape: TrainingShape) -> list[Differ
     return out
 
 
+def _positive(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf
+
+
 def score(diffs: list[Difference]) -> tuple:
     """Sort key: weighted count of differences, then how far apart the numbers are."""
     distance = 0.0
     for d in diffs:
-        if d.field in _NUMERIC and d.preset and d.model:
-            distance += abs(math.log2(d.preset / d.model))
+        # log2 of each side, not of the ratio: a huge value would overflow the float division, and a
+        # zero or negative one (hostile input) has no logarithm; those add no distance.
+        if d.field in _NUMERIC and _positive(d.preset) and _positive(d.model):
+            distance += abs(math.log2(d.preset) - math.log2(d.model))
     return (sum(_WEIGHT[d.field] for d in diffs), round(distance, 6))
 
 

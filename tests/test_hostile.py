@@ -250,7 +250,9 @@ def test_env_interpolation_uses_this_machine_and_says_so(tmp_path):
     code, out, err = overlap("check", cfg, "--format", "json", env={"OVERLAP_TEST_TP": "4"})
     assert code in (0, 1), err
     result = json.loads(out)["results"][0]
-    assert result["effective"]["model.tensor_model_parallel_size"]["value"] == 4
+    tp = result["effective"]["model.tensor_model_parallel_size"]
+    assert tp["value"] == 4
+    assert tp["reason"] == "set in the file through the interpolation ${oc.decode:${oc.env:OVERLAP_TEST_TP}}"
     assert any("${oc.env:...} was resolved with this machine's environment" in n for n in result["notes"])
     code, out, err = overlap("check", cfg, env={"OVERLAP_TEST_TP": "8"})
     assert "note: ${oc.env:...} was resolved with this machine's environment" in out
@@ -348,3 +350,44 @@ def test_two_fix_processes_on_one_file_leave_one_complete_result(tmp_path):
         assert target.read_bytes() == expected, f"round {round_}: torn or partial result"
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
     assert not leftovers, leftovers
+
+
+# ---------------------------------------------------------------------------------------------------
+# Hostile numbers: found by bench/fuzz_long.py (an hours-long loop, then math domain errors)
+# ---------------------------------------------------------------------------------------------------
+
+HOSTILE_NUMBERS = {
+    "huge_num_layers_pp_without_vpp": "model:\n  num_layers: 1" + "0" * 60 + "1\n  pipeline_model_parallel_size: 4\n"
+                                      "comm_overlap:\n  tp_comm_overlap: false\n",
+    "huge_tp_with_tp_overlap": "model:\n  tensor_model_parallel_size: " + "9" * 324 + "\n  sequence_parallel: true\n"
+                               "comm_overlap:\n  tp_comm_overlap: true\n",
+    "negative_hidden_size": "model:\n  tensor_model_parallel_size: 4\n  sequence_parallel: true\n  hidden_size: -8192\n"
+                            "  seq_length: 0\ncomm_overlap:\n  tp_comm_overlap: true\n",
+    "int_past_str_digit_limit": "model:\n  num_layers: " + "7" * 5000 + "\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_NUMBERS))
+def test_hostile_numbers_neither_hang_nor_crash(tmp_path, name):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(HOSTILE_NUMBERS[name])
+    for args in (("check", path), ("fix", "--unsafe-fixes", path), ("fix", "--write", path)):
+        code, out, err = overlap(*args)  # a hang trips HANG_GUARD and fails the test
+        assert "Traceback" not in out + err, (args, err[-800:])
+        assert code in (0, 1, 2), (args, out, err)
+        if code == 2:
+            one_line_naming(path, out, err)
+
+
+def test_fix_leaves_a_file_the_round_trip_parser_cannot_read(tmp_path):
+    """``2001-02-30`` is a string to OmegaConf (and to the checker) but an impossible date to ruamel,
+    which the fixer uses to edit: the fix is refused with one line, the file untouched."""
+    path = tmp_path / "date.yaml"
+    text = (ROOT / "examples" / "tp_overlap_without_sp.yaml").read_text() + "checkpoint:\n  tag: 2001-02-30\n"
+    path.write_text(text)
+    code, out, err = overlap("check", path)
+    assert code in (0, 1), err
+    code, out, err = overlap("fix", "--write", path)
+    assert "Traceback" not in out + err
+    assert path.read_text() == text
+    assert "not fixed: the round-trip YAML parser cannot read this file" in err

@@ -7,11 +7,16 @@ from . import rule
 from ._helpers import finding, remove, safe, set_, unsafe
 
 
+_MAX_VPP = 1024
+
+
 def _smallest_vpp(num_layers, pp: int):
     """Smallest VPP >= 2 with num_layers divisible by PP * VPP (None when there is none)."""
     if not isinstance(num_layers, int) or num_layers <= 0:
         return None
-    for vpp in range(2, num_layers // pp + 1):
+    # Bounded: a real model has a few hundred layers, and a huge num_layers (a typo, or hostile input)
+    # must not turn this search into an hours-long loop. Past the bound no fix is offered.
+    for vpp in range(2, min(num_layers // pp, _MAX_VPP) + 1):
         if num_layers % (pp * vpp) == 0:
             return vpp
     return None

@@ -1,0 +1,58 @@
+"""The loader reads values as Bridge's ``OmegaConf.load`` does: OmegaConf itself is the oracle here."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from omegaconf import OmegaConf
+
+from overlap_cli.engine import check_file
+from overlap_cli.loader import load_config
+from overlap_cli.target import Target
+
+SAME_AS_OMEGACONF = {
+    "merge_keys": "base: &b {a: 1, b: 2}\nmore: &m {b: 3, c: 4}\nmodel:\n  <<: [*b, *m]\n  a: 5\nagain:\n  <<: *b\n",
+    "dates_stay_strings": "model:\n  start: 2024-01-01\n  bad: 2001-02-30\n  stamp: 2001-12-14t21:59:43.10-05:00\n",
+    "yaml11_scalars": "model:\n  a: yes\n  b: off\n  c: 3e-4\n  d: 1_000\n  e: 0x10\n  f: ~\n  g: .inf\n  h: 1:30\n",
+    "pathlib_tags": "checkpoint:\n  save: !!python/object/apply:pathlib.PosixPath ['/ckpt', 'run1']\n"
+                    "  load: !!python/object/apply:pathlib.Path [rel, x]\n",
+}
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return str(value) if isinstance(value, pathlib.PurePath) else value
+
+
+@pytest.mark.parametrize("name", sorted(SAME_AS_OMEGACONF))
+def test_values_match_omegaconf_load(tmp_path, name):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(SAME_AS_OMEGACONF[name])
+    ours = load_config(str(path)).data
+    theirs = _plain(OmegaConf.to_container(OmegaConf.load(path)))
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("text,message", [
+    ("model:\n  a: 1\n  a: 2\n", "duplicate key 'a'"),
+    ("model:\n  x: !!bool maybe\n", "invalid boolean 'maybe'"),
+    ("model:\n  x: !!timestamp nope\n", "invalid timestamp value 'nope'"),
+    ("model:\n  x: !!int twelve\n", "invalid int value 'twelve'"),
+    ("model:\n  x: !!python/name:os.system ''\n", "never honoured"),
+])
+def test_bad_values_are_one_line_errors_with_their_line(tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    r = check_file(str(path), Target())
+    assert r.error is not None and message in r.error.message, r.error
+    assert r.error.line is not None and r.error.line >= 2
+
+
+def test_explicit_timestamp_and_binary_stay_text(tmp_path):
+    path = tmp_path / "tagged.yaml"
+    path.write_text("model:\n  when: !!timestamp 2024-01-01\n  blob: !!binary aGVsbG8=\n")
+    assert load_config(str(path)).data["model"] == {"when": "2024-01-01", "blob": "aGVsbG8="}
