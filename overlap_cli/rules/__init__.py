@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
+from typing import Callable, Optional
 
 FAMILY_MODULES = ("cfg", "tp", "pp", "dp", "mp", "env", "ub", "ep", "cp", "layout", "wgrad", "param_gather", "fsdp")
 FAMILY_NAMES = {
