@@ -4,8 +4,9 @@
     python bench/fuzz_long.py -n 50000 --jobs 2 --seed 7 --keep /tmp/fuzz-failures
 
 Every case must hold what tests/test_fuzz.py asserts: no traceback; exit 0, 1 or 2; exit 2 with exactly
-one line naming the file; valid JSON; ``fix --write`` leaves a file that still checks, loses no comment,
-and does not touch a file it cannot check. It also counts how often a second ``fix --write`` would change
+one line naming the file; valid JSON; ``fix --write`` (with or without --unsafe-fixes and --no-comments)
+leaves a file that still checks, loses no comment (not even one on a key it removes; a comment written
+twice must stay twice), and does not touch a file it cannot check. It also counts how often a second ``fix --write`` would change
 the file again (fix should be idempotent). Failures are grouped by where they happen; with --keep each
 group's first case is saved to replay (``overlap check FILE``). Prints the number of cases run.
 """
@@ -17,6 +18,7 @@ import collections
 import json
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -43,8 +45,13 @@ def _where(exc: BaseException) -> str:
     return f"{type(exc).__name__} at {os.path.relpath(f.filename, ROOT)}:{f.lineno} ({f.name})"
 
 
-def one_case(app, seed_path: Path, rng: random.Random, folder: Path, do_fix: bool) -> tuple[list[tuple[str, str]], bytes]:
-    """Run one mutated case: ([(problem kind, detail)] (empty when everything held), the mutated bytes)."""
+_KEPT_NOTE = re.compile(rb"# overlap: [A-Z]{2,4}\d{3} (removed|moved|replaced) ")
+
+
+def one_case(app, seed_path: Path, rng: random.Random, folder: Path, do_fix: bool,
+             stats: collections.Counter) -> tuple[list[tuple[str, str]], bytes]:
+    """Run one mutated case: ([(problem kind, detail)] (empty when everything held), the mutated bytes).
+    ``stats`` counts what the fix runs did (ran, changed the file, refused it, kept a removed key's comment)."""
     mutated, applied = mutate(seed_path.read_bytes(), RandomChooser(rng))
     path = folder / "case.yaml"
     path.write_bytes(mutated)
@@ -70,9 +77,19 @@ def one_case(app, seed_path: Path, rng: random.Random, folder: Path, do_fix: boo
             problems.append(("check --format json: invalid JSON", jout[:200]))
     if do_fix and exc is None:
         unsafe = rng.random() < 0.5
-        fcode, fout, ferr, fexc = _invoke(app, ["fix", "--write", path] + (["--unsafe-fixes"] if unsafe else []))
+        flags = (["--unsafe-fixes"] if unsafe else []) + (["--no-comments"] if rng.random() < 0.25 else [])
+        fcode, fout, ferr, fexc = _invoke(app, ["fix", "--write", path] + flags)
+        stats["fix runs"] += 1
+        refusal = next((ln for ln in ferr.splitlines() if "left untouched" in ln), None)
+        if refusal:  # why, without the file name and the quoted details
+            why = re.sub(r"'[^']*'|\"[^\"]*\"|\d+", "_", refusal.split(": ", 1)[-1].split(";")[0])
+            stats[f"refused ({why})"] += 1
         if contract("fix --write", fcode, fout, ferr, fexc):
             after = path.read_bytes()
+            if after != mutated:
+                stats["changed the file"] += 1
+            if len(_KEPT_NOTE.findall(after)) > len(_KEPT_NOTE.findall(mutated)):
+                stats["kept the comments of a removed key (note line)"] += 1
             if code == 2 and after != mutated:
                 problems.append(("fix --write: edited a file it could not check", ""))
             elif code != 2:
@@ -83,14 +100,14 @@ def one_case(app, seed_path: Path, rng: random.Random, folder: Path, do_fix: boo
                     lost = lost_comments(mutated.decode("utf-8-sig", "replace"), after.decode("utf-8-sig", "replace"))
                     if lost:
                         problems.append(("fix --write: lost comments", repr(lost[:2])))
-                    _invoke(app, ["fix", "--write", path] + (["--unsafe-fixes"] if unsafe else []))
+                    _invoke(app, ["fix", "--write", path] + flags)
                     if path.read_bytes() != after:
                         problems.append(("fix --write: not idempotent (a second run changed the file)", ""))
     where = f" [seed {seed_path.name}, {'+'.join(applied)}]"
     return [(kind, " ".join(detail.split()) + where) for kind, detail in problems], mutated
 
 
-def worker(args) -> tuple[int, dict, dict]:
+def worker(args) -> tuple[int, dict, dict, dict]:
     start, count, seed, fix_every, keep = args
     from overlap_cli.cli import app
 
@@ -98,11 +115,12 @@ def worker(args) -> tuple[int, dict, dict]:
     rng = random.Random(seed * 1_000_003 + start)
     groups: dict = collections.defaultdict(int)
     examples: dict = {}
+    stats: collections.Counter = collections.Counter()
     with tempfile.TemporaryDirectory(prefix="overlap-fuzz-") as tmp:
         folder = Path(tmp)
         for i in range(start, start + count):
             seed_path = sources[rng.randrange(len(sources))]
-            problems, mutated = one_case(app, seed_path, rng, folder, do_fix=fix_every > 0 and i % fix_every == 0)
+            problems, mutated = one_case(app, seed_path, rng, folder, do_fix=fix_every > 0 and i % fix_every == 0, stats=stats)
             for kind, detail in problems:
                 key = f"{kind}: {detail.split(' [seed')[0]}"
                 groups[key] += 1
@@ -111,7 +129,7 @@ def worker(args) -> tuple[int, dict, dict]:
                     if keep:
                         Path(keep).mkdir(parents=True, exist_ok=True)
                         (Path(keep) / f"case_{i:06d}.yaml").write_bytes(mutated)  # as generated, before any fix
-    return count, dict(groups), examples
+    return count, dict(groups), examples, dict(stats)
 
 
 def main() -> int:
@@ -138,13 +156,20 @@ def main() -> int:
     total = sum(p[0] for p in parts)
     groups: collections.Counter = collections.Counter()
     examples: dict = {}
-    for _, g, ex in parts:
+    stats: collections.Counter = collections.Counter({"fix runs": 0, "changed the file": 0})
+    for _, g, ex, st in parts:
         groups.update(g)
+        stats.update(st)
         for k, v in ex.items():
             examples.setdefault(k, v)
     elapsed = time.perf_counter() - t0
     print(f"fuzz: {total} cases (seed {a.seed}, fix --write on every {a.fix_every or 'no'} case) in {elapsed:.0f} s "
           f"({total / elapsed:.0f} cases/s, {a.jobs} job(s))")
+    if stats["fix runs"]:
+        print("fuzz: fix --write " + ", ".join(f"{k}: {v}" for k, v in stats.items() if not k.startswith("refused")))
+        for k, v in sorted(stats.items()):
+            if k.startswith("refused"):
+                print(f"fuzz: fix --write {k}: {v} (file left untouched)")
     if not groups:
         print("fuzz: no problem found")
         return 0

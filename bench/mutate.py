@@ -5,7 +5,8 @@ replayed by the other.
 Mutations work on the text, so comments survive them and ``fix --write`` can be checked for losing one:
 a value replaced by another type (huge, negative, NaN, unicode, a collection, an interpolation, an
 alias, a tag), a line or a whole section deleted or duplicated, a unicode key added, deep nesting, a
-line re-indented, random bytes inserted, the file cut short.
+line re-indented, a comment added (on a line of its own or at the end of a key's line), random bytes
+inserted, the file cut short.
 """
 
 from __future__ import annotations
@@ -202,6 +203,18 @@ def add_comment(text: str, c: Chooser) -> str:
     return "\n".join(lines)
 
 
+def add_eol_comment(text: str, c: Chooser) -> str:
+    """A comment at the end of a key's line, mostly a key that rules edit or remove (fix must keep it)."""
+    lines = _lines(text)
+    candidates = [i for i, ln in enumerate(lines) if _KEY_LINE.match(ln)]
+    if not candidates:
+        return text
+    interesting = [i for i in candidates if any(k in lines[i] for k in _KEYS_OF_INTEREST)]
+    i = c.pick(interesting) if interesting and c.int(0, 2) else c.pick(candidates)
+    lines[i] += " " * c.int(1, 3) + "# " + c.unicode(20).replace("\n", " ")
+    return "\n".join(lines)
+
+
 MUTATIONS = {
     "set_value": set_value,
     "delete_line": delete_line,
@@ -212,6 +225,7 @@ MUTATIONS = {
     "deep_nesting": deep_nesting,
     "reindent": reindent,
     "add_comment": add_comment,
+    "add_eol_comment": add_eol_comment,
 }
 # set_value is listed several times: most real damage is one wrong value in an otherwise fine file.
 _WEIGHTED = ["set_value"] * 6 + list(MUTATIONS)
@@ -275,6 +289,15 @@ def comments(text: str) -> list[str]:
 
 
 def lost_comments(before: str, after: str) -> list[str]:
-    """Comments of ``before`` that no comment of ``after`` contains (fix may append its own to a line)."""
-    kept = comments(after)
-    return [c for c in comments(before) if not any(c in k for k in kept)]
+    """Comments of ``before`` that no comment of ``after`` holds, counted one for one: a comment written
+    twice must be there twice. "Holds" is containment, since fix may add its own note to a line, before
+    the user's comment (the comment line left by a removed key) or after it (an edited key)."""
+    free = comments(after)
+    lost = []
+    for c in sorted(comments(before), key=len, reverse=True):  # longest first: "# a  # b" before "# a"
+        at = next((i for i, k in enumerate(free) if c in k), None)
+        if at is None:
+            lost.append(c)
+        else:
+            del free[at]
+    return lost

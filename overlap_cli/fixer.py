@@ -2,9 +2,10 @@
 
 One round: check the text, take every finding's fix (safe ones; unsafe ones only when asked), apply its
 edits to the round-trip tree, carry ruamel's changed lines onto the original text (``fixtext``), and
-prove the result: it must parse to exactly the data the edits describe and keep every user comment
-outside the removed keys. Anything that cannot be proven is refused for the whole file, which is then
-left as it was. Rounds repeat (a fix can make another rule fire) up to ``MAX_ROUNDS``; a text seen
+prove the result: it must parse to exactly the data the edits describe and keep every user comment,
+also those on the lines of a removed key (they move to a comment line where the key was, after a note
+saying what was removed and why). Anything that cannot be proven is refused for the whole file, which
+is then left as it was. Rounds repeat (a fix can make another rule fire) up to ``MAX_ROUNDS``; a text seen
 before is a cycle and is reported, not looped.
 
 A value written as a ``${...}`` interpolation is never edited, nor is a node shared through a YAML
@@ -108,7 +109,7 @@ def fix_text(path: str, text: str, target, unsafe: bool = False, comments: bool 
         if not wanted:
             break
         try:
-            new, applied, skipped = apply_round(current, wanted, result._view.cfg)  # type: ignore[attr-defined]
+            new, applied, skipped = apply_round(current, wanted, result._view.cfg, comments)  # type: ignore[attr-defined]
         except fixtext.Unmappable as exc:
             out.problem = f"not fixed: {exc}; the file is left untouched"
             break
@@ -189,8 +190,13 @@ def _parse(text: str):
 # ----------------------------------------------------------------------------------------------
 
 
-def apply_round(text: str, findings: list, cfg) -> tuple[str, list, list]:
-    """(new text, Applied list, Skipped list). Raises fixtext.Unmappable when the text cannot be proven."""
+def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str, list, list]:
+    """(new text, Applied list, Skipped list). Raises fixtext.Unmappable when the text cannot be proven.
+
+    Lines an edit takes away (a removed key, a block value replaced) lose no user comment: before the
+    tree edit, ``fixtext.keep_comments`` moves their comments to comment lines just after them (with
+    ``notes``, a note saying what was removed and why); the edit then runs on that text.
+    """
     from .loader import parse_yaml
 
     y, data = fixtree.load(text)
@@ -198,7 +204,7 @@ def apply_round(text: str, findings: list, cfg) -> tuple[str, list, list]:
     plain = parse_yaml(text, "<fix>")[0]
     touched: dict = {}
     applied, skipped = [], []
-    removed_spans: list = []
+    removals: list = []
     # An "add" only fills a gap; let explicit "set"s of the same round go first.
     ordered = sorted(findings, key=lambda f: all(e.op == "add" for e in f.fix.edits))
     for f in ordered:
@@ -212,28 +218,55 @@ def apply_round(text: str, findings: list, cfg) -> tuple[str, list, list]:
         changed = []
         for e in edits:
             path = split_key(e.key)
-            if e.op == "remove" or isinstance(yamlrt.get_node(data, path), (dict, list)):
-                span = fixtext.key_span(text, path)
-                if span is not None:
-                    removed_spans.append(span)
+            old = yamlrt.get_node(data, path)
             if fixtree.apply_edit(data, e):
                 changed.append(e)
+                if e.op == "remove" or isinstance(old, (dict, list)):
+                    place = fixtext.key_place(text, path)
+                    if place is not None:
+                        why_words = _own_words(e.comment) or reason(f.fix.message)
+                        removals.append(fixtext.Removal(
+                            *place, key_too=e.op == "remove", key=path[-1], code=f.code, why=why_words,
+                            moved_to=_moved_to(e, old, edits),
+                        ))
             fixtext.apply_plain(plain, e.op, path, e.value)
             touched[path] = (e.op, e.value)
         if changed:
             applied.append(Applied(f, changed, 0))
     if not applied:
         return text, [], skipped
+    base = fixtext.keep_comments(text, removals, notes)
+    if base != text:  # the same edits again, on the text whose comments are out of their way
+        y, data = fixtree.load(base)
+        before = yamlrt.dump(y, data)
+        for a in applied:
+            for e in a.edits:
+                fixtree.apply_edit(data, e)
     after = yamlrt.dump(y, data)
-    new = fixtext.transplant(text, before, after)
+    new = fixtext.transplant(base, before, after)
     got = _parse(new)
     if got is None or not fixtext.same(got, plain):
         raise fixtext.Unmappable("the edited text would not mean what the fix says (unusual layout)")
-    allowed = [i for span in removed_spans for i in span]
-    lost = fixtext.lost_comments(text, new, allowed)
+    lost = fixtext.lost_comments(text, new)
     if lost:
         raise fixtext.Unmappable(f"the edit would drop the comment {lost[0]!r}")
     return new, applied, skipped
+
+
+def _moved_to(e, old, edits) -> str:
+    """The section a removed key goes to when the same fix writes it there with the same value, else ""."""
+    if e.op != "remove":
+        return ""
+    leaf, value = split_key(e.key)[-1], fixtree.plain(old)
+    for o in edits:
+        p = split_key(o.key)
+        if o.op == "remove":
+            continue
+        if len(p) > 1 and p[-1] == leaf and fixtext.same(o.value, value):
+            return ".".join(p[:-1])
+        if isinstance(o.value, dict) and leaf in o.value and fixtext.same(o.value[leaf], value):
+            return o.key  # a section written out whole (a recipe name spelled as a mapping)
+    return ""
 
 
 def _conflicts(edits, touched: dict) -> bool:

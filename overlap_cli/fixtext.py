@@ -8,7 +8,8 @@ its dump after the edits, only the B->C line hunks are carried over onto A, at t
 
 Comments are found from PyYAML's scanner tokens (a ``#`` after the last token of a line), which keeps
 ``#`` inside quoted strings and block scalars out of it. The same scan places our
-``# overlap: CODE reason`` notes after the edited values.
+``# overlap: CODE reason`` notes after the edited values, and moves the user's comments off the lines
+of a removed key (``keep_comments``) so that no comment goes with it.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
-from typing import Any, Iterable, Optional
+from dataclasses import dataclass
+from typing import Any, Optional
 
 # Our own end-of-line note. The user's `# overlap: ignore[...]` suppressions do not match it.
 NOTE_PREFIX = "# overlap: "
 _OUR_NOTE = re.compile(r"\s*#\s*overlap:\s*[A-Z]{2,4}\d{3}\b.*$")
+_NOTE_START = re.compile(r"#\s*overlap:\s*[A-Z]{2,4}\d{3}\b")
 
 
 class Unmappable(Exception):
@@ -114,14 +117,21 @@ def comments(text: str) -> list:
 
 
 def user_part(comment: str) -> str:
-    """A comment without our own ``# overlap: CODE ...`` note."""
-    return _OUR_NOTE.sub("", comment).strip()
+    """A comment without our own ``# overlap: CODE ...`` note.
+
+    Our note ends an edited line's comment; on the comment line left by a removed key it comes first,
+    and the user's comment of that line follows it after two spaces (``keep_comments``).
+    """
+    c = comment.strip()
+    if _NOTE_START.match(c):
+        cut = c.find("  #")
+        c = c[cut:] if cut >= 0 else ""
+    return _OUR_NOTE.sub("", c).strip()
 
 
-def lost_comments(before: str, after: str, allowed_lines: Iterable[int] = ()) -> list:
-    """User comments of ``before`` that ``after`` no longer holds (those on ``allowed_lines`` may go)."""
-    allowed = set(allowed_lines)
-    want = Counter(user_part(c) for i, c in comments(before) if i not in allowed and user_part(c))
+def lost_comments(before: str, after: str) -> list:
+    """User comments of ``before`` that ``after`` no longer holds (each as often as it was written)."""
+    want = Counter(user_part(c) for _i, c in comments(before) if user_part(c))
     have = Counter(user_part(c) for _i, c in comments(after) if user_part(c))
     return sorted((want - have).elements())
 
@@ -175,6 +185,12 @@ def _last_line(node) -> int:
 
 def key_span(text: str, path: tuple) -> Optional[range]:
     """0-based lines from ``path``'s key to the end of its value (block style), or None."""
+    place = key_place(text, path)
+    return place[0] if place else None
+
+
+def key_place(text: str, path: tuple) -> Optional[tuple]:
+    """(``key_span``, the key's 0-based column), or None when the key is not in block style."""
     try:
         found = _find(_compose(text), path)
     except Exception:
@@ -182,7 +198,7 @@ def key_span(text: str, path: tuple) -> Optional[range]:
     if found is None or found[2] is not None:
         return None
     key_node, value, _flow = found
-    return range(key_node.start_mark.line, _last_line(value) + 1)
+    return range(key_node.start_mark.line, _last_line(value) + 1), key_node.start_mark.column
 
 
 def note_line(root, path: tuple) -> Optional[int]:
@@ -229,6 +245,126 @@ def add_notes(text: str, notes: list) -> str:
         user = _OUR_NOTE.sub("", rest).rstrip()
         lines[i] = code + user + "  " + NOTE_PREFIX + "; ".join(parts) + eol
     return "".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------
+# The user's comments on lines an edit takes away
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Removal:
+    """Lines an edit takes out of the text: a removed key with its value (``key_too``), or only the old
+    block value of a key that is set to something else."""
+
+    span: range  # the key's line to the last line of its value
+    column: int  # where the key starts on its line
+    key_too: bool
+    key: str  # the key as the edit names it (last part of the path)
+    code: str  # the rule whose fix this is
+    why: str  # the fix's reason in a few words
+    moved_to: str = ""  # the section the same fix writes the same key and value into, if any
+
+
+def keep_comments(text: str, removals: list, notes: bool = True) -> str:
+    """``text`` with the user's comments moved off the lines the removals take away, to comment lines
+    just after them, where the key stays readable once it is gone (same meaning: only comments move).
+
+    - A removed key's line becomes one comment line at the key's indentation: our note
+      ``# overlap: CODE removed KEY: VALUE (why)`` (``moved ... to SECTION`` when the fix writes it
+      there), then, two spaces on, the user's comment of that line as written. ``notes=False`` leaves
+      the note out (the user's comment stays).
+    - Comment lines inside a removed value stay as written; end-of-line comments of its lines become
+      comment lines at their line's indentation.
+    - Comment lines directly above a removed key survive without help; with notes on, the note line
+      follows them so that they do not seem to describe the next key.
+    - A suppression (``# overlap: ignore[...]``) is never left alone at the start of a line, where it
+      would cover the next key: the note goes in front of it, ``notes=False`` or not.
+    A removal whose lines hold no user comment is left to the tree edit (its lines just go).
+    """
+    if not removals:
+        return text
+    code_end, _ = _scan(text)
+    found = dict(comments(text))
+    lines = text.splitlines(True)
+    replace: dict = {}  # line -> new text ("" drops the line)
+    insert: dict = {}  # line -> comment lines to put after it
+    taken: set = set()
+    for r in removals:
+        if taken & set(r.span):
+            continue  # an edit of the same round already moved these lines' comments
+        first = r.span.start
+        own = [i for i in r.span if i in found and (r.key_too or i != first) and user_part(found[i])]
+        above = r.key_too and notes and _user_comment_above(first, found, code_end)
+        if not own and not above:
+            continue
+        taken.update(r.span)
+        note = _note(r, lines[first], code_end.get(first, 0))
+        out = []
+        head = user_part(found[first]) if r.key_too and first in own else ""
+        if r.key_too and (notes or head):
+            mine = NOTE_PREFIX + note if notes or _directive(head) else ""
+            out.append(" " * r.column + "  ".join(x for x in (mine, head) if x))
+        for i in own:
+            raw = lines[i]
+            body = raw.rstrip("\r\n")
+            if i in code_end:
+                replace[i] = body[: code_end[i]].rstrip() + raw[len(body):]
+            else:
+                replace[i] = ""
+            if i == first and r.key_too:
+                continue
+            user = user_part(found[i])
+            indent = body[: len(body) - len(body.lstrip(" \t"))]
+            if i in code_end:  # an end-of-line comment: now a line of its own at its line's indentation
+                mine = NOTE_PREFIX + note + "  " if _directive(user) else ""
+                out.append(indent + mine + user)
+            elif _directive(user) == "ignore":  # it covered a line of the removed value
+                out.append(indent + NOTE_PREFIX + note + "  " + user)
+            else:
+                out.append(body)
+        insert[r.span.stop - 1] = out
+    if not insert:
+        return text
+    result = []
+    for i, raw in enumerate(lines):
+        raw = replace.get(i, raw)
+        if raw:
+            result.append(raw)
+        if i in insert:
+            if result and not result[-1].endswith("\n"):
+                result[-1] += "\n"
+            result.extend(c + "\n" for c in insert[i])
+    return "".join(result)
+
+
+def _note(r: Removal, key_line: str, code_end: int) -> str:
+    what = r.key
+    if r.key_too and len(r.span) == 1:
+        written = " ".join(key_line[r.column : code_end].split())
+        what = written if 0 < len(written) <= 80 else what
+    if not r.key_too:
+        done = f"replaced the value of {what}"
+    else:
+        done = f"moved {what} to {r.moved_to}" if r.moved_to else f"removed {what}"
+    return " ".join(f"{r.code} {done} ({r.why})".split())  # single spaces: "  #" starts the user's part
+
+
+def _user_comment_above(line: int, found: dict, code_end: dict) -> bool:
+    j = line - 1
+    while j >= 0 and j in found and j not in code_end:
+        if user_part(found[j]):
+            return True
+        j -= 1
+    return False
+
+
+def _directive(comment: str) -> Optional[str]:
+    """"ignore" or "ignore-file" when ``comment`` starts with a suppression, else None."""
+    from .suppression import _DIRECTIVE
+
+    m = _DIRECTIVE.match(comment)
+    return m.group(1).lower() if m else None
 
 
 # ----------------------------------------------------------------------------------------------

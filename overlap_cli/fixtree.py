@@ -103,8 +103,8 @@ def apply_edit(data, e: Edit) -> bool:
         if leaf not in parent:
             return False
         rest = _remove(parent, leaf)
-        if rest and len(path) > 1:  # the mapping is now empty (`{}`): the lines follow its key
-            _give_rest(*_holder(yamlrt.get_node(data, path[:-2]), path[-2]), rest)
+        if not len(parent) and len(path) > 1:  # the mapping is now empty (`{}`): the lines follow its key
+            _empty(yamlrt.get_node(data, path[:-2]), path[-2], rest)
         return True
     if leaf in parent:
         if e.op == "add" or fixtext.same(plain(parent[leaf]), e.value):
@@ -184,12 +184,68 @@ def _give_rest(container, key, rest: str) -> None:
         value.ca.comment = [tok, None]
 
 
+def _empty(container, key, rest: str) -> None:
+    """Write the now empty ``container[key]`` as ``key: {}`` followed by its comments.
+
+    ruamel keeps the comment after ``key:`` and those before the first entry on the mapping itself, and
+    would write them between ``key:`` and ``{}`` (which then no longer parses); they go after ``{}``.
+    """
+    from ruamel.yaml.error import CommentMark
+    from ruamel.yaml.tokens import CommentToken
+
+    mapping = container[key]
+    eol, before = (list(mapping.ca.comment) + [None, None])[:2] if mapping.ca.comment else (None, None)
+    own = "".join(" " * tok.column + tok.value for tok in before or ())
+    if eol is None and not own:
+        _give_rest(*_holder(container, key), rest)
+        return
+    entry = container.ca.items.setdefault(key, [None, None, None, None])
+    entry[3] = None  # ruamel's copy of ``before`` on the parent's entry
+    # `key: {}` is three characters longer than `key:`: the user's comment keeps its distance from the code
+    column = eol.column + 3 if eol is not None else 0
+    tok = CommentToken((eol.value if eol is not None else "\n") + own + rest, CommentMark(column), None)
+    entry[2] = tok
+    mapping.fa.set_flow_style()
+    mapping.ca.comment = [tok, None]
+
+
 def _append(mapping, key, value) -> None:
     rest = ""
     if len(mapping):
-        rest = _take_rest(*_holder(mapping, list(mapping.keys())[-1]))
+        holder = _holder(mapping, list(mapping.keys())[-1])
+        rest = _take_rest(*holder)
+        stays, rest = _split_rest(rest, _key_column(mapping))
+        _give_rest(*holder, stays)
     mapping[key] = value
     _give_rest(*_holder(mapping, key), rest)
+
+
+def _key_column(mapping):
+    """The column of ``mapping``'s keys in the file, or None for a mapping the fix created."""
+    try:
+        return mapping.lc.key(list(mapping.keys())[0])[1]
+    except (AttributeError, KeyError, TypeError, IndexError):
+        return None
+
+
+def _split_rest(rest: str, column) -> tuple:
+    """(lines indented deeper than ``column``, the rest from the first line that is not).
+
+    Comment lines after a mapping's last entry lead into what follows, so a new entry goes before them;
+    but those indented into the last entry's own block (a note left where a nested key was removed)
+    belong to that entry and stay with it. Blank lines right before the split go with the second part.
+    """
+    if not rest or column is None:
+        return "", rest
+    lines = rest.splitlines(True)
+    cut = len(lines)
+    for i, ln in enumerate(lines):
+        if ln.strip() and len(ln) - len(ln.lstrip(" ")) <= column:
+            cut = i
+            break
+    while cut > 0 and not lines[cut - 1].strip():
+        cut -= 1
+    return "".join(lines[:cut]), "".join(lines[cut:])
 
 
 def _replace(mapping, key, value) -> None:

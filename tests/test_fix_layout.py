@@ -191,7 +191,10 @@ comm_overlap:
 """
     code, after, output = fix(run_cli, tmp_path, before, "--select", "PP202")
     assert code == 0, output
-    assert after.decode() == before.replace("  overlap_p2p_comm: true   # crashes: non-interleaved schedule\n", "")
+    assert after.decode() == before.replace(
+        "  overlap_p2p_comm: true   # crashes: non-interleaved schedule\n",
+        "  # overlap: PP202 removed overlap_p2p_comm: true (crashes without VPP)  # crashes: non-interleaved schedule\n",
+    )
 
 
 def test_removing_the_only_key_keeps_an_empty_section_and_its_trailing_comment(run_cli, tmp_path):

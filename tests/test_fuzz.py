@@ -2,8 +2,9 @@
 
 For every mutated file: no traceback (the CLI runner re-raises any exception); exit 0, 1 or 2; exit 2
 comes with exactly one line naming the file; ``check --format json`` prints valid JSON. ``fix --write``
-never leaves a file that no longer checks (if it checked before) and never loses a comment, and never
-touches a file it could not read.
+(with or without --no-comments) never leaves a file that no longer checks (if it checked before), never
+loses a comment (not even one on a key it removes; each as often as it was written), and never touches
+a file it could not read.
 
 Bounded: 200 examples per property, derandomized so CI sees the same cases every run, and not shrunk
 (bench/fuzz_long.py explores further, with fresh randomness).
@@ -93,11 +94,11 @@ def test_check_never_breaks(tmp_path_factory, data):
 
 @pytest.mark.skipif(not HAS_FIX, reason="overlap fix (overlap_cli/cmd_fix.py) is not built yet")
 @FUZZ
-@given(data=st.data(), unsafe=st.booleans())
-def test_fix_write_keeps_files_valid_and_comments(tmp_path_factory, data, unsafe):
+@given(data=st.data(), unsafe=st.booleans(), no_comments=st.booleans())
+def test_fix_write_keeps_files_valid_and_comments(tmp_path_factory, data, unsafe, no_comments):
     path, before = _write_case(tmp_path_factory.mktemp("fx"), data)
     check_before, _, _ = run("check", path)
-    args = ["fix", "--write", path] + (["--unsafe-fixes"] if unsafe else [])
+    args = ["fix", "--write", path] + (["--unsafe-fixes"] if unsafe else []) + (["--no-comments"] if no_comments else [])
     code, out, err = run(*args)
     assert_contract(code, out, err, path)
     after = path.read_bytes()
