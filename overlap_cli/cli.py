@@ -1,4 +1,8 @@
-"""Command line: ``overlap check``, ``overlap fix``, ... (Typer). Heavy modules load inside commands."""
+"""Command line: ``overlap check``, ``overlap fix``, ... (Typer). Heavy modules load inside commands.
+
+The ``overlap`` entry point is fastcli.main: it runs ``check`` itself (no typer) whenever it can parse the
+arguments exactly as this app would, and hands everything else -- help, other commands, errors -- to main().
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,8 @@ from typing import List, Optional
 
 import typer
 
-from . import __version__
+from . import __version__, check_cmd
+from .check_cmd import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INPUT, UsageError, exit_code, split_args  # noqa: F401  (used by cmd_*.py)
 
 app = typer.Typer(
     name="overlap",
@@ -18,8 +23,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 
 
 class Format(str, Enum):
@@ -72,85 +75,12 @@ Detect = typer.Option(False, "--detect", help="Read this machine: Transformer En
 EnvFromShell = typer.Option(False, "--env-from-shell", help="Launch variables exported in this shell override env_vars (Bridge applies env_vars with setdefault).")
 
 
-def build_target(
-    world_size,
-    nodes,
-    gpus_per_node,
-    te,
-    config_file: Optional[str] = None,
-    gpu=None,
-    te_version=None,
-    torch_version=None,
-    *,
-    settings: Optional[str] = None,
-    detect: bool = False,
-    env_from_shell: bool = False,
-):
-    """The target profile: flags > --detect > [tool.overlap] (``settings`` or the pyproject.toml nearest to
-    ``config_file``, else to the working directory) > defaults. The returned target re-reads [tool.overlap]
-    per config file (``Target.for_file``, applied by engine.check_file). Bad flags or settings: exit 2."""
-    import os
-
-    from .model import InputError
-    from .settings import find_settings
-    from .target import check_version, normalize_gpu, profile
-
-    if world_size is not None and (nodes is not None or gpus_per_node is not None):
-        raise usage_error("give either --world-size or --nodes/--gpus-per-node, not both")
-    if (nodes is None) != (gpus_per_node is None):
-        raise usage_error("--nodes and --gpus-per-node go together")
+def build_target(*args, **kwargs):
+    """check_cmd.build_target for the Typer commands (fix, env, presets): a usage error exits 2."""
     try:
-        gpu = normalize_gpu(gpu) if gpu is not None else None
-        te_version = check_version(te_version, "--te-version") if te_version is not None else None
-        torch_version = check_version(torch_version, "--torch-version") if torch_version is not None else None
-    except ValueError as exc:
+        return check_cmd.build_target(*args, **kwargs)
+    except UsageError as exc:
         raise usage_error(str(exc)) from None
-    flags = {
-        "world_size": world_size,
-        "nodes": nodes,
-        "gpus_per_node": gpus_per_node,
-        "transformer_engine": te,
-        "gpu": gpu,
-        "te_version": te_version,
-        "torch_version": torch_version,
-        "env_from_shell": env_from_shell or None,
-    }
-    detection = None
-    if detect:
-        from .detect import detect as read_machine
-
-        detection = read_machine()
-    try:
-        found = find_settings(config_file, settings)
-        return profile(flags, found, detection, dict(os.environ), settings)
-    except InputError as exc:
-        raise usage_error(exc.problem.one_line()) from None
-
-
-def split_args(args: List[str]):
-    """FILE... and OVERRIDES... come in one list; an override is key=value, +key=value, ++key=value or ~key."""
-    import os
-
-    from .loader import is_override
-
-    files, overrides = [], []
-    for a in args:
-        if is_override(a) and not os.path.exists(a):
-            overrides.append(a)
-        else:
-            files.append(a)
-    return files, overrides
-
-
-def exit_code(results, threshold: str = "warning") -> int:
-    from .model import SEVERITY_RANK
-
-    if any(r.error is not None for r in results):
-        return EXIT_INPUT
-    limit = SEVERITY_RANK[threshold]
-    if any(SEVERITY_RANK[f.severity] >= limit for r in results for f in r.findings):
-        return EXIT_FINDINGS
-    return EXIT_CLEAN
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,73 +113,14 @@ def check(
     output: Optional[str] = typer.Option(None, "-o", "--output", help="With --annotate: write the annotated config to this file."),
 ):
     """Resolve the effective TP/DP/PP overlap settings and report findings with stable codes."""
-    import os
-
-    from .loader import parse_override
-    from .model import InputError
-
-    files, raw_overrides = split_args(args)
-    if not files:
-        raise usage_error("no config file given")
-    if output is not None and not annotate:
-        raise usage_error("-o/--output is used with --annotate")
-    try:
-        overrides = [parse_override(o) for o in raw_overrides]
-    except InputError as exc:
-        raise usage_error(exc.problem.message) from None
-    target = build_target(
-        world_size, nodes, gpus_per_node, te, files[0], gpu=gpu, te_version=te_version, torch_version=torch_version,
-        settings=settings, detect=detect, env_from_shell=env_from_shell,
-    )
-
-    from .runner import check_files, gather, progress_bar
-    from .selection import SelectionError, cli_selection
-
-    try:
-        selection = cli_selection(select, ignore, extend_select, settings)
-    except SelectionError as exc:
-        raise usage_error(str(exc)) from None
-    files, skipped, problems = gather(files, configs_only)
-    for path, reason in skipped:
-        sys.stderr.write(f"note: {path}: skipped: {reason}\n")
-    with progress_bar(len(files), sys.stderr.isatty() and not annotate) as bar:
-        results = problems + check_files(files, target, overrides, selection, 1 if annotate else jobs, bar.advance, keep_views=annotate)
-
-    if annotate:
-        from .annotate import annotate_text
-
-        if output is not None:
-            if len(files) != 1:
-                raise usage_error("-o/--output takes one input file")
-            try:
-                if os.path.exists(output) and os.path.samefile(output, files[0]):
-                    raise usage_error("-o/--output must not be the input file")
-            except OSError:
-                pass
-        chunks = []
-        for r in results:
-            if r.error is not None:
-                sys.stderr.write(r.error.one_line() + "\n")
-                continue
-            chunks.append(annotate_text(r))
-        text = "".join(chunks)
-        if output is not None:
-            from .writer import atomic_write
-
-            try:
-                atomic_write(output, text)
-            except OSError as exc:
-                raise usage_error(f"{output}: cannot write: {exc.strerror or exc}") from None
-            sys.stderr.write(f"annotated config written to {output}\n")
-        else:
-            sys.stdout.write(text)
-        raise typer.Exit(exit_code(results))
-
-    from .report import resolve_format, write
-
-    write(results, resolve_format(format.value), sys.stdout, skipped, tty=sys.stdout.isatty())
-    code = exit_code(results, severity_threshold.value)
-    raise typer.Exit(EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code)
+    # The body is check_cmd.run_check, shared with the typer-free fast path (fastcli.py).
+    raise typer.Exit(check_cmd.run_check(
+        args, world_size=world_size, nodes=nodes, gpus_per_node=gpus_per_node, te=te, gpu=gpu, te_version=te_version,
+        torch_version=torch_version, settings=settings, detect=detect, env_from_shell=env_from_shell,
+        format=format.value, select=select, ignore=ignore, extend_select=extend_select,
+        severity_threshold=severity_threshold.value, exit_zero=exit_zero, jobs=jobs, configs_only=configs_only,
+        annotate=annotate, output=output,
+    ))
 
 
 # Further commands live in their own modules (cmd_*.py); importing one registers it on ``app``.

@@ -9,9 +9,10 @@ to check a config against the real stack.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Optional
+
+from .records import dataclass, field  # not dataclasses: start-up time (records.py)
 
 # Distributions that provide the ``transformer_engine`` package. NVIDIA's wheels split it into a
 # meta-package plus framework and CUDA-specific parts; source builds in NGC containers install

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 
 from .model import InputProblem
+from .records import dataclass, field  # not dataclasses: start-up time (records.py)
 
 CONFIG_SECTIONS = ("model", "ddp", "comm_overlap", "mixed_precision", "optimizer")
 YAML_SUFFIXES = (".yaml", ".yml")

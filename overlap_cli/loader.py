@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import gc
 import re
-from dataclasses import dataclass, field
-from typing import Any, Optional
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 from .model import InputError, InputProblem
+from .records import dataclass, field  # not dataclasses: start-up time (records.py)
 from .safe_read import MAX_FILE_BYTES, read_text  # noqa: F401  (both part of this module's API)
 
 # A full Bridge dump has ~1,900 values. Past this many (composed, or expanded from aliases) a document

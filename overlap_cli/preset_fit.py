@@ -18,10 +18,13 @@ for that hidden size exists).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Optional
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 from . import presets
+from .records import dataclass, field  # not dataclasses: start-up time (records.py)
 
 #: Target GPUs (``--gpu``) and the preset family tuned on the same generation. H200 is an H100 die
 #: with more memory: same SM count, so the H100 tuning carries over. Bridge's own perf recipes use
@@ -164,10 +167,10 @@ class Candidate:
 def rank(shape: TrainingShape, names: Optional[list] = None) -> list[Candidate]:
     """Presets (all, or ``names``) from best to worst fit for ``shape``; ties broken by name."""
     out = []
-    for name, preset in sorted(presets.load_presets().items()):
+    for name, fields in presets.preset_shapes():  # the names say the shape: no preset file is read here
         if names is not None and name not in names:
             continue
-        out.append(Candidate(name, preset.fields, tuple(differences(preset.fields, shape))))
+        out.append(Candidate(name, fields, tuple(differences(fields, shape))))
     return sorted(out, key=lambda c: (score(list(c.diffs)), c.name))
 
 
@@ -184,6 +187,8 @@ def single_exact_fit(shape: TrainingShape) -> Optional[str]:
     fits = exact_fits(shape)
     if not fits:
         return None
+    if len(fits) == 1:  # decided by the names alone: no preset file needs reading
+        return fits[0]
     if all(presets.match_presets(presets.get_preset(n)) == presets.match_presets(presets.get_preset(fits[0])) for n in fits):
         return fits[0]
     return None
@@ -223,8 +228,6 @@ class UbConfig:
 
 
 def describe_cfg(given: Any, key: str, shape: TrainingShape, tp_effective: bool) -> UbConfig:
-    from .te_userbuffers import bridge_te_config
-
     if given is None:
         return UbConfig(key, None, "null", shape, tp_effective)
     if isinstance(given, dict):
@@ -233,7 +236,11 @@ def describe_cfg(given: Any, key: str, shape: TrainingShape, tp_effective: bool)
             preset = min(matches, key=lambda n: (score(differences(presets.get_preset(n).fields, shape)), n))
         else:
             preset = "custom"
-        te = bridge_te_config(given) if tp_effective else None
+        te = None
+        if tp_effective:  # what Transformer Engine receives
+            from .te_userbuffers import bridge_te_config  # only for a mapping: start-up time
+
+            te = bridge_te_config(given)
         return UbConfig(key, given, "mapping", shape, tp_effective, matches, preset, "_target_" in given, te)
     kind = "string" if isinstance(given, str) else "other"
     return UbConfig(key, given, kind, shape, tp_effective)

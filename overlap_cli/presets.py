@@ -17,17 +17,23 @@ Forms used in this module:
   preset under ``comm_overlap.tp_comm_overlap_cfg`` (``_target_`` keys, ``[False]``).
 * *TE* form (``te_dict``): the dict Bridge hands to Transformer Engine.
 
-Kept import-light on purpose (pre-commit start-up time): PyYAML and difflib are only
-imported inside the functions that need them.
+Kept import-light on purpose (pre-commit start-up time): PyYAML, pathlib and difflib are only
+imported inside the functions that need them, and a preset's file is read only when its values are
+needed (ranking by fit reads the names alone).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Optional
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, Optional
+
+from .records import dataclass, field  # not dataclasses: start-up time (records.py)
 
 __all__ = [
     "GEMM_NAMES",
@@ -242,14 +248,19 @@ def format_preset_name(fields: PresetName) -> str:
 
 def presets_dir() -> Path:
     """Folder holding the preset YAML files (installed wheel first, then a source checkout)."""
-    here = Path(__file__).resolve().parent
-    candidates = (here / "_presets", here.parent / "presets")
+    from pathlib import Path
+
+    return Path(_presets_folder())
+
+
+@functools.lru_cache(maxsize=None)
+def _presets_folder() -> str:
+    here = os.path.dirname(os.path.realpath(__file__))
+    candidates = (os.path.join(here, "_presets"), os.path.join(os.path.dirname(here), "presets"))
     for candidate in candidates:
-        if candidate.is_dir():
+        if os.path.isdir(candidate):
             return candidate
-    raise FileNotFoundError(
-        "overlap-cli preset data not found; looked in " + ", ".join(str(c) for c in candidates)
-    )
+    raise FileNotFoundError("overlap-cli preset data not found; looked in " + ", ".join(candidates))
 
 
 @dataclass(frozen=True)
@@ -266,7 +277,7 @@ class Preset:
     fields: PresetName
     gemms: dict = field(hash=False)
     fp8_buf_defaulted: frozenset = frozenset()
-    path: Optional[Path] = field(default=None, compare=False)
+    path: Optional[str] = field(default=None, compare=False)  # the file it was read from
 
     def normalized(self) -> dict:
         """This preset in the normalized form (see the module docstring); a fresh copy."""
@@ -312,7 +323,7 @@ class Preset:
         return out
 
 
-def _check_preset_body(name: str, body: Any, path: Path) -> tuple[dict, frozenset]:
+def _check_preset_body(name: str, body: Any, path: str) -> tuple[dict, frozenset]:
     """Validate one preset file's contents; return (plain gemms, defaulted GEMM names)."""
 
     def bad(reason: str) -> ValueError:
@@ -351,45 +362,64 @@ def _check_preset_body(name: str, body: Any, path: Path) -> tuple[dict, frozense
 
 
 @functools.lru_cache(maxsize=None)
-def _load_presets_cached(directory: str) -> dict:
+def _names_cached(directory: str) -> tuple:
+    """((name, PresetName), ...) of the preset files in ``directory``, sorted; no file is read."""
+    names = sorted(f[: -len(".yaml")] for f in os.listdir(directory) if f.startswith("userbuffers_") and f.endswith(".yaml"))
+    if not names:
+        raise FileNotFoundError(f"no userbuffers_*.yaml preset files in {directory}")
+    return tuple((name, parse_preset_name(name)) for name in names)
+
+
+def preset_shapes() -> tuple:
+    """((name, PresetName), ...) for every shipped preset, sorted by name: what each was tuned for, read
+    from the file names alone (the cheap part of the data: enough to rank presets by fit)."""
+    return _names_cached(_presets_folder())
+
+
+@functools.lru_cache(maxsize=None)
+def _load_one(directory: str, name: str) -> Preset:
+    """One preset file, read and checked once per process (a fix naming a preset needs only that one)."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    presets: dict[str, Preset] = {}
-    for path in sorted(Path(directory).glob("userbuffers_*.yaml")):
-        name = path.stem
-        fields = parse_preset_name(name)
-        with path.open(encoding="utf-8") as handle:
-            body = yaml.load(handle, Loader=loader)  # noqa: S506 - safe loader
-        gemms, defaulted = _check_preset_body(name, body, path)
-        presets[name] = Preset(name=name, fields=fields, gemms=gemms, fp8_buf_defaulted=defaulted, path=path)
-    if not presets:
-        raise FileNotFoundError(f"no userbuffers_*.yaml preset files in {directory}")
-    return presets
+    path = os.path.join(directory, f"{name}.yaml")
+    with open(path, encoding="utf-8") as handle:
+        body = yaml.load(handle, Loader=loader)  # noqa: S506 - safe loader
+    gemms, defaulted = _check_preset_body(name, body, path)
+    return Preset(name=name, fields=parse_preset_name(name), gemms=gemms, fp8_buf_defaulted=defaulted, path=path)
+
+
+@functools.lru_cache(maxsize=None)
+def _load_presets_cached(directory: str) -> dict:
+    return {name: _load_one(directory, name) for name, _ in _names_cached(directory)}
 
 
 def load_presets() -> dict[str, Preset]:
     """All shipped presets by name (files are read once per process; the Preset objects are shared)."""
-    return dict(_load_presets_cached(str(presets_dir())))
+    return dict(_load_presets_cached(_presets_folder()))
 
 
-load_presets.cache_clear = _load_presets_cached.cache_clear  # type: ignore[attr-defined]
+def _clear_caches() -> None:
+    for cached in (_load_presets_cached, _load_one, _names_cached, _presets_folder):
+        cached.cache_clear()
+
+
+load_presets.cache_clear = _clear_caches  # type: ignore[attr-defined]
 
 
 def preset_names() -> list[str]:
-    """Sorted names of all shipped presets."""
-    return sorted(_load_presets_cached(str(presets_dir())))
+    """Sorted names of all shipped presets (from the file names; no file is read)."""
+    return [name for name, _ in preset_shapes()]
 
 
 def get_preset(name: str) -> Preset:
     """The preset called ``name``; ``KeyError`` with close suggestions otherwise."""
-    presets = _load_presets_cached(str(presets_dir()))
-    try:
-        return presets[name]
-    except (KeyError, TypeError):
-        hint = closest_names(name) if isinstance(name, str) else []
-        extra = f"; did you mean {', '.join(hint)}?" if hint else ""
-        raise KeyError(f"unknown TP-overlap preset {name!r}{extra}") from None
+    folder = _presets_folder()
+    if isinstance(name, str) and any(name == known for known, _ in _names_cached(folder)):
+        return _load_one(folder, name)
+    hint = closest_names(name) if isinstance(name, str) else []
+    extra = f"; did you mean {', '.join(hint)}?" if hint else ""
+    raise KeyError(f"unknown TP-overlap preset {name!r}{extra}")
 
 
 def serialized_form(name: str) -> dict:
@@ -550,7 +580,7 @@ def match_presets(mapping: Any, *, strict_fp8_buf: bool = True) -> list[str]:
     if not strict_fp8_buf:
         wanted = _strip_marker(wanted)
     found = []
-    for name, preset in _load_presets_cached(str(presets_dir())).items():
+    for name, preset in _load_presets_cached(_presets_folder()).items():
         candidate = preset.normalized()
         if not strict_fp8_buf:
             candidate = _strip_marker(candidate)
@@ -563,7 +593,7 @@ def duplicate_groups() -> list[list[str]]:
     """Groups (each sorted, list sorted) of presets that hold identical values."""
     seen = set()
     groups = []
-    for name, preset in sorted(_load_presets_cached(str(presets_dir())).items()):
+    for name, preset in sorted(_load_presets_cached(_presets_folder()).items()):
         if name in seen:
             continue
         group = match_presets(preset)

@@ -17,11 +17,14 @@ Rule selection keys (select, ignore, per-file-ignores, ...) are read by selectio
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Optional
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
 
 from .model import InputError, InputProblem
+from .records import dataclass, field  # not dataclasses: start-up time (records.py)
 
 
 @dataclass
@@ -33,28 +36,56 @@ class Settings:
         return self.data.get(key, self.data.get(key.replace("_", "-"), default))
 
 
-def _load_toml(path: str) -> dict:
+def _load_toml(path: str, data: Optional[bytes] = None) -> dict:
     try:
         import tomllib  # Python >= 3.11
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        if data is None:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        return tomllib.loads(data.decode("utf-8"))
     except OSError as exc:
         raise InputError(InputProblem(path, f"cannot read settings: {exc.strerror or exc}")) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(InputProblem(path, f"invalid TOML: not UTF-8 ({exc.reason} at byte {exc.start})")) from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(InputProblem(path, f"invalid TOML: {exc}")) from None
+
+
+def might_hold_tool_overlap(data: bytes) -> bool:
+    """False only when this TOML text cannot define [tool.overlap]: then it is not parsed at all (importing
+    the TOML parser costs ~2 ms of a ~40 ms start, and most pyproject.toml files on the walk up belong to
+    other tools). A malformed file that cannot hold the table is therefore not reported either.
+
+    A [tool.overlap] table needs ``tool`` and ``overlap`` joined by a dot (``[tool.overlap]``,
+    ``tool.overlap.gpu = ...``), or a ``tool`` table (``[tool]``, ``tool = {...}``) with an ``overlap`` key
+    in it; escapes in quoted keys could spell either word, so a file with one is always parsed."""
+    import re
+
+    if b"\\u" in data or b"\\U" in data:
+        return True
+    if b"overlap" not in data:
+        return False
+    if re.search(rb"""tool["']?[ \t]*\.[ \t]*["']?overlap""", data):
+        return True
+    return re.search(rb"""^[ \t]*(\[[ \t]*["']?tool["']?[ \t]*\]|["']?tool["']?[ \t]*=)""", data, re.M) is not None
 
 
 @lru_cache(maxsize=256)
 def _settings_in(folder: str) -> Settings:
     candidate = os.path.join(folder, "pyproject.toml")
     if os.path.isfile(candidate):
-        doc = _load_toml(candidate)
-        table = doc.get("tool", {}).get("overlap")
-        if isinstance(table, dict):
-            return Settings(candidate, table)
+        try:
+            with open(candidate, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise InputError(InputProblem(candidate, f"cannot read settings: {exc.strerror or exc}")) from None
+        if might_hold_tool_overlap(data):
+            table = _load_toml(candidate, data).get("tool", {}).get("overlap")
+            if isinstance(table, dict):
+                return Settings(candidate, table)
     parent = os.path.dirname(folder)
     if parent == folder:
         return Settings()

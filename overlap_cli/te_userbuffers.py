@@ -16,11 +16,12 @@ Pure functions over plain mappings; nothing here touches the view.
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
-from typing import Any, Optional
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 from . import presets
+from .records import dataclass  # not dataclasses: start-up time (records.py)
 
 # TE's default placement of Bridge's ten GEMMs (get_default_config). The all-gather GEMMs take an
 # all-gather overlap; the others a reduce-scatter one.
@@ -100,6 +101,8 @@ def structure_problems(mapping: dict, *, te_reads: bool = True) -> list[Problem]
         if key in TE_ONLY_GEMMS:
             why = "Transformer Engine's external wgrad overlaps are not configurable through Bridge"
         else:
+            import difflib
+
             close = difflib.get_close_matches(str(key), presets.GEMM_NAMES, n=1)
             why = f"did you mean {close[0]}?" if close else f"the GEMMs are {', '.join(presets.GEMM_NAMES)}"
         out.append(

@@ -35,11 +35,3 @@ def test_report_states_every_goal():
     assert "<= 7x bare Python: **met** (5.0x)" in text
     assert "1,000 configs <= 3 s: **met**" in text
     assert "within 1 s: **met**" in text
-
-
-def test_fastpath_probe_prints_what_overlap_check_prints(root):
-    """The benchmark's "without typer" row is only meaningful while the probe does the same work."""
-    for example in sorted((root / "examples").glob("*.yaml")):
-        real = subprocess.run([sys.executable, "-m", "overlap_cli", "check", str(example)], capture_output=True, text=True, cwd=root)
-        probe = subprocess.run([sys.executable, str(root / "bench" / "fastpath_probe.py"), str(example)], capture_output=True, text=True, cwd=root)
-        assert (probe.returncode, probe.stdout, probe.stderr) == (real.returncode, real.stdout, real.stderr), example.name

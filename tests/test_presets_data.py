@@ -175,19 +175,22 @@ def test_presets_dir_in_checkout():
 
 
 def test_presets_dir_prefers_installed_copy(tmp_path):
-    # Lay out what the wheel installs: overlap_cli/presets.py next to overlap_cli/_presets/.
-    pkg = tmp_path / "site" / "overlap_cli"
+    # Lay out what the wheel installs: a package holding presets.py (and records.py, which it imports)
+    # next to _presets/.
+    pkg = tmp_path / "site" / "installed_presets_probe"
     shutil.copytree(PRESETS_DIR, pkg / "_presets")
-    shutil.copy(Path(P.__file__), pkg / "presets.py")
-    spec = importlib.util.spec_from_file_location("installed_presets_probe", pkg / "presets.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look the module up while building classes
+    for name in ("presets.py", "records.py"):
+        shutil.copy(Path(P.__file__).with_name(name), pkg / name)
+    (pkg / "__init__.py").write_text("")
+    sys.path.insert(0, str(pkg.parent))
     try:
-        spec.loader.exec_module(module)
+        module = importlib.import_module("installed_presets_probe.presets")
         assert module.presets_dir() == (pkg / "_presets").resolve()
         assert sorted(module.load_presets()) == NAMES
     finally:
-        del sys.modules[spec.name]
+        sys.path.remove(str(pkg.parent))
+        for loaded in [m for m in sys.modules if m.split(".")[0] == "installed_presets_probe"]:
+            del sys.modules[loaded]
 
 
 def test_load_presets_matches_reference():

@@ -102,14 +102,14 @@ def unknown_key(view):
     co = view.cfg.data.get("comm_overlap")
     if not isinstance(co, dict):
         return
-    import difflib
-
     env_like = getattr(view, "env_variable_names", ())
     for key in co:
         if key == "_target_" or key in bridge.COMM_OVERLAP_FIELDS:
             continue
         if isinstance(key, str) and (key.isupper() or key in env_like):
             continue  # launch variables are reported by the ENV family with a fix
+        import difflib  # only for a typo: start-up time
+
         close = difflib.get_close_matches(str(key), list(bridge.COMM_OVERLAP_FIELDS), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         yield finding(

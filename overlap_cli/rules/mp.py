@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
-
 from .. import bridge
 from ..model import Edit
 from . import rule
@@ -92,6 +90,8 @@ def unknown_recipe(view):
     `bf16_with_mxfp8_mixed` train differently). The message names the closest recipe; write the one you want.
     """
     if view.mp_unknown_name is not None:
+        import difflib
+
         close = difflib.get_close_matches(view.mp_unknown_name.replace("-", "_"), list(bridge.MP_RECIPES), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         yield finding(
@@ -127,6 +127,8 @@ def unknown_key(view):
     for key in raw:
         if key == "_target_" or key in bridge.MP_DEFAULTS:
             continue
+        import difflib
+
         close = difflib.get_close_matches(str(key), list(bridge.MP_DEFAULTS), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         yield finding(

@@ -7,7 +7,7 @@ and so on; UB608 and UB609 are this tool's own. The resolver recognises the conf
 
 from __future__ import annotations
 
-from .. import preset_fit, presets, te_userbuffers
+from .. import preset_fit, presets
 from ..model import Edit
 from . import rule
 from ._helpers import finding, safe, set_, unsafe
@@ -120,6 +120,8 @@ def wgrad_beside_dgrad(view):
     ub = view.ub
     if ub is None or ub.kind != "mapping" or not ub.tp_effective:
         return
+    from .. import te_userbuffers  # only for a userbuffers mapping: start-up time
+
     for p in te_userbuffers.wgrad_problems(ub.te_config or {}):
         yield finding(view, "UB602", p.severity, p.message, f"{ub.key}.{p.gemm}")
 
@@ -191,6 +193,8 @@ def not_buildable(view):
         return
     if ub.kind != "mapping":
         return
+    from .. import te_userbuffers  # only for a userbuffers mapping: start-up time
+
     for p in te_userbuffers.structure_problems(ub.given, te_reads=ub.tp_effective):
         if p.code == "UB603":
             yield finding(view, "UB603", p.severity, p.message, f"{_CO_KEY}.{p.gemm}")
@@ -241,6 +245,8 @@ def fp8_buf_default(view):
     ub = view.ub
     if ub is None or ub.kind != "mapping" or ub.named or not ub.tp_effective or not _fp8(view):
         return
+    from .. import te_userbuffers  # only for a userbuffers mapping: start-up time
+
     for gemm in te_userbuffers.defaulted_fp8_buf(ub.given, ub.te_config or {}):
         key = f"{ub.key}.{gemm}.fp8_buf"
         fix = safe(f"write {gemm}.fp8_buf: true (what Transformer Engine already uses)", set_(key, True)) if ub.key == _CO_KEY else None
@@ -301,6 +307,8 @@ def te_method_constraints(view):
         new_te and model.get("fp8") is not None and model.get("first_last_layers_bf16")
         and ((model.get("num_layers_at_start_in_bf16") or 0) > 0 or (model.get("num_layers_at_end_in_bf16") or 0) > 0)
     )  # fmt: skip
+    from .. import te_userbuffers  # only for a userbuffers mapping: start-up time
+
     for p in te_userbuffers.method_problems(ub.te_config or {}, fp8=_fp8(view), bf16_layer_buffers=bf16_layers):
         yield finding(view, "UB605", p.severity, p.message, f"{ub.key}.{p.gemm}" + (f".{p.field}" if p.field else ""))
 
@@ -522,6 +530,8 @@ def unknown_keys(view):
     ub = view.ub
     if ub is None or ub.kind != "mapping":
         return
+    from .. import te_userbuffers  # only for a userbuffers mapping: start-up time
+
     for p in te_userbuffers.structure_problems(ub.given, te_reads=ub.tp_effective):
         if p.code == "UB609":
             where = f"{ub.key}.{p.gemm}.{p.field}" if p.gemm else f"{ub.key}.{p.field}"

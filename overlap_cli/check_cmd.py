@@ -1,0 +1,212 @@
+"""``overlap check`` without a command-line framework: the one implementation behind both entry points.
+
+cli.py's Typer command and fastcli.py's own argument parser both call ``run_check``; neither adds
+behaviour of its own. Nothing here imports typer (its import and its per-option validators cost ~100 ms
+of every start, issue 8). A usage error is ``UsageError``: one ``overlap: error: ...`` line on stderr,
+exit code 2. ``build_target`` also serves ``fix``, ``env`` and ``presets`` (through cli.build_target).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A bad flag, flag combination or settings file: reported as one line, exit 2."""
+
+
+def report_usage_error(message: str) -> None:
+    sys.stderr.write(f"overlap: error: {message}\n")
+
+
+def build_target(
+    world_size,
+    nodes,
+    gpus_per_node,
+    te,
+    config_file=None,
+    gpu=None,
+    te_version=None,
+    torch_version=None,
+    *,
+    settings=None,
+    detect: bool = False,
+    env_from_shell: bool = False,
+):
+    """The target profile: flags > --detect > [tool.overlap] (``settings`` or the pyproject.toml nearest to
+    ``config_file``, else to the working directory) > defaults. The returned target re-reads [tool.overlap]
+    per config file (``Target.for_file``, applied by engine.check_file). Bad flags or settings: UsageError."""
+    from .model import InputError
+    from .settings import find_settings
+    from .target import check_version, normalize_gpu, profile
+
+    if world_size is not None and (nodes is not None or gpus_per_node is not None):
+        raise UsageError("give either --world-size or --nodes/--gpus-per-node, not both")
+    if (nodes is None) != (gpus_per_node is None):
+        raise UsageError("--nodes and --gpus-per-node go together")
+    try:
+        gpu = normalize_gpu(gpu) if gpu is not None else None
+        te_version = check_version(te_version, "--te-version") if te_version is not None else None
+        torch_version = check_version(torch_version, "--torch-version") if torch_version is not None else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    flags = {
+        "world_size": world_size,
+        "nodes": nodes,
+        "gpus_per_node": gpus_per_node,
+        "transformer_engine": te,
+        "gpu": gpu,
+        "te_version": te_version,
+        "torch_version": torch_version,
+        "env_from_shell": env_from_shell or None,
+    }
+    detection = None
+    if detect:
+        from .detect import detect as read_machine
+
+        detection = read_machine()
+    try:
+        found = find_settings(config_file, settings)
+        return profile(flags, found, detection, dict(os.environ), settings)
+    except InputError as exc:
+        raise UsageError(exc.problem.one_line()) from None
+
+
+def split_args(args):
+    """FILE... and OVERRIDES... come in one list; an override is key=value, +key=value, ++key=value or ~key."""
+    from .loader import is_override
+
+    files, overrides = [], []
+    for a in args:
+        if is_override(a) and not os.path.exists(a):
+            overrides.append(a)
+        else:
+            files.append(a)
+    return files, overrides
+
+
+def exit_code(results, threshold: str = "warning") -> int:
+    from .model import SEVERITY_RANK
+
+    if any(r.error is not None for r in results):
+        return EXIT_INPUT
+    limit = SEVERITY_RANK[threshold]
+    if any(SEVERITY_RANK[f.severity] >= limit for r in results for f in r.findings):
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def run_check(
+    args,
+    *,
+    world_size=None,
+    nodes=None,
+    gpus_per_node=None,
+    te=None,
+    gpu=None,
+    te_version=None,
+    torch_version=None,
+    settings=None,
+    detect: bool = False,
+    env_from_shell: bool = False,
+    format: str = "text",
+    select=None,
+    ignore=None,
+    extend_select=None,
+    severity_threshold: str = "warning",
+    exit_zero: bool = False,
+    jobs: int = 1,
+    configs_only: bool = False,
+    annotate: bool = False,
+    output=None,
+) -> int:
+    """``overlap check ARGS`` with already-parsed options (the defaults are the command's); returns the exit
+    code. Writes the report to stdout, notes and errors to stderr."""
+    try:
+        return _check(
+            list(args), world_size, nodes, gpus_per_node, te, gpu, te_version, torch_version, settings, detect,
+            env_from_shell, format, select, ignore, extend_select, severity_threshold, exit_zero, jobs,
+            configs_only, annotate, output,
+        )
+    except UsageError as exc:
+        report_usage_error(str(exc))
+        return EXIT_INPUT
+
+
+def _check(
+    args, world_size, nodes, gpus_per_node, te, gpu, te_version, torch_version, settings, detect, env_from_shell,
+    format, select, ignore, extend_select, severity_threshold, exit_zero, jobs, configs_only, annotate, output,
+) -> int:
+    from .loader import parse_override
+    from .model import InputError
+
+    files, raw_overrides = split_args(args)
+    if not files:
+        raise UsageError("no config file given")
+    if output is not None and not annotate:
+        raise UsageError("-o/--output is used with --annotate")
+    try:
+        overrides = [parse_override(o) for o in raw_overrides]
+    except InputError as exc:
+        raise UsageError(exc.problem.message) from None
+    target = build_target(
+        world_size, nodes, gpus_per_node, te, files[0], gpu=gpu, te_version=te_version, torch_version=torch_version,
+        settings=settings, detect=detect, env_from_shell=env_from_shell,
+    )
+
+    from .runner import check_files, gather, progress_bar
+    from .selection import SelectionError, cli_selection
+
+    try:
+        selection = cli_selection(select, ignore, extend_select, settings)
+    except SelectionError as exc:
+        raise UsageError(str(exc)) from None
+    files, skipped, problems = gather(files, configs_only)
+    for path, reason in skipped:
+        sys.stderr.write(f"note: {path}: skipped: {reason}\n")
+    with progress_bar(len(files), sys.stderr.isatty() and not annotate) as bar:
+        results = problems + check_files(files, target, overrides, selection, 1 if annotate else jobs, bar.advance, keep_views=annotate)
+
+    if annotate:
+        return _write_annotated(results, files, output)
+
+    from .report import resolve_format, write
+
+    write(results, resolve_format(format), sys.stdout, skipped, tty=sys.stdout.isatty())
+    code = exit_code(results, severity_threshold)
+    return EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code
+
+
+def _write_annotated(results, files, output) -> int:
+    """--annotate: the config back with effective values and provenance comments (stdout or -o FILE)."""
+    from .annotate import annotate_text
+
+    if output is not None:
+        if len(files) != 1:
+            raise UsageError("-o/--output takes one input file")
+        try:
+            if os.path.exists(output) and os.path.samefile(output, files[0]):
+                raise UsageError("-o/--output must not be the input file")
+        except OSError:
+            pass
+    chunks = []
+    for r in results:
+        if r.error is not None:
+            sys.stderr.write(r.error.one_line() + "\n")
+            continue
+        chunks.append(annotate_text(r))
+    text = "".join(chunks)
+    if output is not None:
+        from .writer import atomic_write
+
+        try:
+            atomic_write(output, text)
+        except OSError as exc:
+            raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
+        sys.stderr.write(f"annotated config written to {output}\n")
+    else:
+        sys.stdout.write(text)
+    return exit_code(results)

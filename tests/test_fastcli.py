@@ -1,0 +1,288 @@
+"""The typer-free entry point (overlap_cli/fastcli.py) against the Typer app, as real processes.
+
+Every case runs ``overlap ARGS`` twice from the same folder with the same environment: once through
+fastcli.main (the console script) and once through cli.main (the Typer app alone). Output and exit code
+must be identical, byte for byte, whichever of the two paths fastcli took. Further tests pin down which
+path it takes: the fast one must never import typer (nor rich when stdout is not a terminal).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TUNED = "examples/llama3_70b_tuned.yaml"  # info findings only: exit 0
+WARNS = "examples/tp_overlap_without_sp.yaml"  # warnings: exit 1
+MOE = "examples/moe_ep_overlap.yaml"
+DUMP = "examples/bridge/llama3_70b_pretrain_32gpu_h100_bf16_config.yaml"
+
+# Both runners set argv[0] to "overlap", so typer's usage lines name the same program.
+FAST = "import sys; sys.argv[0] = 'overlap'; from overlap_cli.fastcli import main; main()"
+TYPER = "import sys; sys.argv[0] = 'overlap'; from overlap_cli.cli import main; main()"
+# Reports which modules a fast-path run imported (printed to stderr after the check's own output).
+PROBE = (
+    "import sys, atexit; sys.argv[0] = 'overlap'\n"
+    "atexit.register(lambda: sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n'))\n"
+    "from overlap_cli.fastcli import main; main()\n"
+)
+
+
+def environment(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "NO_COLOR", "FORCE_COLOR")}
+    env.update({"COLUMNS": "100", "PYTHONPATH": str(ROOT)}, **extra)
+    return env
+
+
+def run(code: str, args, cwd=ROOT, env=None) -> tuple[int, str, str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=cwd, env=env or environment(), capture_output=True, text=True, timeout=120
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def both(args, cwd=ROOT, env=None):
+    """(fast, typer) results; the two processes run side by side."""
+    with ThreadPoolExecutor(2) as pool:
+        fast = pool.submit(run, FAST, args, cwd, env)
+        typer = pool.submit(run, TYPER, args, cwd, env)
+        return fast.result(), typer.result()
+
+
+CHECK_CASES = [
+    # formats
+    [TUNED],
+    ["--format", "json", TUNED],
+    ["-f", "concise", WARNS],
+    ["--format=sarif", WARNS],
+    ["-fgithub", WARNS],
+    ["--format", "auto", WARNS],
+    ["--format", "text", "examples"],
+    # the target
+    ["--world-size", "64", TUNED],
+    ["--world-size=16", TUNED, "--gpu", "h100"],
+    ["--nodes", "2", "--gpus-per-node", "8", TUNED],
+    ["--nodes", "2", TUNED],  # check_cmd's usage error
+    ["--world-size", "8", "--nodes", "1", "--gpus-per-node", "8", TUNED],
+    ["--te", TUNED],
+    ["--no-te", "--format", "concise", TUNED],
+    ["--te", "--no-te", "-f", "concise", TUNED],  # the last flag wins
+    ["--gpu", "B200", "-f", "json", TUNED],
+    ["--gpu", "xyz", TUNED],
+    ["--gpu", "a100", "--gpu", "h200", "-f", "concise", TUNED],  # the last value wins
+    ["--gpu=", TUNED],
+    ["--te-version", "2.7", "--torch-version=2.6", "-f", "json", MOE],
+    ["--te-version", "abc!", TUNED],
+    ["--env-from-shell", "-f", "json", TUNED],
+    ["--detect", "-f", "json", TUNED],
+    ["--settings", "pyproject.toml", "-f", "concise", TUNED],
+    ["--settings", "missing.toml", TUNED],
+    # selection and exit code
+    ["--select", "TP,PP", "--select", "DP301", WARNS],
+    ["--ignore=TP101", "-f", "concise", WARNS],
+    ["--extend-select", "CFG", "--select", "UB", TUNED],
+    ["--select", "NOPE", TUNED],
+    ["--select=", "-f", "concise", WARNS],
+    ["--severity-threshold", "error", WARNS],
+    ["--severity-threshold=warning", WARNS],
+    ["--exit-zero", WARNS],
+    ["--exit-zero", "--severity-threshold", "error", "examples/invalid_parallel_size.yaml"],
+    # files, folders, overrides
+    [TUNED, WARNS, "-f", "concise"],
+    ["examples", "-f", "concise"],
+    ["--configs-only", "examples", "-f", "concise"],
+    ["--jobs", "2", "examples", "examples/bridge", "-f", "json"],
+    ["-j0", "examples", "-f", "concise"],
+    ["-j", "1", DUMP, "-f", "concise"],
+    [TUNED, "model.tensor_model_parallel_size=8", "+train.micro_batch_size=2", "~model.sequence_parallel", "-f", "json"],
+    [TUNED, "model..broken=1"],
+    ["missing.yaml"],
+    ["examples/bridge/README.md"],
+    ["--", TUNED],
+    ["--world-size", "8", "--", TUNED, "model.context_parallel_size=2"],
+    [TUNED, "--world-size", "8", "-f", "concise"],  # options after the files
+    ["-", "-f", "concise"],  # "-" is a file name (missing here)
+    # annotate
+    ["--annotate", TUNED],
+    ["--annotate", TUNED, "--world-size", "64", "ddp.overlap_grad_reduce=false"],
+    ["-o", "out.yaml", TUNED],  # -o without --annotate
+    ["--annotate", "-o", TUNED, TUNED],  # -o onto the input file
+    ["--annotate", "-o", "out.yaml", TUNED, WARNS],
+    # typer's own errors (the fast path hands these over)
+    [],
+    ["--help"],
+    ["--world-size", "0", TUNED],
+    ["--world-size", "abc", TUNED],
+    ["--world-size", "+8", "-f", "concise", TUNED],  # typer accepts it; fastcli leaves it to typer
+    ["--world-size", "08", "-f", "concise", TUNED],
+    ["--jobs", "-1", TUNED],
+    ["--jobs", "2.0", "-f", "concise", TUNED],
+    ["--format", "xml", TUNED],
+    ["--format", "JSON", TUNED],
+    ["--severity-threshold", "info", TUNED],
+    ["--gpu"],
+    [TUNED, "--gpu"],
+    ["--gpu", "--format", TUNED],
+    ["--bogus", TUNED],
+    ["-x", TUNED],
+    ["-h"],
+    ["--te=true", TUNED],
+    ["-f=json", TUNED],
+    ["--world-size"],
+]
+
+
+@pytest.mark.parametrize("args", CHECK_CASES, ids=lambda a: " ".join(a) or "(no args)")
+def test_check_same_as_typer(args):
+    fast, typer = both(["check", *args])
+    assert fast == typer
+
+
+def test_annotate_output_file_same_as_typer(tmp_path):
+    """-o writes a file: run the two one after the other into the same path, compare messages and file."""
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    args = ["check", "--annotate", "-o", "out.yaml", TUNED, "--world-size", "64"]
+    fast = run(FAST, args, cwd=tmp_path)
+    fast_text = (tmp_path / "out.yaml").read_text()
+    (tmp_path / "out.yaml").unlink()
+    typer = run(TYPER, args, cwd=tmp_path)
+    assert fast == typer
+    assert fast_text == (tmp_path / "out.yaml").read_text()
+    assert fast[0] == 0 and "annotated config written to out.yaml" in fast[2]
+
+
+def test_github_actions_auto_format_same_as_typer():
+    env = environment(GITHUB_ACTIONS="true")
+    fast, typer = both(["check", "--format", "auto", WARNS], env=env)
+    assert fast == typer
+    assert fast[1].startswith("::")
+
+
+def test_pyproject_settings_same_as_typer(tmp_path):
+    """[tool.overlap] found by walking up from the config, with and without a selection table."""
+    (tmp_path / "pyproject.toml").write_text('[tool.overlap]\ngpu = "b200"\nworld_size = 32\nignore = ["TP101"]\n')
+    config = tmp_path / "run.yaml"
+    config.write_text((ROOT / WARNS).read_text())
+    fast, typer = both(["check", "-f", "json", str(config)], cwd=tmp_path)
+    assert fast == typer
+    assert '"gpu": "b200"' in fast[1]
+    (tmp_path / "pyproject.toml").write_text("[tool.overlap]\nworld_size = 0\n")
+    fast, typer = both(["check", str(config)], cwd=tmp_path)
+    assert fast == typer
+    assert fast[0] == 2
+
+
+@pytest.mark.parametrize("args", [["--version"], ["rules"], ["fix", "--diff", WARNS], ["presets", "list"], ["explain", "TP101"], ["check"]])
+def test_other_commands_go_to_typer(args):
+    fast, typer = both(args)
+    assert fast == typer
+
+
+# -- which path ran -------------------------------------------------------------------------------
+
+
+def modules_of(args, cwd=ROOT) -> set:
+    code, _, err = run(PROBE, args, cwd=cwd)
+    line = [ln for ln in err.splitlines() if ln.startswith("MODULES ")][-1]
+    return set(line.split()[1:])
+
+
+@pytest.mark.parametrize("args", [
+    ["check", TUNED],
+    ["check", "-f", "json", "--world-size", "64", "--gpu", "h100", TUNED, WARNS],
+    ["check", "--annotate", TUNED],
+    ["check", "missing.yaml"],
+    ["check", "--gpu", "xyz", TUNED],
+])
+def test_fast_path_never_imports_typer_or_rich(args):
+    modules = modules_of(args)
+    assert "overlap_cli.check_cmd" in modules
+    assert not {m for m in modules if m.split(".")[0] in ("typer", "click", "rich", "pydantic")}
+    assert "overlap_cli.cli" not in modules
+
+
+@pytest.mark.parametrize("args", [["check", "--help"], ["check", "--world-size", "0", TUNED], ["rules"]])
+def test_typer_path_is_taken_when_in_doubt(args):
+    assert "typer" in modules_of(args)
+
+
+def test_fast_path_skips_heavy_modules_on_a_plain_check():
+    """A plain check imports little beyond PyYAML: no TOML parser without [tool.overlap] on the walk up, no
+    OmegaConf or ruamel, no dataclasses/inspect (records.py), typing, pathlib or json, and no preset file
+    parser (TE userbuffers checks) when the config holds no userbuffers mapping."""
+    modules = modules_of(["check", TUNED])
+    heavy = ("tomllib", "omegaconf", "ruamel", "inspect", "dataclasses", "typing", "pathlib", "json", "difflib",
+             "importlib.metadata", "overlap_cli.te_userbuffers", "overlap_cli.cli")
+    assert not {m for m in modules if m in heavy or m.startswith(tuple(h + "." for h in heavy))}
+
+
+@pytest.mark.parametrize("text", [
+    '[tool.overlap]\ngpu = "h100"\n',
+    '[tool . "overlap"]\nworld_size = 8\n',
+    "[tool.overlap.per-file-ignores]\n'a.yaml' = ['TP101']\n",
+    'tool.overlap.gpu = "b200"\n',
+    '[tool]\noverlap = { gpu = "h100" }\n',
+    '[tool]\noverlap.gpu = "h100"\n',
+    'tool = { overlap = { gpu = "h100" } }\n',
+    '"tool"."overlap" = { gpu = "h100" }\n',
+    "[project]\nname = 'x'\n[\"tool\".'overlap']\ngpu = 'h100'\n",
+    '[tool."\\u006fverlap"]\ngpu = "h100"\n',  # an escape spells the name: always parsed
+])
+def test_settings_scan_never_misses_a_tool_overlap_table(text):
+    import tomllib
+
+    from overlap_cli.settings import might_hold_tool_overlap
+
+    assert isinstance(tomllib.loads(text)["tool"]["overlap"], dict)
+    assert might_hold_tool_overlap(text.encode())
+
+
+@pytest.mark.parametrize("text", [
+    '[project]\nname = "overlap-cli"\n[project.scripts]\noverlap = "overlap_cli.fastcli:main"\n',
+    "[tool.ruff]\nline-length = 100\n",
+    "[tool.hatch.build]\ninclude = ['overlap_cli']\n",
+])
+def test_settings_scan_skips_other_tools_tables(text):
+    from overlap_cli.settings import might_hold_tool_overlap
+
+    assert not might_hold_tool_overlap(text.encode())
+
+
+def test_skipped_pyproject_is_walked_past(tmp_path):
+    """A pyproject.toml that cannot hold [tool.overlap] is not parsed, and the walk goes on to the parent's."""
+    (tmp_path / "pyproject.toml").write_text('[tool.overlap]\ngpu = "b200"\n')
+    sub = tmp_path / "project"
+    sub.mkdir()
+    (sub / "pyproject.toml").write_text('[project]\nname = "overlap-demo"\n')
+    config = sub / "run.yaml"
+    config.write_text((ROOT / TUNED).read_text())
+    code, out, err = run(FAST, ["check", "-f", "json", str(config)], cwd=sub)
+    assert code in (0, 1), err
+    assert '"gpu": "b200"' in out and str(tmp_path / "pyproject.toml") in out
+    assert "tomllib" in modules_of(["check", str(config)], cwd=sub)  # the parent's table was read
+
+
+# -- the option table ---------------------------------------------------------------------------
+
+
+def test_option_table_matches_typer_command():
+    """Every option of `overlap check` is known to the fast path under the same names, and no other."""
+    import typer.main
+
+    from overlap_cli import fastcli
+    from overlap_cli.cli import app
+
+    command = typer.main.get_command(app).commands["check"]
+    names = set()
+    for p in command.params:
+        if p.param_type_name == "option":
+            names.update(o for o in (*p.opts, *p.secondary_opts) if o != "--help")
+    fast = set(fastcli.CHECK_OPTIONS) | set(fastcli.SHORT_OPTIONS)
+    assert fast == names
+    dests = {p.name for p in command.params if p.param_type_name == "option"}
+    assert {d for d, _ in fastcli.CHECK_OPTIONS.values()} == dests
