@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -25,7 +23,6 @@ from bench.mutate import lost_comments, mutate, seeds
 from overlap_cli.cli import app
 
 SEEDS = seeds()
-HAS_FIX = (Path(__file__).resolve().parent.parent / "overlap_cli" / "cmd_fix.py").exists()
 FUZZ = settings(
     max_examples=200,
     deadline=None,
@@ -92,7 +89,6 @@ def test_check_never_breaks(tmp_path_factory, data):
     assert (doc["results"][0]["error"] is not None) == (code == 2)
 
 
-@pytest.mark.skipif(not HAS_FIX, reason="overlap fix (overlap_cli/cmd_fix.py) is not built yet")
 @FUZZ
 @given(data=st.data(), unsafe=st.booleans(), no_comments=st.booleans())
 def test_fix_write_keeps_files_valid_and_comments(tmp_path_factory, data, unsafe, no_comments):

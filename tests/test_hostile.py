@@ -323,7 +323,6 @@ def test_override_path_depth_is_bounded(tmp_path):
 # ---------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not (ROOT / "overlap_cli" / "cmd_fix.py").exists(), reason="overlap fix is not built yet")
 def test_two_fix_processes_on_one_file_leave_one_complete_result(tmp_path):
     source = ROOT / "examples" / "tp_overlap_without_sp.yaml"
     reference = tmp_path / "reference.yaml"
