@@ -157,16 +157,9 @@ def _check(
         settings=settings, detect=detect, env_from_shell=env_from_shell,
     )
 
-    from .runner import check_files, gather, progress_bar
-    from .selection import SelectionError, cli_selection
+    from .runner import check_files, progress_bar
 
-    try:
-        selection = cli_selection(select, ignore, extend_select, settings)
-    except SelectionError as exc:
-        raise UsageError(str(exc)) from None
-    files, skipped, problems = gather(files, configs_only)
-    for path, reason in skipped:
-        sys.stderr.write(f"note: {path}: skipped: {reason}\n")
+    files, skipped, selection, problems = gather_inputs(files, configs_only, select, ignore, extend_select, settings)
     with progress_bar(len(files), sys.stderr.isatty() and not annotate) as bar:
         results = problems + check_files(files, target, overrides, selection, 1 if annotate else jobs, bar.advance, keep_views=annotate)
 
@@ -178,6 +171,22 @@ def _check(
     write(results, resolve_format(format), sys.stdout, skipped, tty=sys.stdout.isatty())
     code = exit_code(results, severity_threshold)
     return EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code
+
+
+def gather_inputs(files, configs_only, select, ignore, extend_select, settings):
+    """What check and fix share: the rule selection, and FILE/DIR arguments expanded into config files
+    (skipped ones noted on stderr). Returns (files, skipped, selection, unreadable-file results)."""
+    from .runner import gather
+    from .selection import SelectionError, cli_selection
+
+    try:
+        selection = cli_selection(select, ignore, extend_select, settings)
+    except SelectionError as exc:
+        raise UsageError(str(exc)) from None
+    files, skipped, problems = gather(files, configs_only)
+    for path, reason in skipped:
+        sys.stderr.write(f"note: {path}: skipped: {reason}\n")
+    return files, skipped, selection, problems
 
 
 def _write_annotated(results, files, output) -> int:

@@ -76,17 +76,13 @@ def fix(
         settings=settings, detect=detect, env_from_shell=env_from_shell,
     )
 
+    from .check_cmd import UsageError, gather_inputs
     from .fixer import Outcome, fix_file
-    from .runner import gather
-    from .selection import SelectionError, cli_selection
 
     try:
-        selection = cli_selection(select, ignore, extend_select, settings)
-    except SelectionError as exc:
+        files, _skipped, selection, problems = gather_inputs(files, configs_only, select, ignore, extend_select, settings)
+    except UsageError as exc:
         raise usage_error(str(exc)) from None
-    files, skipped, problems = gather(files, configs_only)
-    for path, why in skipped:
-        sys.stderr.write(f"note: {path}: skipped: {why}\n")
     out = sys.stdout
     outcomes = [Outcome(p.file, "", "", error=p.error) for p in problems]
     for o in outcomes:
