@@ -299,10 +299,11 @@ def te_method_constraints(view):
     te_version = view.target.get("te_version")
     new_te = True
     if te_version:
-        from ..target import version_tuple
+        from .. import versions
 
-        parsed = version_tuple(str(te_version))
-        new_te = parsed is None or parsed >= (2, 8)
+        # TE >= 2.8 allocates separate userbuffers for the BF16 first/last layers of an FP8 run; an
+        # unreadable version is treated as new, the common case.
+        new_te = versions.at_least(str(te_version), "2.8") is not False
     bf16_layers = bool(
         new_te and model.get("fp8") is not None and model.get("first_last_layers_bf16")
         and ((model.get("num_layers_at_start_in_bf16") or 0) > 0 or (model.get("num_layers_at_end_in_bf16") or 0) > 0)
