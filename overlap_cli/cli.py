@@ -139,3 +139,8 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("overlap: interrupted\n")
         sys.exit(130)
+    except Exception as exc:  # a bug in overlap-cli: one line and exit 2, never a traceback
+        from .model import internal_problem
+
+        sys.stderr.write("overlap: " + internal_problem("", exc).one_line().lstrip(": ") + "\n")
+        sys.exit(EXIT_INPUT)

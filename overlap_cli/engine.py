@@ -14,17 +14,39 @@ def check_file(
     path: str, target: Target, overrides: Optional[list] = None, text: Optional[str] = None, selection=None
 ) -> FileResult:
     """``selection``: a selection.RuleSelection (command-line --select/--ignore); [tool.overlap] and inline
-    ``# overlap: ignore[...]`` comments apply either way."""
+    ``# overlap: ignore[...]`` comments apply either way.
+
+    An exception this code did not expect (a rule that raises, say) becomes the result's ``error`` with
+    ``internal=True``: one line for that file, exit 2, never a traceback."""
+    result = FileResult(file=path, target=target.to_json(None))
+    try:
+        return _check(result, path, target, overrides, text, selection)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # a bug in overlap-cli: this file gets one line, the others are still checked
+        from .model import internal_problem
+        from .rules import RuleCrashed
+
+        if isinstance(exc, RuleCrashed):
+            result.error = internal_problem(path, exc.error, exc.code)
+        else:
+            result.error = internal_problem(path, exc)
+        result.effective, result.findings = None, []
+        result.__dict__.pop("_view", None)
+        return result
+
+
+def _check(result: FileResult, path: str, target: Target, overrides, text, selection) -> FileResult:
     from .loader import load_config
     from .resolver import resolve
     from .rules import run_rules
     from .selection import filter_findings
 
-    result = FileResult(file=path, target=target.to_json(None))
     try:
-        target = target.for_file(path)  # the [tool.overlap] of this file's own pyproject.toml
-        result.target = target.to_json(None)
         cfg = load_config(path, overrides, text=text)
+        # The file's own target: its directive, its per-file-target entry, its pyproject's [tool.overlap].
+        target = target.for_file(path, cfg.text)
+        result.target = target.to_json(None)
         view = resolve(cfg, target)
     except InputError as exc:
         result.error = exc.problem

@@ -168,6 +168,7 @@ def main() -> None:
     try:
         code = run_check(parsed[0], **parsed[1])
     except KeyboardInterrupt:
+        sys.stderr.write("overlap: interrupted\n")
         code = 130  # what typer does for an interrupted command
     except BrokenPipeError:
         # The reader went away (`overlap check ... | head`): exit 1 like typer, without a second error when
@@ -177,6 +178,11 @@ def main() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         code = 1
+    except Exception as exc:  # a bug in overlap-cli: one line and exit 2, never a traceback
+        from .model import internal_problem
+
+        sys.stderr.write("overlap: " + internal_problem("", exc).one_line().lstrip(": ") + "\n")
+        code = 2
     sys.exit(code)
 
 

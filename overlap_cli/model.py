@@ -98,8 +98,21 @@ class InputProblem:
     key: Optional[str] = None
     line: Optional[int] = None
     column: Optional[int] = None
+    # A bug in overlap-cli, not in the file: ``rule`` names the rule that raised (None: another stage).
+    internal: bool = False
+    rule: Optional[str] = None
+
+    def describe(self) -> str:
+        """The problem without its place: ``key: message``, or the internal-error sentence."""
+        if self.internal:
+            stage = f" in rule {self.rule}" if self.rule else ""
+            return f"internal error{stage}: {self.message} (please report)"
+        return (f"{self.key}: " if self.key else "") + self.message
 
     def one_line(self) -> str:
+        if self.internal:
+            stage = f" in rule {self.rule}" if self.rule else ""
+            return f"{self.file}: internal error{stage}: {self.message} (please report)"
         where = self.file
         if self.line is not None:
             where += f":{self.line}"
@@ -113,6 +126,13 @@ class InputError(Exception):
     def __init__(self, problem: InputProblem):
         super().__init__(problem.one_line())
         self.problem = problem
+
+
+def internal_problem(file: str, exc: BaseException, rule: Optional[str] = None) -> InputProblem:
+    """An exception overlap-cli did not expect, as the one-line problem of this file (exit 2)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return InputProblem(file, message, internal=True, rule=rule)
 
 
 @dataclass
@@ -144,6 +164,9 @@ class FileResult:
                 "line": self.error.line,
                 "column": self.error.column,
             }
+            if self.error.internal:
+                out["error"]["internal"] = True
+                out["error"]["rule"] = self.error.rule
         if self.notes:
             out["notes"] = list(self.notes)
         return out

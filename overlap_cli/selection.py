@@ -188,7 +188,8 @@ def _settings_layer(settings) -> tuple[Selectors, tuple]:
     return Selectors(layer.get("select"), layer.get("extend_select", ()), layer.get("ignore", ())), tuple(per_file)
 
 
-def _matches(pattern: str, path: str, base: str) -> bool:
+def path_matches(pattern: str, path: str, base: str) -> bool:
+    """Whether glob ``pattern`` (relative to folder ``base``, or a bare file name) matches ``path``."""
     absolute = os.path.abspath(path)
     rel = os.path.relpath(absolute, base).replace(os.sep, "/") if base else path
     pat = pattern.replace("\\", "/")
@@ -231,7 +232,7 @@ class RuleSelection:
         if per_file:
             drop = set()
             for pattern, codes in per_file:
-                if _matches(pattern, path, base):
+                if path_matches(pattern, path, base):
                     drop |= codes
             if drop:
                 return enabled - drop

@@ -31,7 +31,7 @@ class Directive:
     used: set = field(default_factory=set)  # tokens that suppressed something
 
 
-def _scalar_spans(text: str) -> list:
+def scalar_spans(text: str) -> list:
     """Character spans of the scalars in ``text``, so that a ``#`` inside a string is not a comment."""
     import yaml
 
@@ -72,7 +72,7 @@ def parse_directives(text: str) -> list:
         if start > 0 and not ln[start - 1].isspace():
             continue  # `key: a#overlap: ...` is part of a plain scalar, not a comment
         if spans is None:
-            spans = _scalar_spans(text)
+            spans = scalar_spans(text)
         index = offsets[i] + start
         if any(a <= index < b for a, b in spans):
             continue

@@ -1,9 +1,13 @@
-"""The target profile: where the config will run. Not part of the file, so it is given (or guessed) here.
+"""The target profile: where the config will run. Not part of the file, so it is given (or looked up) here.
 
 Every field carries a source, in this order of precedence:
-``flag`` (command line) > ``detected`` (``--detect`` read this machine) > ``pyproject`` (``[tool.overlap]``)
-> ``default`` > ``unknown``. Detection outranks the settings file because it reports the real stack;
-a flag outranks both because it is the most deliberate statement.
+``flag`` (command line) > ``directive`` (a ``# overlap: target ...`` comment in the config itself) >
+``per-file-target`` (``[tool.overlap.per-file-target]``, glob -> table) > ``pyproject`` (``[tool.overlap]``)
+> ``detected`` (``--detect`` read this machine) > ``default`` > ``unknown``. The closer a statement is to
+one config file, the more it says about that file's launch: a repository of configs for 8 to 1,024 GPUs
+needs a target per file, and the machine running the check (``--detect``) is usually not the one the
+config will launch on. A flag outranks all of them because it is the most deliberate statement.
+A target is never guessed from a file name.
 """
 
 from __future__ import annotations
@@ -16,12 +20,20 @@ if TYPE_CHECKING:
 
 from .records import dataclass, field  # not dataclasses: start-up time (records.py)
 
-FLAG, DETECTED, PYPROJECT, DEFAULT, UNKNOWN = "flag", "detected", "pyproject", "default", "unknown"
-_RANK = {FLAG: 4, DETECTED: 3, PYPROJECT: 2, DEFAULT: 1, UNKNOWN: 0}
+FLAG, DIRECTIVE, PER_FILE, PYPROJECT, DETECTED = "flag", "directive", "per-file-target", "pyproject", "detected"
+DEFAULT, UNKNOWN = "default", "unknown"
+_RANK = {FLAG: 6, DIRECTIVE: 5, PER_FILE: 4, PYPROJECT: 3, DETECTED: 2, DEFAULT: 1, UNKNOWN: 0}
 
 # GPU names accepted by --gpu and [tool.overlap] gpu, with their CUDA compute capability.
 # B300/GB300 are sm_103, B200/GB200 sm_100; everything at 10.0 or above counts as "SM100 or newer",
-# the split every CUDA_DEVICE_MAX_CONNECTIONS launcher in Bridge and NeMo makes.
+# the split Megatron-Core makes (``torch.cuda.get_device_capability()[0] >= 10``, e.g.
+# megatron/core/transformer/moe/token_dispatcher.py:1546, megatron/training/arguments.py's
+# CUDA_DEVICE_MAX_CONNECTIONS check) and every CUDA_DEVICE_MAX_CONNECTIONS launcher in Bridge and NeMo.
+# The Rubin parts Bridge 0.6.2 ships recipes for (megatron/bridge/perf_recipes/*/vr200, .../r100) are
+# newer than Blackwell, so they are in that family too; Bridge's own performance launcher treats vr200 as
+# Blackwell for CUDA_DEVICE_MAX_CONNECTIONS (scripts/performance/utils/overrides.py:259) and both as
+# NVL72 domains (:271). Their compute capability is not stated in either code base: None here, the
+# generation alone is known.
 GPUS: dict = {
     "a100": "8.0",
     "h100": "9.0",
@@ -30,9 +42,13 @@ GPUS: dict = {
     "b300": "10.3",
     "gb200": "10.0",
     "gb300": "10.3",
+    "vr200": None,
+    "r100": None,
 }
 HOPPER_OR_OLDER = "hopper-or-older"
 SM100_OR_NEWER = "sm100-or-newer"
+# The generation of a GPU whose compute capability is not known (see GPUS).
+GPU_GENERATIONS: dict = {"vr200": SM100_OR_NEWER, "r100": SM100_OR_NEWER}
 
 # The fields a target reports, each with value and source (the JSON ``target`` object).
 FIELDS = (
@@ -82,7 +98,7 @@ def check_version(value: Any, what: str) -> str:
 class Target:
     world_size: Optional[int] = None
     transformer_engine: bool = True
-    # where each value came from: flag | pyproject | detected | default | unknown
+    # where each value came from: flag | directive | per-file-target | pyproject | detected | default | unknown
     sources: dict = field(default_factory=lambda: {"world_size": "unknown", "transformer_engine": "default"})
     extra: dict = field(default_factory=dict)  # further fields (gpu, versions, ...) — see FIELDS
     # The exported shell environment, when --env-from-shell asked for it. Never serialised: only the
@@ -93,6 +109,8 @@ class Target:
     # How this target was built (flags, --settings, detection, shell), so that each config file can get
     # the [tool.overlap] of its own nearest pyproject.toml: see for_file. None: a fixed target.
     recipe: Optional[dict] = None
+    # Where the per-file layers came from: {"directive": line, "per-file-target": [globs]} (for notes).
+    layers: dict = field(default_factory=dict)
 
     def get(self, name: str, default: Any = None) -> Any:
         if name in ("world_size", "transformer_engine"):
@@ -116,28 +134,48 @@ class Target:
             self.extra[name] = value
         self.sources[name] = source
 
-    def for_file(self, config_file: str) -> "Target":
-        """This target as it applies to ``config_file``: same flags and detection, the [tool.overlap] of the
-        file's nearest pyproject.toml. Raises model.InputError for an unreadable or invalid settings file."""
+    def for_file(self, config_file: str, text: Optional[str] = None) -> "Target":
+        """This target as it applies to ``config_file``: the same flags and detection, the [tool.overlap] of
+        the file's nearest pyproject.toml, the entries of its ``per-file-target`` table whose glob matches,
+        and the ``# overlap: target ...`` directive in ``text`` (the file's contents). Raises
+        model.InputError for an unreadable or invalid settings file or directive."""
         if self.recipe is None:
             return self
+        from .file_target import matching_tables, parse_directive
         from .settings import find_settings
 
         r = self.recipe
         settings = find_settings(config_file, r.get("settings"))
-        if settings.path == self.settings_path or (not settings.data and not self.settings_path):
+        per_file = matching_tables(settings, config_file)
+        directive = parse_directive(text, config_file) if text else None
+        if not per_file and directive is None and (
+            settings.path == self.settings_path or (not settings.data and not self.settings_path)
+        ):
             return self
-        return profile(r["flags"], settings, r.get("detection"), r.get("shell_env"), r.get("settings"))
+        return profile(
+            r["flags"], settings, r.get("detection"), r.get("shell_env"), r.get("settings"), per_file, directive
+        )
 
     @property
     def gpu_generation(self) -> Optional[str]:
-        return generation_of(self.extra.get("compute_capability"))
+        return generation_of(self.extra.get("compute_capability")) or GPU_GENERATIONS.get(self.extra.get("gpu"))
 
     def gpu_label(self) -> str:
         """``h100`` / ``NVIDIA L40S`` / ``compute capability 8.9`` / ``unknown GPU``."""
         if self.gpu_generation is None:
             return "unknown GPU"
         return self.extra.get("gpu") or self.extra.get("gpu_name") or f"compute capability {self.extra.get('compute_capability')}"
+
+    def source_label(self, name: str) -> str:
+        """Where field ``name`` came from, in words: ``--world-size``, ``# overlap: target (line 3)``, ..."""
+        src = self.source(name)
+        if src == DIRECTIVE:
+            return f"# overlap: target (line {self.layers.get(DIRECTIVE)})"
+        if src == PER_FILE:
+            return f"[tool.overlap.per-file-target] {', '.join(repr(g) for g in self.layers.get(PER_FILE, ()))}"
+        if src == PYPROJECT:
+            return f"[tool.overlap] in {self.settings_path}"
+        return {FLAG: "command line", DETECTED: "--detect"}.get(src, src)
 
     def to_json(self, data_parallel_size: Optional[int]) -> dict:
         out = {
@@ -160,12 +198,16 @@ class Target:
         return out
 
     def provenance_note(self) -> Optional[str]:
-        """One sentence naming the values that came from [tool.overlap] or --detect, or None."""
+        """One sentence naming the values that came from a directive, per-file-target, [tool.overlap] or
+        --detect, or None."""
         parts = []
-        for src, label in ((PYPROJECT, f"[tool.overlap] in {self.settings_path}"), (DETECTED, "--detect")):
+        for src in (DIRECTIVE, PER_FILE, PYPROJECT, DETECTED):
             names = [k for k in FIELDS if self.source(k) == src and k != "gpu_generation"]
+            if "gpu" in names and "compute_capability" in names:
+                names.remove("compute_capability")  # implied by the GPU named
             if names:
                 missing = "not found" if src == DETECTED else "none"
+                label = self.source_label(names[0])
                 parts.append(label + ": " + ", ".join(f"{k}={_show(self.get(k), missing)}" for k in names))
         return "target from " + "; ".join(parts) if parts else None
 
@@ -181,18 +223,33 @@ def build_target(
     settings=None,
     detection=None,
     shell_env: Optional[dict] = None,
+    per_file: tuple = (),
+    directive=None,
 ) -> Target:
-    """Combine command-line ``flags`` (None = not given), ``settings`` ([tool.overlap]) and ``detection``.
+    """Combine command-line ``flags`` (None = not given), the ``directive`` of the file
+    (file_target.Directive), the matching ``per_file`` tables ([(glob, table)]), ``settings``
+    ([tool.overlap]) and ``detection``; each field takes the value of the strongest source that gives it.
 
     ``flags`` keys: world_size, nodes, gpus_per_node, transformer_engine, gpu, te_version, torch_version,
-    env_from_shell. Raises ValueError for a value that is not acceptable (the caller names where it came
-    from). World size from ``nodes * gpus_per_node`` counts as the source that gave both.
+    env_from_shell. Raises ValueError for a value that is not acceptable (SettingError names the key; the
+    caller names where it came from). World size from ``nodes * gpus_per_node`` counts as the source that
+    gave both.
     """
     t = Target()
     _apply_world(t, flags.get("world_size"), flags.get("nodes"), flags.get("gpus_per_node"), FLAG)
+    if directive is not None:
+        t.layers[DIRECTIVE] = directive.line
+        apply_table(t, directive.table, DIRECTIVE)
+    for pattern, table in per_file:
+        t.layers.setdefault(PER_FILE, []).append(pattern)
+    for pattern, table in reversed(per_file):  # the last matching glob wins, as in a later TOML line
+        try:
+            apply_table(t, table, PER_FILE)
+        except SettingError as exc:
+            raise SettingError(f"per-file-target.{_toml_key(pattern)}.{exc.key}", str(exc)) from None
     if settings is not None and settings.data:
         t.settings_path = settings.path
-        _apply_settings(t, settings)
+        apply_table(t, settings, PYPROJECT)
     if detection is not None:
         t.detection = detection.to_json()
         t.set("transformer_engine", detection.transformer_engine, DETECTED)
@@ -219,14 +276,30 @@ def build_target(
     return t
 
 
-def profile(flags: dict, settings, detection=None, shell_env: Optional[dict] = None, explicit_settings: Optional[str] = None) -> Target:
-    """build_target that remembers how it was built (Target.for_file) and reports a bad [tool.overlap]
-    value as model.InputError naming the settings file."""
+def _toml_key(pattern: str) -> str:
+    return f'"{pattern}"'
+
+
+def profile(
+    flags: dict,
+    settings,
+    detection=None,
+    shell_env: Optional[dict] = None,
+    explicit_settings: Optional[str] = None,
+    per_file: tuple = (),
+    directive=None,
+) -> Target:
+    """build_target that remembers how it was built (Target.for_file) and reports a bad value as
+    model.InputError naming where it was written: the settings file and key, or the config file's line."""
     from .model import InputError, InputProblem
 
     try:
-        t = build_target(flags, settings, detection, shell_env)
+        t = build_target(flags, settings, detection, shell_env, per_file, directive)
     except ValueError as exc:
+        if isinstance(exc, SettingError) and exc.source == DIRECTIVE and directive is not None:
+            raise InputError(
+                InputProblem(directive.file, f"# overlap: target: {exc}", key=exc.key, line=directive.line)
+            ) from None
         where = settings.path if settings is not None and settings.path else "pyproject.toml"
         key = f"tool.overlap.{exc.key}" if isinstance(exc, SettingError) else "tool.overlap"
         raise InputError(InputProblem(where, str(exc), key=key)) from None
@@ -265,55 +338,65 @@ def _apply_gpu(t: Target, gpu: Optional[str], cc: str, source: str, name: Option
 
 
 class SettingError(ValueError):
-    """A [tool.overlap] value that cannot be used; ``key`` names it."""
+    """A target value that cannot be used; ``key`` names it, ``source`` says which layer wrote it."""
 
-    def __init__(self, key: str, message: str):
+    def __init__(self, key: str, message: str, source: str = PYPROJECT):
         super().__init__(message)
-        self.key = key
+        self.key, self.source = key, source
 
 
-def _apply_settings(t: Target, s) -> None:
-    """[tool.overlap] keys: world_size | nodes + gpus_per_node, gpu, transformer_engine (or te),
-    te_version, torch_version, env_from_shell. Other keys belong to other commands and are ignored here."""
+# The target keys a table (``[tool.overlap]``, a per-file-target entry, a directive) may set; ``-`` and
+# ``_`` are interchangeable. Other [tool.overlap] keys belong to other parts (selection, ...).
+TARGET_KEYS = (
+    "world_size", "nodes", "gpus_per_node", "gpu", "transformer_engine", "te", "te_version", "torch_version",
+    "env_from_shell",
+)  # fmt: skip
+
+
+def apply_table(t: Target, s, source: str) -> None:
+    """Apply the target keys of table ``s`` (anything with ``get(key)`` that treats ``-`` and ``_`` alike)
+    as ``source``. Raises SettingError naming the key of a value that cannot be used."""
 
     def positive(key):
         v = s.get(key)
         if v is None:
             return None
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise SettingError(key, f"must be a positive integer, got {v!r}")
+            raise SettingError(key, f"must be a positive integer, got {v!r}", source)
         return v
 
     def boolean(key):
         v = s.get(key)
         if v is not None and not isinstance(v, bool):
-            raise SettingError(key, f"must be true or false, got {v!r}")
+            raise SettingError(key, f"must be true or false, got {v!r}", source)
         return v
 
     world, nodes, per_node = positive("world_size"), positive("nodes"), positive("gpus_per_node")
     if world is not None and (nodes is not None or per_node is not None):
-        raise SettingError("world_size", "give either world_size or nodes/gpus_per_node, not both")
+        raise SettingError("world_size", "give either world_size or nodes/gpus_per_node, not both", source)
     if (nodes is None) != (per_node is None):
-        raise SettingError("nodes" if nodes is None else "gpus_per_node", "nodes and gpus_per_node go together")
-    _apply_world(t, world, nodes, per_node, PYPROJECT)
+        raise SettingError(
+            "nodes" if nodes is None else "gpus_per_node", "nodes and gpus_per_node go together", source
+        )
+    _apply_world(t, world, nodes, per_node, source)
     te = boolean("transformer_engine")
     if te is None:
         te = boolean("te")
     if te is not None:
-        t.set("transformer_engine", te, PYPROJECT)
+        t.set("transformer_engine", te, source)
     for key in ("te_version", "torch_version"):
         v = s.get(key)
         if v is not None:
             try:
-                t.set(key, check_version(v, key), PYPROJECT)
+                t.set(key, check_version(v, key), source)
             except ValueError as exc:
-                raise SettingError(key, str(exc)) from None
+                raise SettingError(key, str(exc), source) from None
     gpu = s.get("gpu")
     if gpu is not None:
         try:
             gpu = normalize_gpu(gpu)
         except ValueError as exc:
-            raise SettingError("gpu", str(exc)) from None
-        _apply_gpu(t, gpu, GPUS[gpu], PYPROJECT)
+            raise SettingError("gpu", str(exc), source) from None
+        _apply_gpu(t, gpu, GPUS[gpu], source)
     if boolean("env_from_shell"):
-        t.set("env_from_shell", True, PYPROJECT)
+        t.set("env_from_shell", True, source)

@@ -27,3 +27,30 @@ def run_cli():
         return res.exit_code, res.stdout, res.stderr
 
     return run
+
+
+# Megatron-Bridge 0.6.2's own recipes, as its serializer writes them, with each one's world size and GPU
+# (manifest.jsonl). The shared reference folder sits beside the repository on developer machines and CI;
+# OVERLAP_CORPUS names another copy.
+CORPUS = Path(os.environ.get("OVERLAP_CORPUS") or ROOT.parent / "shared" / "reference" / "bridge_recipes")
+
+
+def corpus_manifest() -> list:
+    """[{file, recipe, world_size, gpu, path}] for every recipe of the corpus; [] when it is absent."""
+    import json
+
+    manifest = CORPUS / "manifest.jsonl"
+    if not manifest.is_file():
+        return []
+    rows = [json.loads(line) for line in manifest.read_text().splitlines() if line.strip()]
+    for row in rows:
+        row["path"] = str(CORPUS / row["file"])
+    return rows
+
+
+@pytest.fixture(scope="session")
+def corpus() -> list:
+    rows = corpus_manifest()
+    if not rows:
+        pytest.skip(f"the recipe corpus is not at {CORPUS} (set OVERLAP_CORPUS)")
+    return rows

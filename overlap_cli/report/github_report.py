@@ -37,8 +37,7 @@ def render(results, out: IO[str]) -> None:
     for r in results:
         if r.error is not None:
             e = r.error
-            key = f"{e.key}: " if e.key else ""
-            out.write(annotation("error", r.file, e.line, e.column, "overlap: cannot check", key + e.message) + "\n")
+            out.write(annotation("error", r.file, e.line, e.column, "overlap: cannot check", e.describe()) + "\n")
             continue
         for f in r.findings:
             out.write(annotation(f.severity, r.file, f.line or 1, f.column or 1, f.code, f.message) + "\n")

@@ -86,7 +86,7 @@ def document(results, skipped=()) -> dict:
             notifications.append(
                 {
                     "level": "error",
-                    "message": {"text": (f"{e.key}: " if e.key else "") + e.message},
+                    "message": {"text": e.describe()},
                     "locations": [{"physicalLocation": {"artifactLocation": where, "region": _region(e.line, e.column)}}],
                 }
             )

@@ -114,13 +114,28 @@ def get_rule(code: str) -> Optional[Rule]:
     return all_rules().get(code)
 
 
+class RuleCrashed(Exception):
+    """A rule's check raised: a bug in that rule. ``code`` names it; ``error`` is what it raised."""
+
+    def __init__(self, code: str, error: Exception):
+        super().__init__(f"{code}: {error!r}")
+        self.code, self.error = code, error
+
+
 def run_rules(view) -> list:
+    """Every rule's findings. A check that raises stops the run for this view with RuleCrashed: its
+    file gets one internal-error line instead of a report built on a partial rule set."""
     from ..model import Finding
 
     findings: list[Finding] = []
     for r in all_rules().values():
-        for f in r.check(view) or ():
-            if not f.code:
-                f.code = r.code
-            findings.append(f)
+        try:
+            for f in r.check(view) or ():
+                if not f.code:
+                    f.code = r.code
+                findings.append(f)
+        except RecursionError:
+            raise
+        except Exception as exc:
+            raise RuleCrashed(r.code, exc) from exc
     return findings
