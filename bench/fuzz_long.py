@@ -3,6 +3,11 @@
     python bench/fuzz_long.py                      # 10,000 cases, check + json; fix --write on every 4th
     python bench/fuzz_long.py -n 50000 --jobs 2 --seed 7 --keep /tmp/fuzz-failures
 
+Seeds: the small examples and rule cases, and every recipe of Megatron-Bridge's corpus when it is beside
+the repository (bench/mutate.py CORPUS): real dumps take wrong-typed values, sizes that do not divide,
+removed sections and keys moved into other sections, and run under no target, their own launch, or a
+random one (with or without a Transformer Engine version). An internal error counts as a failure.
+
 Every case must hold what tests/test_fuzz.py asserts: no traceback; exit 0, 1 or 2; exit 2 with exactly
 one line naming the file; valid JSON; ``fix --write`` (with or without --unsafe-fixes and --no-comments)
 leaves a file that still checks, loses no comment (not even one on a key it removes; a comment written
@@ -28,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.mutate import RandomChooser, lost_comments, mutate, seeds  # noqa: E402
+from bench.mutate import RandomChooser, corpus_seeds, lost_comments, mutate, seeds  # noqa: E402
 
 
 def _invoke(app, args):
@@ -48,28 +53,51 @@ def _where(exc: BaseException) -> str:
 _KEPT_NOTE = re.compile(rb"# overlap: [A-Z]{2,4}\d{3} (removed|moved|replaced) ")
 
 
+def target_flags(rng: random.Random, launch) -> list:
+    """The target of one case: none, the recipe's own launch, or a random one (sizes that may not divide),
+    sometimes with a Transformer Engine version or without Transformer Engine."""
+    kind = rng.randrange(4)
+    flags: list = []
+    if kind == 1 and launch:
+        flags = ["--world-size", launch[0], "--gpu", launch[1]]
+    elif kind == 2:
+        flags = ["--world-size", rng.choice([1, 2, 7, 8, 24, 64, 96, 1000, 1024]), "--gpu", rng.choice(["h100", "b200", "gb300", "vr200", "r100", "a100"])]
+    roll = rng.randrange(4)
+    if roll == 0:
+        flags += ["--te-version", rng.choice(["2.6", "2.12", "1.13", "2.8.0.dev0"])]
+    elif roll == 1:
+        flags += ["--no-te"]
+    return flags
+
+
 def one_case(app, seed_path: Path, rng: random.Random, folder: Path, do_fix: bool,
-             stats: collections.Counter) -> tuple[list[tuple[str, str]], bytes]:
+             stats: collections.Counter, launch=None) -> tuple[list[tuple[str, str]], bytes]:
     """Run one mutated case: ([(problem kind, detail)] (empty when everything held), the mutated bytes).
-    ``stats`` counts what the fix runs did (ran, changed the file, refused it, kept a removed key's comment)."""
+    ``stats`` counts what the fix runs did (ran, changed the file, refused it, kept a removed key's comment).
+    ``launch``: (world size, gpu) of a corpus recipe, for its own target."""
     mutated, applied = mutate(seed_path.read_bytes(), RandomChooser(rng))
     path = folder / "case.yaml"
     path.write_bytes(mutated)
     problems = []
+    target = target_flags(rng, launch)
+    stats["cases with a target"] += bool(target)
 
     def contract(tag, code, out, err, exc, text_output=True):
         if exc is not None:
             problems.append((f"{tag}: traceback", _where(exc)))
             return False
+        if "internal error" in out + err:  # caught, but a bug all the same
+            line = next(ln for ln in (out + err).splitlines() if "internal error" in ln)
+            problems.append((f"{tag}: internal error", line.split("internal error", 1)[1][:200]))
         if code not in (0, 1, 2):
             problems.append((f"{tag}: exit {code}", (out + err)[-200:]))
         elif text_output and code == 2 and sum(1 for ln in (out + err).splitlines() if ln.startswith(str(path))) != 1:
             problems.append((f"{tag}: exit 2 without one line naming the file", (out + err)[-200:]))
         return True
 
-    code, out, err, exc = _invoke(app, ["check", path])
+    code, out, err, exc = _invoke(app, ["check", path] + target)
     contract("check", code, out, err, exc)
-    jcode, jout, jerr, jexc = _invoke(app, ["check", path, "--format", "json"])
+    jcode, jout, jerr, jexc = _invoke(app, ["check", path, "--format", "json"] + target)
     if contract("check --format json", jcode, jout, jerr, jexc, text_output=False):
         try:
             json.loads(jout)
@@ -78,6 +106,7 @@ def one_case(app, seed_path: Path, rng: random.Random, folder: Path, do_fix: boo
     if do_fix and exc is None:
         unsafe = rng.random() < 0.5
         flags = (["--unsafe-fixes"] if unsafe else []) + (["--no-comments"] if rng.random() < 0.25 else [])
+        flags += target
         fcode, fout, ferr, fexc = _invoke(app, ["fix", "--write", path] + flags)
         stats["fix runs"] += 1
         refusal = next((ln for ln in ferr.splitlines() if "left untouched" in ln), None)
@@ -93,7 +122,7 @@ def one_case(app, seed_path: Path, rng: random.Random, folder: Path, do_fix: boo
             if code == 2 and after != mutated:
                 problems.append(("fix --write: edited a file it could not check", ""))
             elif code != 2:
-                acode, aout, aerr, aexc = _invoke(app, ["check", path])
+                acode, aout, aerr, aexc = _invoke(app, ["check", path] + target)
                 if aexc is not None or acode not in (0, 1):
                     problems.append(("fix --write: left a file that no longer checks", (aout + aerr)[-200:]))
                 elif after != mutated:
@@ -111,7 +140,8 @@ def worker(args) -> tuple[int, dict, dict, dict]:
     start, count, seed, fix_every, keep = args
     from overlap_cli.cli import app
 
-    sources = seeds()
+    launches = corpus_seeds()
+    sources = seeds() + sorted(launches)  # real Bridge dumps outnumber the small cases when present
     rng = random.Random(seed * 1_000_003 + start)
     groups: dict = collections.defaultdict(int)
     examples: dict = {}
@@ -120,7 +150,11 @@ def worker(args) -> tuple[int, dict, dict, dict]:
         folder = Path(tmp)
         for i in range(start, start + count):
             seed_path = sources[rng.randrange(len(sources))]
-            problems, mutated = one_case(app, seed_path, rng, folder, do_fix=fix_every > 0 and i % fix_every == 0, stats=stats)
+            # Fix on a full dump costs ~100x a check: on real dumps it runs on a quarter as many cases.
+            every = fix_every * (4 if seed_path in launches else 1)
+            do_fix = fix_every > 0 and i % every == 0
+            problems, mutated = one_case(app, seed_path, rng, folder, do_fix, stats, launches.get(seed_path))
+            stats["cases on real Bridge dumps"] += seed_path in launches
             for kind, detail in problems:
                 key = f"{kind}: {detail.split(' [seed')[0]}"
                 groups[key] += 1

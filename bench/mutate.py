@@ -11,6 +11,7 @@ inserted, the file cut short.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Protocol, Sequence
@@ -46,10 +47,26 @@ class RandomChooser:
         return "".join(self.rng.choice(self._ALPHABET) for _ in range(self.rng.randint(0, max_len)))
 
 
+# Megatron-Bridge 0.6.2's recipes as its serializer writes them (shared reference beside the repository,
+# or OVERLAP_CORPUS): real 28 KB dumps with hundreds of keys the tool does not use.
+CORPUS = Path(os.environ.get("OVERLAP_CORPUS") or ROOT.parent / "shared" / "reference" / "bridge_recipes")
+
+
 def seeds() -> list[Path]:
     """Small examples and every rule case (they cover every family), plus one of Bridge's full dumps."""
     small = sorted((ROOT / "examples").glob("*.yaml")) + sorted((ROOT / "tests" / "cases").glob("*.yaml"))
     return small + sorted((ROOT / "examples" / "bridge").glob("*.yaml"))[:1]
+
+
+def corpus_seeds() -> dict:
+    """{path: (world size, gpu)} for every recipe of the corpus; {} when it is absent."""
+    import json
+
+    manifest = CORPUS / "manifest.jsonl"
+    if not manifest.is_file():
+        return {}
+    rows = [json.loads(line) for line in manifest.read_text().splitlines() if line.strip()]
+    return {CORPUS / r["file"]: (r["world_size"], r["gpu"]) for r in rows}
 
 
 _KEY_LINE = re.compile(r"^(?P<indent>[ ]*)(?P<dash>- )?(?P<key>[^\s#:][^:#]*):(?P<sep>[ \t]+|$)(?P<value>[^#\n]*?)(?P<comment>[ \t]+#.*)?$")
@@ -215,7 +232,48 @@ def add_eol_comment(text: str, c: Chooser) -> str:
     return "\n".join(lines)
 
 
+_SIZE_KEYS = (
+    "tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
+    "context_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size", "num_layers",
+    "num_attention_heads", "num_query_groups", "hidden_size", "seq_length", "micro_batch_size",
+    "global_batch_size", "num_moe_experts", "bucket_size", "num_distributed_optimizer_instances",
+)  # fmt: skip
+
+
+def nondividing_size(text: str, c: Chooser) -> str:
+    """A parallel size, layer count or batch that divides nothing it should (TP 3 of 64 heads, PP 5 of 80
+    layers, VPP 7, a world the product does not divide)."""
+    lines = _lines(text)
+    candidates = [i for i, ln in enumerate(lines) if _KEY_LINE.match(ln) and _KEY_LINE.match(ln).group("key").strip() in _SIZE_KEYS]
+    if not candidates:
+        return text
+    i = c.pick(candidates)
+    m = _KEY_LINE.match(lines[i])
+    value = c.pick([3, 5, 6, 7, 9, 11, 12, 13, 24, 96, 1023, 1025, 4095])
+    lines[i] = f"{m.group('indent')}{m.group('dash') or ''}{m.group('key')}: {value}{m.group('comment') or ''}"
+    return "\n".join(lines)
+
+
+def move_key(text: str, c: Chooser) -> str:
+    """A key line taken out of its section and put into another (``overlap_grad_reduce`` under ``model``,
+    ``sequence_parallel`` under ``ddp``): what a hand merge of two configs does."""
+    lines = _lines(text)
+    tops = [i for i, ln in enumerate(lines) if re.match(r"^[^\s#-][^:]*:\s*(#.*)?$", ln)]
+    keys = [i for i, ln in enumerate(lines) if re.match(r"^  [^\s#-][^:#]*: [^\s#|>]", ln)]
+    if not tops or not keys:
+        return text
+    interesting = [i for i in keys if any(k in lines[i] for k in _KEYS_OF_INTEREST)]
+    src = c.pick(interesting) if interesting and c.int(0, 2) else c.pick(keys)
+    moved = lines.pop(src)
+    tops = [i for i, ln in enumerate(lines) if re.match(r"^[^\s#-][^:]*:\s*(#.*)?$", ln)]
+    dst = c.pick(tops)
+    lines.insert(dst + 1, moved)
+    return "\n".join(lines)
+
+
 MUTATIONS = {
+    "nondividing_size": nondividing_size,
+    "move_key": move_key,
     "set_value": set_value,
     "delete_line": delete_line,
     "duplicate_line": duplicate_line,
