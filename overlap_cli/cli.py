@@ -65,7 +65,7 @@ WorldSize = typer.Option(None, "--world-size", min=1, help="Total GPUs of the la
 Nodes = typer.Option(None, "--nodes", min=1, help="Number of nodes (with --gpus-per-node).")
 GpusPerNode = typer.Option(None, "--gpus-per-node", min=1, help="GPUs per node (with --nodes).")
 TE = typer.Option(None, "--te/--no-te", help="Whether Transformer Engine is present on the target (default: present).")
-GPU = typer.Option(None, "--gpu", help="Target GPU: a100|h100|h200|b200|b300|gb200|gb300.")
+GPU = typer.Option(None, "--gpu", help="Target GPU: a100|h100|h200|b200|b300|gb200|gb300|vr200|r100.")
 TEVersion = typer.Option(None, "--te-version", help="Transformer Engine version on the target, e.g. 2.7.")
 TorchVersion = typer.Option(None, "--torch-version", help="PyTorch version on the target, e.g. 2.6.")
 

@@ -4,12 +4,15 @@
 Target-profile keys (read by target.build_target; ``-`` and ``_`` are interchangeable)::
 
     [tool.overlap]
-    gpu = "h100"              # a100 | h100 | h200 | b200 | b300 | gb200 | gb300
+    gpu = "h100"              # a100 | h100 | h200 | b200 | b300 | gb200 | gb300 | vr200 | r100
     world_size = 64           # or: nodes = 8 and gpus_per_node = 8
     transformer_engine = true # alias: te
     te_version = "2.7"        # strings: a TOML number 2.10 would read as 2.1
     torch_version = "2.6"
     env_from_shell = false    # exported variables override env_vars, as at launch
+
+    [tool.overlap.per-file-target]   # glob -> the same keys, for the files it matches (file_target.py)
+    "configs/b200/*.yaml" = { gpu = "b200", world-size = 256 }
 
 Rule selection keys (select, ignore, per-file-ignores, ...) are read by selection.py.
 """
