@@ -26,6 +26,12 @@ if TYPE_CHECKING:
 from .model import InputError, InputProblem
 from .records import dataclass, field  # not dataclasses: start-up time (records.py)
 
+# The target keys a table (``[tool.overlap]``, a per-file-target entry, a directive) may set (read by
+# target.apply_table); ``-`` and ``_`` are interchangeable. Other [tool.overlap] keys belong to other parts.
+TARGET_KEYS = (
+    "world_size", "nodes", "gpus_per_node", "gpu", "transformer_engine", "te", "te_version", "torch_version",
+    "env_from_shell",
+)  # fmt: skip
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*overlap[ \t]*:[ \t]*target(?![\w-])(.*)$", re.IGNORECASE | re.MULTILINE)
 _INTEGER_KEYS = ("world_size", "nodes", "gpus_per_node")
 _BOOLEAN_KEYS = ("te", "transformer_engine", "env_from_shell")
@@ -49,15 +55,11 @@ class Directive:
 
 
 def _known(key: str) -> bool:
-    from .target import TARGET_KEYS
-
     return key in TARGET_KEYS
 
 
 def _closest(key: str) -> str:
     import difflib
-
-    from .target import TARGET_KEYS
 
     names = [k.replace("_", "-") for k in TARGET_KEYS]
     near = difflib.get_close_matches(key.replace("_", "-"), names, n=1)

@@ -345,14 +345,6 @@ class SettingError(ValueError):
         self.key, self.source = key, source
 
 
-# The target keys a table (``[tool.overlap]``, a per-file-target entry, a directive) may set; ``-`` and
-# ``_`` are interchangeable. Other [tool.overlap] keys belong to other parts (selection, ...).
-TARGET_KEYS = (
-    "world_size", "nodes", "gpus_per_node", "gpu", "transformer_engine", "te", "te_version", "torch_version",
-    "env_from_shell",
-)  # fmt: skip
-
-
 def apply_table(t: Target, s, source: str) -> None:
     """Apply the target keys of table ``s`` (anything with ``get(key)`` that treats ``-`` and ``_`` alike)
     as ``source``. Raises SettingError naming the key of a value that cannot be used."""
