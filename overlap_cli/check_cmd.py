@@ -2,7 +2,7 @@
 
 cli.py's Typer command and fastcli.py's own argument parser both call ``run_check``; neither adds
 behaviour of its own. Nothing here imports typer (its import and its per-option validators cost ~100 ms
-of every start, issue 8). A usage error is ``UsageError``: one ``overlap: error: ...`` line on stderr,
+of every start). A usage error is ``UsageError``: one ``overlap: error: ...`` line on stderr,
 exit code 2. ``build_target`` also serves ``fix``, ``env`` and ``presets`` (through cli.build_target).
 """
 
@@ -121,15 +121,21 @@ def run_check(
     jobs: int = 1,
     configs_only: bool = False,
     annotate: bool = False,
-    output=None,
+    output_file=None,
+    annotate_output=None,
+    show_info: bool = False,
+    show_effective: bool = False,
+    quiet: bool = False,
+    statistics: bool = False,
 ) -> int:
     """``overlap check ARGS`` with already-parsed options (the defaults are the command's); returns the exit
-    code. Writes the report to stdout, notes and errors to stderr."""
+    code. Writes the report to stdout (or ``output_file``), errors of unreadable files to stderr."""
+    view = {"show_info": show_info, "show_effective": show_effective, "quiet": quiet, "statistics": statistics}
     try:
         return _check(
             list(args), world_size, nodes, gpus_per_node, te, gpu, te_version, torch_version, settings, detect,
             env_from_shell, format, select, ignore, extend_select, severity_threshold, exit_zero, jobs,
-            configs_only, annotate, output,
+            configs_only, annotate, output_file, annotate_output, view,
         )
     except UsageError as exc:
         report_usage_error(str(exc))
@@ -138,7 +144,8 @@ def run_check(
 
 def _check(
     args, world_size, nodes, gpus_per_node, te, gpu, te_version, torch_version, settings, detect, env_from_shell,
-    format, select, ignore, extend_select, severity_threshold, exit_zero, jobs, configs_only, annotate, output,
+    format, select, ignore, extend_select, severity_threshold, exit_zero, jobs, configs_only, annotate, output_file,
+    annotate_output, view,
 ) -> int:
     from .loader import parse_override
     from .model import InputError
@@ -146,8 +153,7 @@ def _check(
     files, raw_overrides = split_args(args)
     if not files:
         raise UsageError("no config file given")
-    if output is not None and not annotate:
-        raise UsageError("-o/--output is used with --annotate")
+    check_output_options(format, annotate, annotate_output, view["statistics"])
     try:
         overrides = [parse_override(o) for o in raw_overrides]
     except InputError as exc:
@@ -160,17 +166,67 @@ def _check(
     from .runner import check_files, progress_bar
 
     files, skipped, selection, problems = gather_inputs(files, configs_only, select, ignore, extend_select, settings)
-    with progress_bar(len(files), sys.stderr.isatty() and not annotate) as bar:
-        results = problems + check_files(files, target, overrides, selection, 1 if annotate else jobs, bar.advance, keep_views=annotate)
+    for path in (output_file, annotate_output):
+        refuse_input_as_output(path, files)  # every config found, so a folder's files are covered too
+    annotating = annotate or annotate_output is not None
+    if annotate_output is not None and len(files) != 1:
+        raise UsageError("--annotate-output takes one input file")
+    with progress_bar(len(files), sys.stderr.isatty() and not annotating) as bar:
+        results = problems + check_files(files, target, overrides, selection, 1 if annotating else jobs, bar.advance, keep_views=annotating)
 
     if annotate:
-        return _write_annotated(results, files, output)
+        return _write_annotated(results, files, output_file, view["quiet"])
+    if annotate_output is not None:
+        _write_annotated(results, files, annotate_output, view["quiet"], errors_to_stderr=False)
 
     from .report import resolve_format, write
 
-    write(results, resolve_format(format), sys.stdout, skipped, tty=sys.stdout.isatty())
+    fmt = resolve_format(format)
+    if output_file is None:
+        write(results, fmt, sys.stdout, skipped, tty=sys.stdout.isatty(), **view)
+    else:
+        import io
+
+        buffer = io.StringIO()
+        write(results, fmt, buffer, skipped, tty=False, **view)
+        _atomic_write(output_file, buffer.getvalue())
     code = exit_code(results, severity_threshold)
     return EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code
+
+
+def check_output_options(format, annotate, annotate_output, statistics) -> None:
+    """Option combinations that have no meaning: a usage error before anything is read."""
+    if annotate and annotate_output is not None:
+        raise UsageError("give --annotate (the annotated config instead of the report) or --annotate-output FILE "
+                         "(the annotated config to FILE, beside the report), not both")
+    if annotate and format != "text":
+        raise UsageError(f"--annotate prints the config back, not a report: it takes no --format {format} "
+                         "(use --annotate-output FILE to write the annotated config beside the report)")
+    if annotate and statistics:
+        raise UsageError("--annotate and --statistics exclude each other")
+    if statistics and format in ("sarif", "github"):
+        raise UsageError(f"--statistics prints text or json, not {format}")
+
+
+def refuse_input_as_output(path, files) -> None:
+    """An output file (-o, --annotate-output) never overwrites a config being checked."""
+    if path is None:
+        return
+    for f in files:
+        try:
+            if os.path.exists(path) and os.path.exists(f) and os.path.samefile(path, f):
+                raise UsageError(f"{path}: an output file must not be an input file")
+        except OSError:
+            pass
+
+
+def _atomic_write(path, text) -> None:
+    from .writer import atomic_write
+
+    try:
+        atomic_write(path, text)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
 def gather_inputs(files, configs_only, select, ignore, extend_select, settings):
@@ -189,33 +245,27 @@ def gather_inputs(files, configs_only, select, ignore, extend_select, settings):
     return files, skipped, selection, problems
 
 
-def _write_annotated(results, files, output) -> int:
-    """--annotate: the config back with effective values and provenance comments (stdout or -o FILE)."""
+def _write_annotated(results, files, output, quiet=False, errors_to_stderr=True) -> int:
+    """The config back with effective values and provenance comments: --annotate prints it (or writes it to
+    -o FILE), --annotate-output FILE writes it beside the report. One input file when written to a file."""
     from .annotate import annotate_text
 
-    if output is not None:
-        if len(files) != 1:
-            raise UsageError("-o/--output takes one input file")
-        try:
-            if os.path.exists(output) and os.path.samefile(output, files[0]):
-                raise UsageError("-o/--output must not be the input file")
-        except OSError:
-            pass
+    if output is not None and len(files) != 1:
+        raise UsageError("-o/--output-file with --annotate takes one input file")
     chunks = []
     for r in results:
         if r.error is not None:
-            sys.stderr.write(r.error.one_line() + "\n")
+            if errors_to_stderr:  # with --annotate-output the report says it
+                sys.stderr.write(r.error.one_line() + "\n")
             continue
         chunks.append(annotate_text(r))
     text = "".join(chunks)
     if output is not None:
-        from .writer import atomic_write
-
-        try:
-            atomic_write(output, text)
-        except OSError as exc:
-            raise UsageError(f"{output}: cannot write: {exc.strerror or exc}") from None
-        sys.stderr.write(f"annotated config written to {output}\n")
+        if not chunks:
+            return exit_code(results)  # nothing could be annotated: leave no empty file behind
+        _atomic_write(output, text)
+        if not quiet:
+            sys.stderr.write(f"annotated config written to {output}\n")
     else:
         sys.stdout.write(text)
     return exit_code(results)

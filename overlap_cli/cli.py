@@ -11,11 +11,37 @@ from enum import Enum
 from typing import List, Optional
 
 import typer
+import typer.core
 
 from . import __version__, check_cmd
 from .check_cmd import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INPUT, UsageError, exit_code, split_args  # noqa: F401  (used by cmd_*.py)
 
+class OverlapGroup(typer.core.TyperGroup):
+    """The app's click group: every usage error the parser raises (unknown option, missing value, bad
+    choice, missing argument, unknown command), in any command, becomes one line on stderr, exit 2."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        from .usage import OneLineErrors
+
+        with OneLineErrors():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx):
+        from .usage import OneLineErrors
+
+        with OneLineErrors():
+            return super().invoke(ctx)
+
+    def resolve_command(self, ctx, args):
+        cmd_name, cmd, rest = super().resolve_command(ctx, args)
+        from .usage import current_command
+
+        current_command[0] = f"{ctx.command_path} {cmd_name}"  # named in the hint of a context-less error
+        return cmd_name, cmd, rest
+
+
 app = typer.Typer(
+    cls=OverlapGroup,
     name="overlap",
     help="Check and fix Megatron-Bridge communication-overlap settings before you spend GPU hours.",
     no_args_is_help=True,
@@ -101,7 +127,7 @@ def check(
     settings: Optional[str] = SettingsPath,
     detect: bool = Detect,
     env_from_shell: bool = EnvFromShell,
-    format: Format = typer.Option(Format.text, "--format", "-f", help="Output format (auto: github under GitHub Actions, else text)."),
+    format: Format = typer.Option(Format.text, "--format", "--output-format", "-f", help="Output format (auto: github under GitHub Actions, else text)."),
     select: Optional[List[str]] = typer.Option(None, "--select", help="Only these rules: codes, prefixes (TP, DP3), rule names or ALL; comma-separated or repeated."),
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rules not to report (codes, prefixes, names)."),
     extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Rules to add to the selection."),
@@ -109,8 +135,13 @@ def check(
     exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when findings are reported (input errors still exit 2)."),
     jobs: int = typer.Option(1, "--jobs", "-j", min=0, help="Check files in N worker processes (0: one per CPU). Output order does not change."),
     configs_only: bool = typer.Option(False, "--configs-only", help="Skip files without a model/ddp/comm_overlap/mixed_precision/optimizer section even when named (pre-commit)."),
-    annotate: bool = typer.Option(False, "--annotate", help="Print the config back with effective values and provenance comments."),
-    output: Optional[str] = typer.Option(None, "-o", "--output", help="With --annotate: write the annotated config to this file."),
+    annotate: bool = typer.Option(False, "--annotate", help="Print the config back with effective values and provenance comments (instead of the report)."),
+    output_file: Optional[str] = typer.Option(None, "-o", "--output-file", "--output", metavar="FILE", help="Write the report (with --annotate: the annotated config) to FILE instead of stdout; atomic, never over an input."),
+    annotate_output: Optional[str] = typer.Option(None, "--annotate-output", metavar="FILE", help="Also write the annotated config of the one input file to FILE; the report is printed as usual."),
+    show_info: bool = typer.Option(False, "--show-info", help="Text: also list info findings (they restate what Bridge does by default)."),
+    show_effective: bool = typer.Option(False, "--show-effective", help="Text: also print each file's effective overlap settings with provenance (always in JSON and --annotate)."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="Print only warnings and errors: no summary, notes or hints."),
+    statistics: bool = typer.Option(False, "--statistics", help="Count findings per code instead of listing them (text or json)."),
 ):
     """Resolve the effective TP/DP/PP overlap settings and report findings with stable codes."""
     # The body is check_cmd.run_check, shared with the typer-free fast path (fastcli.py).
@@ -119,7 +150,8 @@ def check(
         torch_version=torch_version, settings=settings, detect=detect, env_from_shell=env_from_shell,
         format=format.value, select=select, ignore=ignore, extend_select=extend_select,
         severity_threshold=severity_threshold.value, exit_zero=exit_zero, jobs=jobs, configs_only=configs_only,
-        annotate=annotate, output=output,
+        annotate=annotate, output_file=output_file, annotate_output=annotate_output, show_info=show_info,
+        show_effective=show_effective, quiet=quiet, statistics=statistics,
     ))
 
 

@@ -12,6 +12,7 @@ from typing import List, Optional
 import typer
 
 from .cli import (
+    OverlapGroup,
     GPU,
     TE,
     Detect,
@@ -30,6 +31,7 @@ from .cli import (
 )
 
 presets_app = typer.Typer(
+    cls=OverlapGroup,  # one-line usage errors in the sub-commands too
     name="presets",
     help="Megatron-Bridge's TP-overlap (userbuffers) presets: list them, print one, pick one for a config.",
     no_args_is_help=True,

@@ -72,6 +72,7 @@ CHECK_OPTIONS: dict = {
     "--detect": ("detect", (_FLAG, True)),
     "--env-from-shell": ("env_from_shell", (_FLAG, True)),
     "--format": ("format", _choice("text", "concise", "json", "sarif", "github", "auto")),
+    "--output-format": ("format", _choice("text", "concise", "json", "sarif", "github", "auto")),
     "--select": ("select", _MULTIPLE),
     "--ignore": ("ignore", _MULTIPLE),
     "--extend-select": ("extend_select", _MULTIPLE),
@@ -80,9 +81,15 @@ CHECK_OPTIONS: dict = {
     "--jobs": ("jobs", _count),
     "--configs-only": ("configs_only", (_FLAG, True)),
     "--annotate": ("annotate", (_FLAG, True)),
-    "--output": ("output", _text),
+    "--output-file": ("output_file", _text),
+    "--output": ("output_file", _text),
+    "--annotate-output": ("annotate_output", _text),
+    "--show-info": ("show_info", (_FLAG, True)),
+    "--show-effective": ("show_effective", (_FLAG, True)),
+    "--quiet": ("quiet", (_FLAG, True)),
+    "--statistics": ("statistics", (_FLAG, True)),
 }
-SHORT_OPTIONS = {"-f": "--format", "-j": "--jobs", "-o": "--output"}
+SHORT_OPTIONS = {"-f": "--format", "-j": "--jobs", "-o": "--output-file", "-q": "--quiet"}
 
 
 def parse_check(argv: list) -> tuple:

@@ -306,7 +306,7 @@ def test_installed_console_script():
     exe = shutil.which("overlap") or str(Path(sys.executable).parent / "overlap")
     if not os.path.exists(exe):
         pytest.skip("console script not installed in this environment")
-    proc = subprocess.run([exe, "check", str(EXAMPLES / "tp_overlap_without_sp.yaml")], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([exe, "check", str(EXAMPLES / "tp_overlap_without_sp.yaml"), "--show-effective"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "TP102 warning" in proc.stdout
     assert "effective overlap settings" in proc.stdout

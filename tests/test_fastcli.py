@@ -110,9 +110,26 @@ CHECK_CASES = [
     # annotate
     ["--annotate", TUNED],
     ["--annotate", TUNED, "--world-size", "64", "ddp.overlap_grad_reduce=false"],
-    ["-o", "out.yaml", TUNED],  # -o without --annotate
     ["--annotate", "-o", TUNED, TUNED],  # -o onto the input file
     ["--annotate", "-o", "out.yaml", TUNED, WARNS],
+    ["-o", TUNED, TUNED],  # the report onto the input file
+    ["--annotate-output", TUNED, TUNED],
+    ["--annotate", "--format", "json", TUNED],
+    ["--annotate", "--annotate-output", "out.yaml", TUNED],
+    # what the text report shows
+    ["--show-info", WARNS],
+    ["--show-effective", "--world-size", "64", WARNS],
+    ["--show-info", "--show-effective", "examples"],
+    ["-q", "examples"],
+    ["--quiet", "--show-info", WARNS],
+    ["-q", "-f", "concise", "examples"],
+    ["--statistics", "examples"],
+    ["--statistics", "--show-info", "-q", "examples"],
+    ["--statistics", "-f", "json", "examples"],
+    ["--statistics", "-f", "sarif", WARNS],
+    ["--output-format", "concise", WARNS],
+    ["--output-format=json", "-f", "concise", WARNS],  # the last of the two synonyms wins
+    ["-qfconcise", WARNS],  # bundled short flags: typer's
     # typer's own errors (the fast path hands these over)
     [],
     ["--help"],
@@ -134,6 +151,8 @@ CHECK_CASES = [
     ["--te=true", TUNED],
     ["-f=json", TUNED],
     ["--world-size"],
+    ["--wrld-size", "8", TUNED],
+    ["--show-info=yes", TUNED],
 ]
 
 
@@ -154,6 +173,21 @@ def test_annotate_output_file_same_as_typer(tmp_path):
     assert fast == typer
     assert fast_text == (tmp_path / "out.yaml").read_text()
     assert fast[0] == 0 and "annotated config written to out.yaml" in fast[2]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "concise"])
+def test_output_file_same_as_typer(tmp_path, fmt):
+    """-o/--output-file writes the report: the same file from both paths, nothing on stdout."""
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    args = ["check", "-o", "report.out", "--format", fmt, WARNS, "--world-size", "64"]
+    fast = run(FAST, args, cwd=tmp_path)
+    fast_text = (tmp_path / "report.out").read_text()
+    (tmp_path / "report.out").unlink()
+    typer = run(TYPER, args, cwd=tmp_path)
+    assert fast == typer
+    assert fast_text == (tmp_path / "report.out").read_text()
+    assert fast[0] == 1 and fast[1] == ""
+    assert "TP102" in fast_text
 
 
 def test_github_actions_auto_format_same_as_typer():

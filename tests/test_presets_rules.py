@@ -87,7 +87,7 @@ def test_effective_value_custom_null_and_unused(run_cli, tmp_path):
 
 
 def test_text_report_names_the_preset(run_cli):
-    code, out, _ = run_cli("check", CASES / "ub_preset_fits.yaml", "--gpu", "h100", "--format", "text")
+    code, out, _ = run_cli("check", CASES / "ub_preset_fits.yaml", "--gpu", "h100", "--format", "text", "--show-effective")
     assert f"preset {LLAMA_PRESET}" in out
 
 

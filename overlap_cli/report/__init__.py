@@ -1,7 +1,7 @@
 """Writers of check results. The result objects (model.FileResult) know nothing about them.
 
-Formats: ``text`` (findings plus the effective settings; rich on a terminal), ``concise`` (one line per
-finding), ``json`` (the stable contract), ``sarif`` (SARIF 2.1.0 for code-scanning UIs), ``github``
+Formats: ``text`` (warnings and errors first; info and the effective settings on request; rich on a
+terminal), ``concise`` (one line per finding), ``json`` (the stable contract), ``sarif`` (SARIF 2.1.0 for code-scanning UIs), ``github``
 (workflow commands that GitHub Actions turns into annotations). ``auto`` is ``github`` when running under
 GitHub Actions and ``text`` otherwise.
 """
@@ -54,9 +54,23 @@ def display_path(path: str) -> str:
     return absolute if rel.startswith("..") else rel
 
 
-def write(results, fmt: str, out: IO[str], skipped=(), tty: bool = False) -> None:
-    """Write ``results`` in format ``fmt`` (already resolved from ``auto``) to ``out``."""
-    if fmt == "json":
+def write(
+    results, fmt: str, out: IO[str], skipped=(), tty: bool = False, *, show_info: bool = False,
+    show_effective: bool = False, quiet: bool = False, statistics: bool = False,
+) -> None:
+    """Write ``results`` in format ``fmt`` (already resolved from ``auto``) to ``out``.
+
+    ``show_info``, ``show_effective`` and ``quiet`` shape the human formats only (text; quiet also drops
+    concise's summary and info lines): json, sarif and github always carry everything. ``statistics``
+    replaces the findings by counts per code (text or json; check_cmd refuses the other formats)."""
+    if statistics:
+        from . import statistics_report
+
+        if fmt == "json":
+            out.write(statistics_report.render_json(results, skipped) + "\n")
+        else:
+            statistics_report.render_text(results, out, skipped, show_info=show_info, quiet=quiet)
+    elif fmt == "json":
         from .json_report import render
 
         out.write(render(results, skipped) + "\n")
@@ -71,12 +85,12 @@ def write(results, fmt: str, out: IO[str], skipped=(), tty: bool = False) -> Non
     elif fmt == "concise":
         from .concise_report import render
 
-        render(results, out, skipped)
+        render(results, out, skipped, quiet=quiet)
     elif tty:
         from .text_report import render_rich
 
-        render_rich(results, skipped=skipped)
+        render_rich(results, skipped, show_info=show_info, show_effective=show_effective, quiet=quiet)
     else:
         from .text_report import render_plain
 
-        render_plain(results, out, skipped=skipped)
+        render_plain(results, out, skipped, show_info=show_info, show_effective=show_effective, quiet=quiet)

@@ -14,15 +14,20 @@ def finding_line(file: str, f) -> str:
     return f"{file}:{f.line or 1}:{f.column or 1}: {f.code}{mark} {f.severity}: {f.message}"
 
 
-def render(results, out: IO[str], skipped=()) -> None:
+def render(results, out: IO[str], skipped=(), quiet: bool = False) -> None:
+    """``quiet``: warning and error lines only, no summary (``-q``, as ruff's ``--quiet``)."""
     fixable = 0
     for r in results:
         if r.error is not None:
             sys.stderr.write(r.error.one_line() + "\n")  # as in text: bad input is one line on stderr
             continue
         for f in r.findings:
+            if quiet and f.severity == "info":
+                continue
             out.write(finding_line(r.file, f) + "\n")
             fixable += f.fix is not None and f.fix.applicability == "safe"
+    if quiet:
+        return
     s = summary(results)
     if s["files"] and s["unreadable"] == s["files"]:
         return
