@@ -80,8 +80,11 @@ def resolve(cfg: Config, target: Target) -> Resolved:
 
     model, ddp, opt = final["model"], final["ddp"], final["optimizer"]
     # GPTModelProvider's default is "Transformer Engine (or apex's fused kernel) imports"
-    # (megatron/bridge/models/gpt_provider.py:205, utils/fusions.py), not Megatron-Core's False.
-    if not cfg.has(("model", "gradient_accumulation_fusion")):
+    # (megatron/bridge/models/gpt_provider.py:205, utils/fusions.py), not Megatron-Core's False. A Bridge
+    # dump holding false wrote that default as the dumping machine evaluated it (``default_factory`` runs
+    # when the recipe is built): like every class default in a dump it is no choice of the user's, and
+    # the target's Transformer Engine decides, as it does when the recipe is built there.
+    if not cfg.has(("model", "gradient_accumulation_fusion")) or not user_wrote(cfg, "model", "gradient_accumulation_fusion"):
         model["gradient_accumulation_fusion"] = bool(target.transformer_engine)
         r.gaf_from_provider = True
     r.tp = model["tensor_model_parallel_size"]

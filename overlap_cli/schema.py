@@ -28,7 +28,9 @@ KEY_TYPES: dict = {
     ("model", "virtual_pipeline_model_parallel_size"): _OPT_POSITIVE_INT,
     ("model", "context_parallel_size"): _POSITIVE_INT,
     ("model", "expert_model_parallel_size"): _POSITIVE_INT,
-    ("model", "num_layers"): _OPT_POSITIVE_INT,
+    # A template may leave num_layers 0 (Bridge's vanilla_gpt recipe does): Bridge loads and resolves it, and
+    # nothing about communication overlap depends on it, so only its type is checked.
+    ("model", "num_layers"): _OPT_INT,
     ("model", "sequence_parallel"): _BOOL,
     ("model", "tp_comm_overlap"): _BOOL,
     ("model", "overlap_p2p_comm"): _BOOL,
@@ -95,6 +97,19 @@ KEY_TYPES: dict = {
 }
 
 
+# The sizes of the parallel groups: only these are "parallel sizes" in an input error.
+PARALLEL_SIZES = frozenset(
+    (
+        ("model", "tensor_model_parallel_size"),
+        ("model", "pipeline_model_parallel_size"),
+        ("model", "virtual_pipeline_model_parallel_size"),
+        ("model", "context_parallel_size"),
+        ("model", "expert_model_parallel_size"),
+        ("comm_overlap", "data_parallel_size"),
+    )
+)
+
+
 def _type_ok(kind: str, value: Any) -> bool:
     if value is None:
         return kind.endswith("or null")
@@ -135,9 +150,9 @@ def validate_types(cfg: Config) -> None:
             what = "a positive integer" if "positive" in kind else f"a {kind}"
             if kind.endswith("or null") and "positive" in kind:
                 what = "a positive integer or null"
-            problem = "non-positive parallel size" if (
-                "positive" in kind and isinstance(value, int) and not isinstance(value, bool)
-            ) else "wrong type"
+            problem = "wrong type"
+            if "positive" in kind and isinstance(value, int) and not isinstance(value, bool):
+                problem = "non-positive parallel size" if path in PARALLEL_SIZES else "non-positive value"
             raise InputError(
                 InputProblem(cfg.file, f"{problem}: expected {what}, got {_describe(value)}", dotted(path), line, col)
             )

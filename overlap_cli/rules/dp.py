@@ -46,17 +46,28 @@ def dp_defaults(view):
     """
     if not view.dp_path_ran:
         return
+    # Every value the message names is read from the effective table, and a value the file sets in
+    # comm_overlap is reported as the file's, never as Bridge's default (comm_overlap.py:563-577: the
+    # user's comm_overlap fields replace the DP defaults after they are computed).
+    decided = [k for k in _DP301_KEYS if k not in view.comm_overlap_user]
     if view.dp is None:
-        yield finding(
-            view,
-            "DP301",
-            "info",
-            "data-parallel size unknown (give --world-size): with DP > 1 Bridge sets bucket_size=134,217,728 "
-            "parameters, overlap_grad_reduce and overlap_param_gather"
-            + (", align_param_gather (PP>1, VPP>1)" if view.pp > 1 and view.vp > 1 else "")
-            + "; with DP = 1 it forces them off",
-            "ddp.use_distributed_optimizer",
-        )
+        if view.dp_error:  # the world size was given; DP is undefined, Bridge stops at start-up (DP307)
+            head = f"data-parallel size undefined ({view.dp_error}; DP307): the DP-dependent values are unknown"
+        else:
+            head = "data-parallel size unknown (give --world-size)"
+        named = [k for k in decided if k != "align_param_gather" or (view.pp > 1 and view.vp > 1)]
+        if named:
+            # "key=value" in a message states an effective value; a conditional one is written "key to value".
+            what = _and([("bucket_size to 134,217,728 parameters" if k == "bucket_size" else k) for k in named])
+            if "align_param_gather" in named:
+                what = what.replace("align_param_gather", "align_param_gather (PP>1, VPP>1)")
+            yield finding(
+                view, "DP301", "info",
+                f"{head}: with DP > 1 Bridge sets {what}; with DP = 1 it forces them off" + _user_part(view),
+                "ddp.use_distributed_optimizer",
+            )
+        else:
+            yield finding(view, "DP301", "info", head + _user_part(view).replace("; ", ": ", 1), "ddp.use_distributed_optimizer")
         return
     if view.dp > 1:
         bucket = view.value("ddp.bucket_size")
@@ -74,14 +85,37 @@ def dp_defaults(view):
             f"align_param_gather={fmt(view.value('ddp.align_param_gather'))}",
             "ddp.use_distributed_optimizer",
         )
-    else:
-        yield finding(
-            view,
-            "DP301",
-            "info",
-            "DP=1: Bridge forces overlap_grad_reduce, overlap_param_gather and align_param_gather off and bucket_size to null",
-            "ddp.use_distributed_optimizer",
-        )
+        return
+    # DP = 1: Bridge's DP path turns the overlaps off and bucket_size to null -- unless comm_overlap sets
+    # them, or validate() syncs overlap_param_gather back on from the optimizer (config.py:1969-1981).
+    forced = [k for k in decided if k != "bucket_size" and view.value(f"ddp.{k}") is not True]
+    others = [
+        f"{k}={fmt(view.value(f'ddp.{k}'))} ({view.effective[f'ddp.{k}'].reason})"
+        for k in decided
+        if k != "bucket_size" and k not in forced
+    ]
+    parts = []
+    if forced:
+        parts.append("Bridge forces " + _and(forced) + " off")
+    if "bucket_size" in decided and view.value("ddp.bucket_size") is None:
+        parts.append("bucket_size to null" if forced else "Bridge sets bucket_size to null")
+    msg = "DP=1: " + (" and ".join(parts) if parts else "Bridge's DP defaults do not apply")
+    if others:
+        msg += "; " + "; ".join(others)
+    yield finding(view, "DP301", "info", msg + _user_part(view), "ddp.use_distributed_optimizer")
+
+
+_DP301_KEYS = ("bucket_size", "overlap_grad_reduce", "overlap_param_gather", "align_param_gather")
+
+
+def _and(names: list) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _user_part(view) -> str:
+    """'; comm_overlap sets overlap_grad_reduce=true' for the DP301 keys the file sets in comm_overlap."""
+    mine = [f"{k}={fmt(view.value(f'ddp.{k}'))}" for k in _DP301_KEYS if k in view.comm_overlap_user]
+    return "; comm_overlap sets " + ", ".join(mine) if mine else ""
 
 
 @rule("DP302", "dp-overlap-ignored-no-distopt", "warning", "DP overlap set in comm_overlap is ignored without the distributed optimizer", fix="unsafe")
