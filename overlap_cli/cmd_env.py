@@ -83,6 +83,7 @@ def env(
         import json
 
         doc = {
+            "version": 1,  # every JSON document overlap prints opens with the format version, as check's does
             "file": result.file,
             "target": result.target,
             "env": {name: v.to_json() for name, v in entries},

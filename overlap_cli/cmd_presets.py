@@ -69,9 +69,10 @@ def _same_values(name: str) -> list:
 
 
 def _json(doc) -> None:
+    """Every JSON document overlap prints opens with the format version, as check's does."""
     import json
 
-    sys.stdout.write(json.dumps(doc, indent=2, default=list) + "\n")
+    sys.stdout.write(json.dumps({"version": 1, **doc}, indent=2, default=list) + "\n")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -102,7 +103,7 @@ def list_presets(
         if (family is None or p.fields.gpu == family) and (precision is None or p.fields.precision == precision)
     ]  # fmt: skip
     if format == Format.json:
-        _json([{**_fields_json(p), "same_values_as": _same_values(p.name), "gemms": p.normalized()} for p in chosen])
+        _json({"presets": [{**_fields_json(p), "same_values_as": _same_values(p.name), "gemms": p.normalized()} for p in chosen]})
         return
     header = ("name", "precision", "GPU", "hidden", "TP", "CP", "MBS", "seq", "LoRA")
     rows = [

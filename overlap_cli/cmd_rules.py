@@ -108,7 +108,8 @@ def rules_command(
     if format == RulesFormat.json:
         import json
 
-        sys.stdout.write(json.dumps(rules_json(), indent=2, ensure_ascii=False) + "\n")
+        # Every JSON document overlap prints opens with the format version, as check's does.
+        sys.stdout.write(json.dumps({"version": 1, "rules": rules_json()}, indent=2, ensure_ascii=False) + "\n")
         return
     if format == RulesFormat.markdown:
         sys.stdout.write(rules_markdown())

@@ -40,7 +40,9 @@ def expected_row(name: str) -> dict:
 def list_json(run_cli, *args):
     code, out, err = run_cli("presets", "list", "--format", "json", *args)
     assert code == 0, err
-    return json.loads(out)
+    doc = json.loads(out)
+    assert doc["version"] == 1
+    return doc["presets"]
 
 
 # -- list ----------------------------------------------------------------------------------------
@@ -203,7 +205,7 @@ def test_presets_found_from_an_installed_wheel(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     result = subprocess.run([str(bindir / "overlap"), "presets", "list", "--format", "json"], cwd=elsewhere,
                             capture_output=True, text=True, env=env, check=True)  # fmt: skip
-    rows = json.loads(result.stdout)
+    rows = json.loads(result.stdout)["presets"]
     for row in rows:
         row.pop("same_values_as")
     assert rows == [expected_row(n) for n in sorted(REFERENCE)]

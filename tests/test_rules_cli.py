@@ -20,6 +20,8 @@ def test_rules_json_lists_every_rule(run_cli):
     code, out, _ = run_cli("rules", "--format", "json")
     assert code == 0
     doc = json.loads(out)
+    assert doc["version"] == 1
+    doc = doc["rules"]
     assert [r["code"] for r in doc] == all_codes()
     for r in doc:
         assert r["severity"] in ("info", "warning", "error")
