@@ -6,8 +6,9 @@
 - A YAML file found in a folder is checked only if it looks like a training config: a top-level
   ``model``, ``ddp``, ``comm_overlap``, ``mixed_precision`` or ``optimizer`` key. Anything else
   (CI workflows, compose files, Helm charts) is skipped with a note. A file named on the command line is
-  always checked, unless ``configs_only`` is set (the pre-commit hook sets it: pre-commit passes every
-  staged YAML file by name).
+  skipped with the same note, except a flow-style one (``{model: ...}``, which the sniff cannot read) —
+  unless ``configs_only`` is set (the pre-commit hook sets it: pre-commit passes every staged YAML file
+  by name), which skips those too.
 - The same file reached twice is checked once, at its first position.
 """
 
@@ -51,6 +52,21 @@ def looks_like_config(path: str) -> bool:
     return bool(_SECTION_RE.search(head.decode("utf-8", errors="replace")))
 
 
+def _starts_flow_mapping(path: str) -> bool:
+    """True if the first content of the file (after comments, directives, ``---``) opens a flow mapping."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return True
+    for line in head.splitlines():
+        text = line.strip()
+        if not text or text.startswith(("#", "%")) or text == "---":
+            continue
+        return text.startswith(("{", "--- {"))
+    return False
+
+
 def _walk(folder: str):
     for dirpath, dirnames, filenames in os.walk(folder, onerror=None):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
@@ -68,9 +84,12 @@ def discover(args, configs_only: bool = False) -> Discovered:
         if key in seen:
             return
         seen.add(key)
-        if (not explicit or configs_only) and os.path.isfile(path) and not looks_like_config(path):
-            out.skipped.append((path, NOT_A_CONFIG))
-            return
+        if os.path.isfile(path) and not looks_like_config(path):
+            # Named explicitly, a flow-style file (`{model: ...}`) is still checked: the sniff reads block
+            # style only. Anything else without a training section is noted and skipped, as in a folder.
+            if not explicit or configs_only or not _starts_flow_mapping(path):
+                out.skipped.append((path, NOT_A_CONFIG))
+                return
         out.files.append(path)
 
     for arg in args:

@@ -89,23 +89,29 @@ def apply_overrides(cfg: Config, overrides: list[Override]) -> None:
         def bad(msg: str) -> InputError:
             return InputError(InputProblem(cfg.file, f"override {ov.raw!r}: {msg}"))
 
+        # Bridge merges the file onto a full ConfigContainer, where every field of model/ddp/optimizer
+        # exists (and every field of comm_overlap/mixed_precision once the section is a mapping), so a
+        # plain key=value reaches a field this tool knows even when the file leaves it out.
+        field_of_container = _container_field(cfg, ov.path)
         parent: Any = cfg.data
         for i, part in enumerate(ov.path[:-1]):
             if not isinstance(parent, dict):
                 raise bad(f"{dotted(ov.path[:i])} is not a mapping")
             if part not in parent or parent[part] is None:
-                if ov.op in ("add", "force"):
+                if ov.op in ("add", "force") or (field_of_container and ov.op == "set"):
                     parent[part] = {}
                 else:
-                    raise bad(f"key {dotted(ov.path[: i + 1])} is not in the config (use +{dotted(ov.path)}=... to add it)")
+                    raise bad(_not_in_config(ov.path[: i + 1], ov.path))
             parent = parent[part]
         if not isinstance(parent, dict):
             raise bad(f"{dotted(ov.path[:-1])} is not a mapping")
         leaf = ov.path[-1]
         exists = leaf in parent
-        if ov.op == "set" and not exists:
-            raise bad(f"key {dotted(ov.path)} is not in the config (use +{dotted(ov.path)}=... to add it)")
-        if ov.op == "add" and exists:
+        if ov.op == "set" and not exists and not field_of_container:
+            raise bad(_not_in_config(ov.path, ov.path))
+        # Hydra's +key=value appends unless a non-null value is already there (hydra/_internal/
+        # config_loader_impl.py _apply_overrides_to_config): a null field may be given with +.
+        if ov.op == "add" and exists and parent[leaf] is not None and not isinstance(ov.value, (dict, list)):
             raise bad(f"key {dotted(ov.path)} already exists (use ++{dotted(ov.path)}=... to force it)")
         if ov.op == "delete":
             if not exists:
@@ -120,3 +126,23 @@ def apply_overrides(cfg: Config, overrides: list[Override]) -> None:
             continue
         parent[leaf] = ov.value
         cfg.override_paths.add(ov.path)
+
+
+def _container_field(cfg: Config, path: tuple) -> bool:
+    """``section.field`` of Bridge's ConfigContainer that exists before the file is merged onto it."""
+    from .schema import ALWAYS_PRESENT_SECTIONS, known_field
+
+    if len(path) != 2 or not known_field(*path):
+        return False
+    return path[0] in ALWAYS_PRESENT_SECTIONS or isinstance(cfg.data.get(path[0]), dict)
+
+
+def _not_in_config(missing: tuple, path: tuple) -> str:
+    from .schema import OPTIONAL_SECTIONS, known_field
+
+    head = f"key {dotted(missing)} is not in the config"
+    if len(path) == 2 and path[0] in OPTIONAL_SECTIONS and known_field(*path):
+        head = f"{path[0]} is not a mapping in the config (Bridge leaves it null unless the recipe sets it)"
+    elif len(path) == 2 and not known_field(*path):
+        head += " and is not a field overlap-cli knows"
+    return f"{head} (use +{dotted(path)}=... to add it)"

@@ -110,6 +110,27 @@ PARALLEL_SIZES = frozenset(
 )
 
 
+# Sections of Bridge's ConfigContainer that always exist (dataclass fields with a default instance), and
+# those that may be null (Optional, None unless a recipe sets them). Bridge's scripts merge the file onto
+# the full container before applying Hydra overrides (megatron/bridge/training/utils/omegaconf_utils.py
+# parse_hydra_overrides, in struct mode), so ``key=value`` reaches any field of such a section.
+ALWAYS_PRESENT_SECTIONS = ("model", "ddp", "optimizer")
+OPTIONAL_SECTIONS = ("comm_overlap", "mixed_precision")
+
+
+def known_field(section: str, key: str) -> bool:
+    """Whether ``section.key`` is a field this tool knows of Bridge's config class for that section."""
+    from . import bridge
+
+    if section in ALWAYS_PRESENT_SECTIONS:
+        return key in bridge.SECTION_DEFAULTS.get(section, {}) or (section, key) in KEY_TYPES
+    if section == "comm_overlap":
+        return key in bridge.COMM_OVERLAP_FIELDS
+    if section == "mixed_precision":
+        return key in bridge.MP_DEFAULTS
+    return False
+
+
 def _type_ok(kind: str, value: Any) -> bool:
     if value is None:
         return kind.endswith("or null")

@@ -50,14 +50,29 @@ def test_walks_yaml_skips_hidden_and_non_configs(tmp_path):
     assert all("not a training config" in why for _, why in found.skipped)
 
 
-def test_explicit_files_always_checked_unless_configs_only(tmp_path):
+def test_explicit_non_config_is_skipped_like_in_a_folder(tmp_path):
     from overlap_cli.discovery import discover
 
-    tree(tmp_path, {"workflow.yaml": "on: [push]\n", "c.yaml": CONFIG})
-    wf, c = str(tmp_path / "workflow.yaml"), str(tmp_path / "c.yaml")
-    assert discover([wf, c]).files == [wf, c]
-    only = discover([wf, c], configs_only=True)
-    assert only.files == [c] and only.skipped[0][0] == wf
+    tree(tmp_path, {"workflow.yaml": "on: [push]\n", "c.yaml": CONFIG, "flow.yaml": "# flow\n{model: {tensor_model_parallel_size: 2}}\n"})
+    wf, c, flow = (str(tmp_path / n) for n in ("workflow.yaml", "c.yaml", "flow.yaml"))
+    found = discover([wf, c, flow])
+    assert found.files == [c, flow]  # a flow-style file named explicitly is still checked
+    assert [p for p, _ in found.skipped] == [wf] and "not a training config" in found.skipped[0][1]
+    only = discover([wf, c, flow], configs_only=True)
+    assert only.files == [c] and [p for p, _ in only.skipped] == [wf, flow]
+
+
+def test_cli_explicit_ci_workflow_is_not_a_training_config(run_cli, tmp_path):
+    """A GitHub workflow named on the command line: no CFG001, no table; the note, exit 0."""
+    wf = tmp_path / "ci.yml"
+    wf.write_text("name: CI\non: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n")
+    code, out, err = run_cli("check", wf, "--show-info", "--show-effective")
+    assert code == 0
+    assert "CFG001" not in out and "effective" not in out
+    assert f"{wf}: skipped: not a training config" in err
+    code, out, _ = run_cli("check", wf, "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["results"] == [] and doc["skipped"][0]["file"] == str(wf)
 
 
 def test_order_and_duplicates(tmp_path):
