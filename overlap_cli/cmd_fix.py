@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from enum import Enum
 from typing import List, Optional
 
 import typer
@@ -33,6 +34,12 @@ from .cli import (
 )
 
 
+class FixThreshold(str, Enum):
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
 @app.command()
 def fix(
     args: List[str] = typer.Argument(..., metavar="FILE...", help="Config files to fix."),
@@ -54,13 +61,21 @@ def fix(
     ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Do not fix findings of these rules."),
     extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Rules to add to the selection."),
     configs_only: bool = typer.Option(False, "--configs-only", help="Skip files without a model/ddp/comm_overlap/mixed_precision/optimizer section (pre-commit)."),
+    severity_threshold: FixThreshold = typer.Option(
+        FixThreshold.warning, "--severity-threshold",
+        help="Fix only findings of this severity or worse (the bar `overlap check` fails on, so the fix hook never edits a file the check hook passes).",
+    ),
 ):
     """Edit configs so that Bridge keeps the overlaps they ask for: safe fixes by default, comments and
     layout kept, checked again after every round.
 
+    Only findings at or above --severity-threshold (default: warning) are fixed. `info` reaches the info
+    findings too, whose fixes are all unsafe (--unsafe-fixes).
+
     Exit codes: without --write, 1 when something would change (or a file had to be refused), else 0;
-    with --write, 0 when no warning or error is left, 1 when some remain that no fix removes; 2 on input
-    errors (a file that does not parse is never edited) and on files that cannot be written."""
+    with --write, 0 when no finding at or above the threshold is left, 1 when some remain that no fix
+    removes; 2 on input errors (a file that does not parse is never edited) and on files that cannot be
+    written."""
     files, overrides = split_args(args)
     if overrides:
         raise usage_error(
@@ -83,6 +98,7 @@ def fix(
         files, _skipped, selection, problems = gather_inputs(files, configs_only, select, ignore, extend_select, settings)
     except UsageError as exc:
         raise usage_error(str(exc)) from None
+    threshold = severity_threshold.value
     out = sys.stdout
     outcomes = [Outcome(p.file, "", "", error=p.error) for p in problems]
     for o in outcomes:
@@ -93,12 +109,14 @@ def fix(
         if real in seen:  # the same file twice (or two links to it): fix it once
             continue
         seen.add(real)
-        o = fix_file(path, target, unsafe=unsafe_fixes, comments=not no_comments, selection=selection)
+        o = fix_file(
+            path, target, unsafe=unsafe_fixes, comments=not no_comments, selection=selection, threshold=threshold
+        )
         outcomes.append(o)
         _report_problems(o)
 
     if write:
-        raise typer.Exit(_write_all(outcomes, out))
+        raise typer.Exit(_write_all(outcomes, out, threshold))
     if diff:
         for o in outcomes:
             if o.changed:
@@ -127,7 +145,22 @@ def _describe(a) -> str:
     f = a.finding
     where = f"line {f.line}: " if a.round == 1 and f.line else ""
     after = f" (after round {a.round - 1})" if a.round > 1 else ""
-    return f"  {f.code} [{f.fix.applicability}] {where}{f.fix.message}{after}\n"
+    head = f"  {f.code} [{f.fix.applicability}] {where}{f.fix.message}{after}\n"
+    if len(a.edits) == 1 and _edit_words(a.edits[0]) in f.fix.message:
+        return head  # the message already is the edit
+    return head + "".join(f"      {_edit_words(e)}\n" for e in a.edits)
+
+
+def _edit_words(e) -> str:
+    """One edit as the listing names it: ``remove KEY``, ``set KEY: VALUE`` (a long value abbreviated)."""
+    if e.op == "remove":
+        return f"remove {e.key}"
+    from .rules._helpers import fmt
+
+    value = f"mapping of {len(e.value)} key(s)" if isinstance(e.value, dict) else fmt(e.value)
+    if len(value) > 60:
+        value = value[:59] + "…"
+    return f"{'add' if e.op == 'add' else 'set'} {e.key}: {value}"
 
 
 def _list_fixes(o, out, unsafe: bool) -> None:
@@ -156,12 +189,13 @@ def _unified_diff(o) -> str:
     return "".join(lines)
 
 
-def _write_all(outcomes, out) -> int:
+def _write_all(outcomes, out, threshold: str = "warning") -> int:
     from .loader import read_text
     from .model import SEVERITY_RANK, InputError
     from .writer import atomic_write
 
-    code = exit_code([o.result for o in outcomes if o.result is not None])
+    bar = SEVERITY_RANK[max(threshold, "warning", key=SEVERITY_RANK.get)]  # info never fails a run
+    code = exit_code([o.result for o in outcomes if o.result is not None], "error" if bar == 2 else "warning")
     fixed_files = fixed_count = 0
     for o in outcomes:
         if o.error is not None:
@@ -187,12 +221,13 @@ def _write_all(outcomes, out) -> int:
         elif o.problem and code == EXIT_CLEAN:
             code = EXIT_FINDINGS
         for f in o.result.findings:
-            if SEVERITY_RANK[f.severity] >= SEVERITY_RANK["warning"]:
+            if SEVERITY_RANK[f.severity] >= bar:
                 mark = " (fix with --unsafe-fixes)" if f.fix and f.fix.applicability == "unsafe" else ""
                 out.write(f"{o.path}:{f.line or 1}:{f.column or 1}: {f.code} {f.severity}: {f.message}{mark}\n")
     remaining = sum(
         1 for o in outcomes if o.result is not None for f in o.result.findings
-        if SEVERITY_RANK[f.severity] >= SEVERITY_RANK["warning"]
+        if SEVERITY_RANK[f.severity] >= bar
     )
-    out.write(f"Fixed {fixed_count} finding(s) in {fixed_files} file(s); {remaining} warning/error finding(s) remain.\n")
+    what = "error" if bar == 2 else "warning/error"
+    out.write(f"Fixed {fixed_count} finding(s) in {fixed_files} file(s); {remaining} {what} finding(s) remain.\n")
     return code

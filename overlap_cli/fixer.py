@@ -49,16 +49,23 @@ class Outcome:
     result: Optional[FileResult] = None  # the check of the fixed text (or of the original on a problem)
     error: Optional[InputProblem] = None  # the file could not be read or parsed
     bom: bool = False  # the file starts with a UTF-8 byte-order mark (kept when written back)
+    threshold: str = "warning"  # findings below this severity are reported, never fixed
 
     @property
     def changed(self) -> bool:
         return self.fixed != self.original
 
     def unsafe_pending(self) -> list:
-        """Findings left with an unsafe fix that was not applied (needs --unsafe-fixes)."""
+        """Findings at or above the threshold left with an unsafe fix that was not applied (needs --unsafe-fixes)."""
+        from .model import SEVERITY_RANK
+
         if self.result is None:
             return []
-        return [f for f in self.result.findings if f.fix and f.fix.applicability == "unsafe"]
+        bar = SEVERITY_RANK[self.threshold]
+        return [
+            f for f in self.result.findings
+            if f.fix and f.fix.applicability == "unsafe" and SEVERITY_RANK[f.severity] >= bar
+        ]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -66,14 +73,16 @@ class Outcome:
 # ----------------------------------------------------------------------------------------------
 
 
-def fix_file(path: str, target, unsafe: bool = False, comments: bool = True, selection=None) -> Outcome:
+def fix_file(
+    path: str, target, unsafe: bool = False, comments: bool = True, selection=None, threshold: str = "warning"
+) -> Outcome:
     from .loader import read_text
 
     try:
         text = read_text(path)
     except InputError as exc:
         return Outcome(path, "", "", error=exc.problem)
-    out = fix_text(path, text, target, unsafe=unsafe, comments=comments, selection=selection)
+    out = fix_text(path, text, target, unsafe=unsafe, comments=comments, selection=selection, threshold=threshold)
     try:
         with open(path, "rb") as fh:
             out.bom = fh.read(3) == b"\xef\xbb\xbf"
@@ -82,8 +91,15 @@ def fix_file(path: str, target, unsafe: bool = False, comments: bool = True, sel
     return out
 
 
-def fix_text(path: str, text: str, target, unsafe: bool = False, comments: bool = True, selection=None) -> Outcome:
+def fix_text(
+    path: str, text: str, target, unsafe: bool = False, comments: bool = True, selection=None, threshold: str = "warning"
+) -> Outcome:
+    """Fix ``text``. Only findings at or above ``threshold`` have their fixes applied: the same bar that
+    makes ``overlap check`` exit 1, so ``fix`` never edits a file that ``check`` passes."""
     from .engine import check_file
+    from .model import SEVERITY_RANK
+
+    bar = SEVERITY_RANK[threshold]
 
     def check(t: str) -> FileResult:
         return check_file(path, target, None, text=t, selection=selection)
@@ -95,7 +111,7 @@ def fix_text(path: str, text: str, target, unsafe: bool = False, comments: bool 
     if add_newline:
         work += "\n"
 
-    out = Outcome(path, text, text)
+    out = Outcome(path, text, text, threshold=threshold)
     result = check(work)
     if result.error is not None:
         out.error, out.result = result.error, result
@@ -105,7 +121,10 @@ def fix_text(path: str, text: str, target, unsafe: bool = False, comments: bool 
     current = work
     skipped_keys: set = set()
     for rnd in range(1, MAX_ROUNDS + 2):
-        wanted = [f for f in result.findings if f.fix and f.fix.edits and (f.fix.applicability == "safe" or unsafe)]
+        wanted = [
+            f for f in result.findings
+            if f.fix and f.fix.edits and (f.fix.applicability == "safe" or unsafe) and SEVERITY_RANK[f.severity] >= bar
+        ]
         if not wanted:
             break
         try:

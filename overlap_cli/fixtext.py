@@ -280,7 +280,8 @@ def keep_comments(text: str, removals: list, notes: bool = True) -> str:
       follows them so that they do not seem to describe the next key.
     - A suppression (``# overlap: ignore[...]``) is never left alone at the start of a line, where it
       would cover the next key: the note goes in front of it, ``notes=False`` or not.
-    A removal whose lines hold no user comment is left to the tree edit (its lines just go).
+    - With notes on, every removed key leaves its note line, comment or not: the file says what went and
+      why. A replaced block value without user comments is left to the tree edit (its lines just go).
     """
     if not removals:
         return text
@@ -296,7 +297,7 @@ def keep_comments(text: str, removals: list, notes: bool = True) -> str:
         first = r.span.start
         own = [i for i in r.span if i in found and (r.key_too or i != first) and user_part(found[i])]
         above = r.key_too and notes and _user_comment_above(first, found, code_end)
-        if not own and not above:
+        if not own and not above and not (notes and r.key_too):
             continue
         taken.update(r.span)
         note = _note(r, lines[first], code_end.get(first, 0))

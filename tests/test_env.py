@@ -120,7 +120,8 @@ def test_check_effective_env_entries(run_cli, root):
     assert r["effective"]["env.CUDA_DEVICE_MAX_CONNECTIONS"]["source"] == "recommended"
     env501 = next(f for f in r["findings"] if f["code"] == "ENV501")
     assert env501["severity"] == "warning"  # TP overlap requested on Hopper
-    assert env501["fix"]["applicability"] == "safe"
+    # sequence_parallel is off, so TP overlap is not effective: adding 1 would make nothing take effect
+    assert env501["fix"]["applicability"] == "unsafe"
     (edit,) = env501["fix"]["edits"]
     assert edit["op"] == "set" and edit["key"] == "env_vars.CUDA_DEVICE_MAX_CONNECTIONS" and edit["value"] == 1
     assert edit["comment"]  # the fixer writes it next to the value
@@ -133,10 +134,12 @@ def test_fix_write_adds_env_vars_block(run_cli, root, tmp_path):
     text = cfg.read_text()
     assert "env_vars:" in text
     assert "CUDA_DEVICE_MAX_CONNECTIONS: 1  # overlap: ENV501" in text
-    assert "NVTE_FWD_LAYERNORM_SM_MARGIN: 16" in text and "TORCH_NCCL_HIGH_PRIORITY: 1" in text
+    # ENV501 in round 2, once TP102's fix made TP overlap effective; the margins and NCCL priority are
+    # info findings, which offer no safe fix
+    assert "NVTE_FWD_LAYERNORM_SM_MARGIN" not in text and "TORCH_NCCL_HIGH_PRIORITY" not in text
     code, r = check_json(run_cli, cfg, "--gpu", "h100")
     codes = {f["code"] for f in r["findings"]}
-    assert not codes & {"ENV501", "ENV502", "ENV505", "ENV506", "TP102"}
+    assert not codes & {"ENV501", "ENV502", "TP102"}
     assert r["effective"]["env.CUDA_DEVICE_MAX_CONNECTIONS"]["source"] == "env_vars"
 
 
@@ -152,7 +155,10 @@ def test_fix_corrects_a_wrong_value_and_moves_misplaced_ones(run_cli, root, tmp_
 
     wrong = tmp_path / "w.yaml"
     shutil.copy(root / "tests/cases/env502_copied_from_b200.yaml", wrong)
+    before = wrong.read_text()
     run_cli("fix", wrong, "--gpu", "h100", "--write")
+    assert wrong.read_text() == before  # a value the file sets in env_vars: never a safe fix's to change
+    run_cli("fix", wrong, "--gpu", "h100", "--write", "--unsafe-fixes")
     assert "CUDA_DEVICE_MAX_CONNECTIONS: 1" in wrong.read_text()
 
 

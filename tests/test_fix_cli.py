@@ -24,6 +24,8 @@ def test_dry_run_lists_fixes_and_writes_nothing(run_cli, tmp_path):
     assert code == 1
     assert f"{path}: " in out and "would be applied" in out
     assert "PP202 [safe] line 17: remove comm_overlap.overlap_p2p_comm" in out
+    assert "PP201" not in out  # info: not fixed (nor offered) below --severity-threshold info
+    code, out, _ = run_cli("fix", path, "--severity-threshold", "info")
     assert "more with --unsafe-fixes: PP201" in out
     assert path.read_bytes() == (EXAMPLES / "pp_without_vpp.yaml").read_bytes()
 

@@ -18,7 +18,7 @@ from bench.mutate import lost_comments
 from overlap_cli import fixtext
 
 PP202_NOTE = "# overlap: PP202 removed overlap_p2p_comm: true (crashes without VPP)"
-TP101_NOTE = "# overlap: TP101 removed tp_comm_overlap_cfg (TP overlap needs TP >= 2)"
+UB608_NOTE = "# overlap: UB608 removed tp_comm_overlap_cfg (unused)"
 
 
 def fix(run_cli, tmp_path: Path, text: str, *args) -> tuple[int, str, str]:
@@ -69,11 +69,14 @@ def test_no_comments_keeps_the_users_comment_and_drops_only_our_note(run_cli, tm
     assert_idempotent(run_cli, tmp_path, after, "--select", "PP202", "--no-comments")
 
 
-def test_removed_key_without_a_comment_just_goes(run_cli, tmp_path):
+def test_removed_key_without_a_comment_leaves_the_note(run_cli, tmp_path):
+    # Every removal says in place what went and why; --no-comments leaves nothing.
     before = PP202.replace("   # crashes: non-interleaved schedule", "")
     code, after, output = fix(run_cli, tmp_path, before, "--select", "PP202")
     assert code == 0, output
-    assert after == before.replace("  overlap_p2p_comm: true\n", "")
+    assert after == before.replace("  overlap_p2p_comm: true\n", f"  {PP202_NOTE}\n")
+    code, plain, _ = fix(run_cli, tmp_path, before, "--select", "PP202", "--no-comments")
+    assert plain == before.replace("  overlap_p2p_comm: true\n", "")
 
 
 def test_comment_lines_above_a_removed_key_get_the_note_after_them(run_cli, tmp_path):
@@ -89,12 +92,12 @@ def test_comment_lines_above_a_removed_key_get_the_note_after_them(run_cli, tmp_
     assert plain == before.replace("  overlap_p2p_comm: true\n", "")
 
 
-TP101 = """\
+UNUSED_CFG = """\
 model:
   tensor_model_parallel_size: 1
   sequence_parallel: false
 comm_overlap:
-  tp_comm_overlap: true
+  tp_comm_overlap: false
   # tuned on 8xH100 last spring
   tp_comm_overlap_cfg:   # our own preset
     qkv_dgrad:
@@ -107,32 +110,35 @@ comm_overlap:
 """
 
 
+UB608_FLAGS = ("--select", "UB608", "--unsafe-fixes", "--severity-threshold", "info", "--world-size", "8")
+
+
 def test_comments_inside_and_above_a_removed_block_survive(run_cli, tmp_path):
-    code, after, output = fix(run_cli, tmp_path, TP101, "--select", "TP101", "--world-size", "8")
+    code, after, output = fix(run_cli, tmp_path, UNUSED_CFG, *UB608_FLAGS)
     assert code == 0, output
     assert after == """\
 model:
   tensor_model_parallel_size: 1
   sequence_parallel: false
 comm_overlap:
-  tp_comm_overlap: false  # overlap: TP101 TP overlap needs TP >= 2
+  tp_comm_overlap: false
   # tuned on 8xH100 last spring
   %s  # our own preset
       # fastest here
     # proj_fprop stays at the default
   overlap_grad_reduce: true
-""" % TP101_NOTE
+""" % UB608_NOTE
     assert yaml.safe_load(after)["comm_overlap"] == {"tp_comm_overlap": False, "overlap_grad_reduce": True}
-    assert_idempotent(run_cli, tmp_path, after, "--world-size", "8")
+    assert_idempotent(run_cli, tmp_path, after, *UB608_FLAGS)
 
 
 def test_comments_of_a_removed_block_with_no_comments(run_cli, tmp_path):
-    code, after, output = fix(run_cli, tmp_path, TP101, "--select", "TP101", "--world-size", "8", "--no-comments")
+    code, after, output = fix(run_cli, tmp_path, UNUSED_CFG, *UB608_FLAGS, "--no-comments")
     assert code == 0, output
     assert "# overlap:" not in after
-    assert not lost_comments(TP101, after)
+    assert not lost_comments(UNUSED_CFG, after)
     assert "  # tuned on 8xH100 last spring\n  # our own preset\n      # fastest here\n    # proj_fprop stays at the default\n" in after
-    assert_idempotent(run_cli, tmp_path, after, "--world-size", "8", "--no-comments")
+    assert_idempotent(run_cli, tmp_path, after, *UB608_FLAGS, "--no-comments")
 
 
 def test_removal_in_a_flow_mapping_keeps_its_comment(run_cli, tmp_path):

@@ -201,7 +201,8 @@ def test_removing_the_only_key_keeps_an_empty_section_and_its_trailing_comment(r
     before = "mixed_precision: bf16_mixed\nddp:\n  grad_reduce_in_fp32: false\n  # tuned by hand\noptimizer: {}\n"
     code, after, output = fix(run_cli, tmp_path, before, "--select", "MP401", "--unsafe-fixes")
     text = after.decode()
-    assert "ddp: {}\n  # tuned by hand\noptimizer: {}\n" in text, text
+    note = "  # overlap: MP401 moved grad_reduce_in_fp32: false to mixed_precision (mixed precision overwrites ddp)\n"
+    assert "ddp: {}\n" + note + "  # tuned by hand\noptimizer: {}\n" in text, text
     assert yaml.safe_load(text)["ddp"] == {}
 
 
@@ -226,7 +227,7 @@ dataset:
 
 def test_missing_section_is_created_at_the_end(run_cli, tmp_path):
     before = "# optimizer wants the distributed optimizer\noptimizer:\n  use_distributed_optimizer: true\ncomm_overlap:\n  tp_comm_overlap: false\n"
-    code, after, output = fix(run_cli, tmp_path, before, "--select", "DP303", "--world-size", "16")
+    code, after, output = fix(run_cli, tmp_path, before, "--select", "DP303", "--world-size", "16", "--unsafe-fixes")
     assert code == 0, output
     assert after.decode() == before + (
         "ddp:\n  use_distributed_optimizer: true  # overlap: DP303 comm_overlap reads the ddp flag\n"
@@ -235,7 +236,7 @@ def test_missing_section_is_created_at_the_end(run_cli, tmp_path):
 
 def test_null_section_becomes_a_mapping_in_place(run_cli, tmp_path):
     before = "optimizer:\n  use_distributed_optimizer: true\nddp:\ncomm_overlap:\n  tp_comm_overlap: false\n"
-    code, after, output = fix(run_cli, tmp_path, before, "--select", "DP303", "--world-size", "16")
+    code, after, output = fix(run_cli, tmp_path, before, "--select", "DP303", "--world-size", "16", "--unsafe-fixes")
     assert code == 0, output
     assert after.decode() == before.replace(
         "ddp:\n", "ddp:\n  use_distributed_optimizer: true  # overlap: DP303 comm_overlap reads the ddp flag\n"

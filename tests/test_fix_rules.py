@@ -34,6 +34,13 @@ def run_fix(run_cli, tmp_path, src: Path, *args):
     return code, dst, out + err
 
 
+def threshold_for(code: str) -> list:
+    """An info rule's fix is applied only with --severity-threshold info (and, being unsafe, --unsafe-fixes)."""
+    from overlap_cli.rules import get_rule
+
+    return ["--severity-threshold", "info"] if get_rule(code).severity == "info" else []
+
+
 def effective(run_cli, path: Path, *args) -> tuple[dict, list]:
     """(effective values, codes reported). PP201 always reports the p2p choice (info); it counts only
     while it still offers its fix."""
@@ -51,15 +58,18 @@ FIXES = [
      {"model.sequence_parallel": True}, {"model.tp_comm_overlap": True, "model.sequence_parallel": True}),
     ("CFG002", CASES / "cfg002_missing_required.yaml", [], False,
      {"comm_overlap.tp_comm_overlap": False}, {}),
-    ("CFG004", CASES / "cfg004_model_overwritten.yaml", [], False,
+    # batch_p2p_comm is the p2p mode, not an overlap: moving it changes what runs (unsafe)
+    ("CFG004", CASES / "cfg004_model_overwritten.yaml", [], True,
      {"model.batch_p2p_comm": MISSING}, {"model.overlap_p2p_comm": True}),
-    ("CFG005", CASES / "dp1_forced_off.yaml", ["--world-size", "8"], False,
+    # DP = 1: there is nothing to overlap, Bridge switches DP overlap off on purpose (unsafe)
+    ("CFG005", CASES / "dp1_forced_off.yaml", ["--world-size", "8"], True,
      {"ddp.overlap_grad_reduce": MISSING, "comm_overlap.overlap_grad_reduce": True}, {"ddp.overlap_grad_reduce": True}),
     ("PP202", CASES / "pp202_overlap_no_vpp.yaml", [], False,
      {"comm_overlap.overlap_p2p_comm": MISSING}, {"model.overlap_p2p_comm": False, "model.batch_p2p_comm": True}),
     ("PP203", CASES / "pp203_both_true.yaml", [], False,
      {"comm_overlap.batch_p2p_comm": False}, {"model.overlap_p2p_comm": True, "model.batch_p2p_comm": False}),
-    ("DP303", CASES / "dp303_out_of_sync.yaml", ["--world-size", "16"], False,
+    # applies Bridge's DP defaults the run does not get today (unsafe)
+    ("DP303", CASES / "dp303_out_of_sync.yaml", ["--world-size", "16"], True,
      {"ddp.use_distributed_optimizer": True}, {"ddp.bucket_size": 134217728, "ddp.overlap_grad_reduce": True}),
     ("DP302", CASES / "dp302_no_distopt.yaml", ["--world-size", "16"], True,
      {"ddp.use_distributed_optimizer": True, "optimizer.use_distributed_optimizer": True},
@@ -79,7 +89,7 @@ FIXES = [
 def test_fix_edits_and_makes_the_request_work(code, src, args, unsafe, keys, values, run_cli, tmp_path):
     _, before = effective(run_cli, src, *args)
     assert code in before
-    flags = ["--unsafe-fixes"] if unsafe else []
+    flags = (["--unsafe-fixes"] if unsafe else []) + threshold_for(code)
     _, dst, output = run_fix(run_cli, tmp_path, src, "--select", code, *flags, *args)
     data = yaml.safe_load(dst.read_text())
     for key, want in keys.items():
@@ -94,9 +104,9 @@ def test_fix_edits_and_makes_the_request_work(code, src, args, unsafe, keys, val
 
 @pytest.mark.parametrize("code, src, args", [(f[0], f[1], f[2]) for f in FIXES if f[3]], ids=[f[0] for f in FIXES if f[3]])
 def test_unsafe_fix_needs_the_flag(code, src, args, run_cli, tmp_path):
-    rc, dst, output = run_fix(run_cli, tmp_path, src, "--select", code, *args)
+    rc, dst, output = run_fix(run_cli, tmp_path, src, "--select", code, *threshold_for(code), *args)
     assert dst.read_bytes() == src.read_bytes()
-    code_dry, out, _ = run_cli("fix", dst, "--select", code, *args)
+    code_dry, out, _ = run_cli("fix", dst, "--select", code, *threshold_for(code), *args)
     assert f"1 more with --unsafe-fixes: {code}" in out and code_dry == 0
 
 
@@ -133,7 +143,7 @@ def test_pp202_then_pp201_with_unsafe_makes_p2p_overlap_work(run_cli, tmp_path):
     """The safe fix drops the crashing override; with --unsafe-fixes the next round adds the VPP, and
     Bridge then turns p2p overlap on by itself — the user's request works in the end."""
     src = EXAMPLES / "pp_without_vpp.yaml"
-    _, dst, output = run_fix(run_cli, tmp_path, src, "--select", "PP", "--unsafe-fixes")
+    _, dst, output = run_fix(run_cli, tmp_path, src, "--select", "PP", "--unsafe-fixes", "--severity-threshold", "info")
     after, codes = effective(run_cli, dst)
     assert after["model.overlap_p2p_comm"] is True and after["model.virtual_pipeline_model_parallel_size"] == 2
     assert "PP202" not in codes

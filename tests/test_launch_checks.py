@@ -103,7 +103,7 @@ def _fixed(run_cli, tmp_path, name: str, *flags):
     [
         ("ep705_reset_trap.yaml", {"EP705", "CFG004"}, ()),
         ("pp207_layout_ep_overlap.yaml", {"PP207", "EP701"}, ()),
-        ("pp207_layout_implies_vpp.yaml", {"PP207"}, ()),
+        ("pp207_layout_implies_vpp.yaml", set(), ()),  # no crash here: the VPP is an unsafe fix (p2p mode changes)
         ("mp406_mxfp8_without_reuse.yaml", {"MP406"}, ()),
         ("ep709_early_release.yaml", {"EP709"}, ()),
         ("pp206_warmup_flush.yaml", {"PP206"}, ()),

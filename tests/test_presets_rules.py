@@ -94,13 +94,14 @@ def test_text_report_names_the_preset(run_cli):
 # -- UB606: preset vs model ---------------------------------------------------------------------
 
 
-def test_tp4_preset_on_tp2_warns_naming_tp_and_offers_safe_fix(run_cli):
+def test_tp4_preset_on_tp2_warns_naming_tp_and_offers_an_unsafe_exact_fit(run_cli):
+    # Unsafe even when exact: other SM counts and splits replace the ones the file tuned.
     code, r = check(run_cli, CASES / "ub606_tp4_preset_on_tp2.yaml", "--gpu", "b200")
     (f,) = ub_findings(r, "UB606")
     assert f["severity"] == "warning" and code == 1
     assert "TP 4 in the preset vs 2 here" in f["message"]
     assert "GPU h100 in the preset vs b200 here" in f["message"]
-    assert f["fix"]["applicability"] == "safe"
+    assert f["fix"]["applicability"] == "unsafe"
     (edit,) = f["fix"]["edits"]
     assert edit == {"op": "set", "key": "comm_overlap.tp_comm_overlap_cfg",
                     "value": P.serialized_form("userbuffers_bf16_b200_h8192_tp2_mbs1_seqlen8192")}  # fmt: skip
@@ -134,7 +135,7 @@ def test_precision_mismatch_and_lora_fields(run_cli, tmp_path):
     # The mapping equals two presets; both are named, the one closer to the run is used.
     assert f["severity"] == "warning" and "precision fp8 in the preset vs bf16 here" in f["message"]
     assert "userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192" in f["message"]
-    assert f["fix"]["applicability"] == "safe" and f["fix"]["edits"][0]["value"] == P.serialized_form(LLAMA_PRESET)
+    assert f["fix"]["applicability"] == "unsafe" and f["fix"]["edits"][0]["value"] == P.serialized_form(LLAMA_PRESET)
     lora = "userbuffers_fp8_h100_h8192_tp2_mbs1_seqlen4096_lora"
     path = write_config(tmp_path, {"hidden_size": 8192, "seq_length": 4096, "tensor_model_parallel_size": 2},
                         {"tp_comm_overlap": True, "tp_comm_overlap_cfg": P.serialized_form(lora)},
@@ -274,10 +275,11 @@ def test_bootstrap_backend_null_and_invalid_when_off(run_cli, tmp_path):
     assert f["severity"] == "warning"
 
 
-def test_unused_preset_fix_removes_it(run_cli, tmp_path):
+def test_unused_preset_is_info_and_its_removal_unsafe(run_cli, tmp_path):
+    # A recipe may switch TP overlap off on purpose and keep its tuned preset: nothing breaks at launch.
     (f,) = ub_findings(check(run_cli, CASES / "ub608_unused_preset.yaml")[1])
-    assert f["code"] == "UB608" and f["fix"] == {
-        "applicability": "safe", "message": f["fix"]["message"],
+    assert f["code"] == "UB608" and f["severity"] == "info" and f["fix"] == {
+        "applicability": "unsafe", "message": f["fix"]["message"],
         "edits": [{"op": "remove", "key": "comm_overlap.tp_comm_overlap_cfg"}],
     }  # fmt: skip
 

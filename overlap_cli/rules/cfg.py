@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import bridge
 from ..model import Edit
 from . import rule
-from ._helpers import finding, fmt, remove, safe, set_
+from ._helpers import finding, fmt, remove, safe, set_, unsafe
 
 
 @rule("CFG001", "no-comm-overlap", "info", "No comm_overlap section: Bridge applies no overlap tuning")
@@ -41,7 +41,7 @@ def no_comm_overlap(view):
         )
 
 
-@rule("CFG002", "missing-tp-comm-overlap", "error", "comm_overlap lacks the required field tp_comm_overlap", fix="safe")
+@rule("CFG002", "missing-tp-comm-overlap", "error", "comm_overlap lacks the required field tp_comm_overlap", fix="crash")
 def missing_required(view):
     """
     ## What it does
@@ -59,7 +59,7 @@ def missing_required(view):
     ```
 
     ## Fix
-    Adds `comm_overlap.tp_comm_overlap: false`. **Safe**: the section cannot be constructed without it, and
+    Adds `comm_overlap.tp_comm_overlap: false`. **Safe (a) — removes a launch crash**: the section cannot be constructed without it, and
     `false` is the value Bridge would otherwise write onto the model.
     """
     if view.comm_overlap_present and view.comm_overlap_missing_required:
@@ -121,7 +121,7 @@ def unknown_key(view):
         )
 
 
-@rule("CFG004", "model-overlap-overwritten", "warning", "A model-level overlap value is overwritten by comm_overlap", fix="safe")
+@rule("CFG004", "model-overlap-overwritten", "warning", "A model-level overlap value is overwritten by comm_overlap", fix="keeps/overlap/unsafe")
 def model_overwritten(view):
     """
     ## What it does
@@ -146,12 +146,16 @@ def model_overwritten(view):
 
     ## Fix
     Moves the value into `comm_overlap` (same value, now effective) and removes it from `model`.
-    **Safe**: it keeps what the file asked for. If that value then crashes (e.g. both p2p flags true), the
-    PP rules report it and fix it in the next round.
+    **Safe (b) — makes the requested overlap take effect** when the value switches on an overlap
+    (`tp_comm_overlap`, `overlap_p2p_comm`, `overlap_moe_expert_parallel_comm`, `delay_wgrad_compute`,
+    `defer_embedding_wgrad_compute`) that comm_overlap switched off, in a run with the TP/PP group it
+    needs. If that value then crashes (e.g. both p2p flags true), the PP rules report it and fix it in the
+    next round. **Unsafe** for any other move (the p2p mode, a backend, a deferral limit, an overlap
+    switched off): it changes what runs without a crash or an overlap to show for it.
 
     When `comm_overlap` sets the same field itself, the file holds two different requests and Bridge
     obeys the `comm_overlap` one; the fix removes the dead `model` value instead of overruling it.
-    **Safe**: the run does not change, and the file stops saying something that never happens.
+    **Safe — every effective value stays**: the run does not change, and the file stops saying something that never happens.
     """
     for ow in view.co_overwrites:
         if ow.section != "model":
@@ -163,15 +167,48 @@ def model_overwritten(view):
             f"model.{ow.key}: {fmt(ow.file_value)} is overwritten by comm_overlap with {fmt(ow.new_value)}; "
             f"set it in comm_overlap.{ow.key} to make it effective",
             f"model.{ow.key}",
-            _move_into_comm_overlap(view, "model", ow.key, ow.file_value),
+            _move_into_comm_overlap(view, "model", ow.key, ow.file_value, new_value=ow.new_value),
         )
 
 
-def _move_into_comm_overlap(view, section: str, key: str, value, *extra):
-    """Move ``section.key`` into comm_overlap — unless comm_overlap already decides it: then drop it."""
+# The overlap switches comm_overlap overwrites, with the parallel size each one needs a group of (> 1) for
+# the overlap to have any communication to hide: DP overlap at DP = 1 overlaps nothing, and Bridge's DP
+# path switches it off there on purpose (comm_overlap.py `_get_optimizer_overlap_cfgs`).
+_OVERLAP_SWITCHES = {
+    ("model", "tp_comm_overlap"): "tp",
+    ("model", "overlap_p2p_comm"): "pp",
+    ("model", "overlap_moe_expert_parallel_comm"): None,
+    ("model", "delay_wgrad_compute"): None,
+    ("model", "defer_embedding_wgrad_compute"): "pp",
+    ("ddp", "overlap_grad_reduce"): "dp",
+    ("ddp", "overlap_param_gather"): "dp",
+    ("optimizer", "overlap_param_gather"): "dp",
+    ("optimizer", "overlap_param_gather_with_optimizer_step"): "dp",
+}
+
+
+def _switches_on_a_working_overlap(view, section: str, key: str, value, new_value) -> bool:
+    """True when moving ``section.key: value`` into comm_overlap switches on an overlap the file asked for
+    and Bridge switched off, in a run that has the communication it overlaps (fix class (b))."""
+    if (section, key) not in _OVERLAP_SWITCHES or value is not True or new_value is not False:
+        return False
+    group = _OVERLAP_SWITCHES[(section, key)]
+    size = {"tp": view.tp, "pp": view.pp, "dp": view.dp}.get(group, 2) if group else 2
+    return size is not None and size > 1
+
+
+def _move_into_comm_overlap(view, section: str, key: str, value, *extra, new_value=None):
+    """Move ``section.key`` into comm_overlap — unless comm_overlap already decides it: then drop it.
+
+    Dropping a value comm_overlap overwrites keeps every effective value: safe. Moving it changes the
+    effective value: safe only when that switches on an overlap the file asked for and the run can use
+    (class (b)); any other change of what the run gets (a bucket size, the p2p mode, an overlap switched
+    off, DP overlap at DP = 1 or unknown DP) is the user's call: unsafe.
+    """
     if view.cfg.get(("comm_overlap", key)) is not None:
         return safe(f"remove {section}.{key} (comm_overlap.{key} decides it)", remove(f"{section}.{key}"), *extra)
-    return safe(
+    build = safe if _switches_on_a_working_overlap(view, section, key, value, new_value) else unsafe
+    return build(
         f"move {section}.{key} into comm_overlap (comm_overlap overwrites {section})",
         set_(f"comm_overlap.{key}", value),
         remove(f"{section}.{key}"),
@@ -179,7 +216,7 @@ def _move_into_comm_overlap(view, section: str, key: str, value, *extra):
     )
 
 
-@rule("CFG005", "dp-overlap-overwritten", "warning", "A ddp/optimizer overlap value is overwritten by comm_overlap", fix="safe")
+@rule("CFG005", "dp-overlap-overwritten", "warning", "A ddp/optimizer overlap value is overwritten by comm_overlap", fix="keeps/overlap/unsafe")
 def dp_overwritten(view):
     """
     ## What it does
@@ -203,13 +240,18 @@ def dp_overwritten(view):
     ```
 
     ## Fix
-    Moves the value into `comm_overlap` and removes it from ddp/optimizer. **Safe**: the user's value
-    becomes the effective one (comm_overlap values win over every default).
+    Moves the value into `comm_overlap` and removes it from ddp/optimizer. **Safe (b) — makes the requested overlap take effect** when it switches on
+    `overlap_grad_reduce`, `overlap_param_gather` or `overlap_param_gather_with_optimizer_step` that
+    comm_overlap switched off, with DP > 1 known. **Unsafe** otherwise: at DP = 1 there is no
+    data-parallel communication to overlap (Bridge switches DP overlap off there on purpose), with an
+    unknown DP the value the run gets is not known, and moving a bucket size or an overlap switched off
+    changes the run's tuning. The listing (`overlap fix FILE`) names every edit, e.g. the
+    `optimizer.overlap_param_gather` removed with `ddp.overlap_param_gather`; each removal leaves a note.
 
     When `comm_overlap` sets the same field itself (a DP overlap request such as
     `comm_overlap.overlap_grad_reduce: true` next to `ddp.overlap_grad_reduce: false`), the request in
     `comm_overlap` is the one Bridge obeys, and the fix keeps it working: it removes the dead ddp/optimizer
-    value rather than moving it over the request. **Safe**: the run does not change.
+    value rather than moving it over the request. **Safe — every effective value stays**: the run does not change.
     """
     for ow in view.co_overwrites:
         if ow.section not in ("ddp", "optimizer"):
@@ -226,5 +268,5 @@ def dp_overwritten(view):
             f"{ow.section}.{ow.key}: {fmt(ow.file_value)} is overwritten by comm_overlap's data-parallel path "
             f"with {fmt(ow.new_value)}; set it in comm_overlap.{ow.key} to make it effective",
             f"{ow.section}.{ow.key}",
-            _move_into_comm_overlap(view, ow.section, ow.key, ow.file_value, *extra),
+            _move_into_comm_overlap(view, ow.section, ow.key, ow.file_value, *extra, new_value=ow.new_value),
         )

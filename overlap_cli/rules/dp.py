@@ -7,7 +7,7 @@ import re
 from .. import bridge
 from ..model import Edit
 from . import rule
-from ._helpers import finding, fmt, remove, safe, unsafe
+from ._helpers import finding, fmt, remove, unsafe
 
 
 def _human_bytes(n: int) -> str:
@@ -163,7 +163,7 @@ def ignored_without_distopt(view):
         )
 
 
-@rule("DP303", "distopt-out-of-sync", "warning", "optimizer.use_distributed_optimizer true but ddp's false: DP defaults skipped", fix="safe")
+@rule("DP303", "distopt-out-of-sync", "warning", "optimizer.use_distributed_optimizer true but ddp's false: DP defaults skipped", fix="unsafe")
 def distopt_out_of_sync(view):
     """
     ## What it does
@@ -183,8 +183,9 @@ def distopt_out_of_sync(view):
     ```
 
     ## Fix
-    Sets `ddp.use_distributed_optimizer: true`. **Safe**: validate() turns it on anyway; the fix only lets
-    comm_overlap see it in time.
+    Sets `ddp.use_distributed_optimizer: true`. **Unsafe**: validate() turns it on anyway, but
+    comm_overlap then applies Bridge's DP defaults (bucket size; overlapped grad reduce and param gather
+    on at DP > 1, off at DP = 1), which today's run does not get: a change of the run's tuning.
     """
     if not view.comm_overlap_present:
         return
@@ -196,7 +197,7 @@ def distopt_out_of_sync(view):
             "optimizer.use_distributed_optimizer is true but ddp.use_distributed_optimizer is false: comm_overlap skips "
             "the DP defaults, then validate() turns the distributed optimizer on anyway",
             "ddp.use_distributed_optimizer" if view.cfg.has(("ddp", "use_distributed_optimizer")) else "optimizer.use_distributed_optimizer",
-            safe(
+            unsafe(  # comm_overlap then applies Bridge's DP defaults, which today's run does not get
                 "set ddp.use_distributed_optimizer: true (comm_overlap reads the ddp flag)",
                 Edit("set", "ddp.use_distributed_optimizer", True),
             ),

@@ -26,9 +26,12 @@ def _comment(name: str, need) -> str:
     return need.short or name
 
 
-def _set_env(name: str, value: str, need, message: str) -> Fix:
+def _set_env(name: str, value: str, need, message: str, applicability: str = "unsafe") -> Fix:
+    """A fix writing ``env_vars.NAME``. Unsafe unless the caller shows it only adds a missing variable
+    that makes a requested overlap take effect: a value the file sets is the recipe's tuning, never a
+    safe fix's to change."""
     edit = Edit("set", f"env_vars.{name}", _yaml_value(value), _comment(name, need))
-    return Fix("safe", message, (edit,))
+    return Fix(applicability, message, (edit,))
 
 
 def _anchor(view, name: str) -> str:
@@ -77,7 +80,7 @@ def _one_serialises_dp(f) -> bool:
     return f.dp_overlap is True and f.tp == 1 and f.cp == 1
 
 
-@rule("ENV501", "max-connections-missing", "warning", "CUDA_DEVICE_MAX_CONNECTIONS is not set, and the target needs it", fix="safe")
+@rule("ENV501", "max-connections-missing", "warning", "CUDA_DEVICE_MAX_CONNECTIONS is not set, and the target needs it", fix="overlap/unsafe")
 def max_connections_missing(view):
     """
     ## What it does
@@ -108,9 +111,12 @@ def max_connections_missing(view):
     ```
 
     ## Fix
-    Adds `env_vars.CUDA_DEVICE_MAX_CONNECTIONS` with the needed value and a comment saying why. **Safe**:
-    it only sets what the launcher used to set for this shape, and Bridge applies it with setdefault, so a
-    value exported at launch still wins. No fix while the value depends on an unknown GPU or DP size.
+    Adds `env_vars.CUDA_DEVICE_MAX_CONNECTIONS` with the needed value and a comment saying why. **Safe (b) — makes the requested overlap take effect** when
+    TP overlap is effective and the target is Hopper or older: with 1 the communication kernel is queued
+    ahead of the GEMM it overlaps, without it TP overlap does not overlap. It only adds a missing variable,
+    and Bridge applies it with setdefault, so a value exported at launch still wins. **Unsafe** for any
+    other need (32 on SM100+, or no effective TP overlap): that is throughput tuning, not an overlap the
+    file asked for; the finding is then info, and info findings offer no safe fix. No fix while the value depends on an unknown GPU or DP size.
     """
     e = _entry(view, _CDMC)
     if e is None or e.in_file or e.shell_value is not None or e.need is None or _CDMC in _moved_by_env507(view):
@@ -130,17 +136,19 @@ def max_connections_missing(view):
             )
         return
     severity = "warning" if f.tp_overlap or view.tp_requested else "info"
+    # (b): on Hopper, 1 is what lets effective TP overlap overlap at all; 32 (SM100+) is throughput tuning.
+    makes_overlap_work = severity == "warning" and f.tp_overlap and need.value == "1"
     yield finding(
         view,
         "ENV501",
         severity,
         f"env_vars has no CUDA_DEVICE_MAX_CONNECTIONS (unset = CUDA's 8); the target needs {need.value}: {need.reason}",
         _anchor(view, _CDMC),
-        _set_env(_CDMC, need.value, need, f"add env_vars.{_CDMC}: {need.value}"),
+        _set_env(_CDMC, need.value, need, f"add env_vars.{_CDMC}: {need.value}", "safe" if makes_overlap_work else "unsafe"),
     )
 
 
-@rule("ENV502", "max-connections-mismatch", "warning", "env_vars sets CUDA_DEVICE_MAX_CONNECTIONS to a value the target does not want", fix="safe")
+@rule("ENV502", "max-connections-mismatch", "warning", "env_vars sets CUDA_DEVICE_MAX_CONNECTIONS to a value the target does not want", fix="unsafe")
 def max_connections_mismatch(view):
     """
     ## What it does
@@ -163,8 +171,9 @@ def max_connections_mismatch(view):
     ```
 
     ## Fix
-    Sets the needed value, with a comment. **Safe**: it is the value Bridge's own launcher chose for this
-    GPU and parallel layout. Cases with 1 under Megatron-FSDP/UCC (ENV503) or with DP overlap and TP = CP = 1
+    Sets the needed value, with a comment. **Unsafe**: it is the value Bridge's last launcher chose for this
+    GPU and parallel layout, but a value the file sets in `env_vars` is the recipe's own tuning (Bridge's
+    Blackwell recipes ship 32 on purpose), and a safe fix never changes one. Cases with 1 under Megatron-FSDP/UCC (ENV503) or with DP overlap and TP = CP = 1
     (ENV504) are reported there instead.
     """
     e = _entry(view, _CDMC)
@@ -196,7 +205,7 @@ def max_connections_mismatch(view):
     )
 
 
-@rule("ENV503", "max-connections-one-asserts", "error", "CUDA_DEVICE_MAX_CONNECTIONS=1 with Megatron-FSDP or a UCC pipeline backend", fix="safe")
+@rule("ENV503", "max-connections-one-asserts", "error", "CUDA_DEVICE_MAX_CONNECTIONS=1 with Megatron-FSDP or a UCC pipeline backend", fix="unsafe")
 def max_connections_one_fatal(view):
     """
     ## What it does
@@ -218,7 +227,9 @@ def max_connections_one_fatal(view):
 
     ## Fix
     Sets the value the target needs without 1 (8, or 32 where SM100+/DeepEP want it), or removes the entry
-    when that depends on an unknown GPU (unset = 8). **Safe**: the run cannot start with 1. Nothing to fix
+    when that depends on an unknown GPU (unset = 8). **Unsafe**, although the run cannot start with 1: a
+    value the file sets in `env_vars` is never changed or removed by a safe fix, and which value the run
+    should get instead (8, 32) is a tuning choice. Nothing to fix
     in the file when the 1 comes from the shell.
     """
     e = _entry(view, _CDMC)
@@ -233,7 +244,7 @@ def max_connections_one_fatal(view):
         if e.need is not None and e.need.value is not None:
             fix = _set_env(_CDMC, e.need.value, e.need, f"set env_vars.{_CDMC}: {e.need.value}")
         else:
-            fix = Fix("safe", f"remove env_vars.{_CDMC} (unset = 8)", (Edit("remove", f"env_vars.{_CDMC}"),))
+            fix = Fix("unsafe", f"remove env_vars.{_CDMC} (unset = 8)", (Edit("remove", f"env_vars.{_CDMC}"),))
     yield finding(
         view,
         "ENV503",
@@ -244,7 +255,7 @@ def max_connections_one_fatal(view):
     )
 
 
-@rule("ENV504", "max-connections-one-serialises-dp", "warning", "CUDA_DEVICE_MAX_CONNECTIONS=1 serialises DP overlap when TP = CP = 1", fix="safe")
+@rule("ENV504", "max-connections-one-serialises-dp", "warning", "CUDA_DEVICE_MAX_CONNECTIONS=1 serialises DP overlap when TP = CP = 1", fix="unsafe")
 def max_connections_one_dp(view):
     """
     ## What it does
@@ -266,8 +277,8 @@ def max_connections_one_dp(view):
     ```
 
     ## Fix
-    Sets the value the target needs (8, or 32 with DeepEP/HybridEP). **Safe**: with TP = CP = 1 no
-    implementation asks for 1.
+    Sets the value the target needs (8, or 32 with DeepEP/HybridEP). **Unsafe**: with TP = CP = 1 no
+    implementation asks for 1, but the value is set in `env_vars`, and a safe fix never changes one.
     """
     e = _entry(view, _CDMC)
     f = le.facts(view)
@@ -288,7 +299,7 @@ def max_connections_one_dp(view):
     )
 
 
-@rule("ENV505", "layernorm-sm-margin-missing", "info", "LayerNorm SM margins are not set while DP or TP overlap is on", fix="safe")
+@rule("ENV505", "layernorm-sm-margin-missing", "info", "LayerNorm SM margins are not set while DP or TP overlap is on", fix="unsafe")
 def layernorm_margin(view):
     """
     ## What it does
@@ -309,8 +320,9 @@ def layernorm_margin(view):
     ```
 
     ## Fix
-    Adds the missing margins (16, or 20 with DeepEP/HybridEP). **Safe**: a margin only reserves SMs during
-    LayerNorm; any value you already set is kept.
+    Adds the missing margins (16, or 20 with DeepEP/HybridEP). **Unsafe**: a margin reserves SMs during
+    LayerNorm, which changes kernel timing, and the finding is info: info findings offer no safe fix. Any
+    value you already set is kept.
     """
     plan = {e.name: e for e in le.plan(view)}
     missing = []
@@ -333,11 +345,11 @@ def layernorm_margin(view):
         "info",
         f"{names} {'is' if len(missing) == 1 else 'are'} not set (or not a positive integer): {need.reason}",
         _anchor(view, missing[0].name),
-        Fix("safe", f"add {names}: {need.value}", edits),
+        Fix("unsafe", f"add {names}: {need.value}", edits),
     )
 
 
-@rule("ENV506", "nccl-high-priority-missing", "info", "TORCH_NCCL_HIGH_PRIORITY is not set while overlap is on", fix="safe")
+@rule("ENV506", "nccl-high-priority-missing", "info", "TORCH_NCCL_HIGH_PRIORITY is not set while overlap is on", fix="unsafe")
 def high_priority(view):
     """
     ## What it does
@@ -357,7 +369,8 @@ def high_priority(view):
     ```
 
     ## Fix
-    Adds `TORCH_NCCL_HIGH_PRIORITY: 1`. **Safe**: it changes stream priority, not results.
+    Adds `TORCH_NCCL_HIGH_PRIORITY: 1`. **Unsafe**: it changes stream priority, not results, but the
+    finding is info, and info findings offer no safe fix.
     """
     e = _entry(view, le.HIGH_PRIORITY)
     f = le.facts(view)

@@ -12,7 +12,7 @@ from ._helpers import finding
 from .env import _CDMC, _one_is_fatal, _one_serialises_dp, _short
 
 
-@rule("ENV507", "launch-variable-misplaced", "error", "A launch variable is written under comm_overlap, ddp or model", fix="safe/unsafe")
+@rule("ENV507", "launch-variable-misplaced", "error", "A launch variable is written under comm_overlap, ddp or model", fix="crash/unsafe")
 def misplaced(view):
     """
     ## What it does
@@ -33,7 +33,7 @@ def misplaced(view):
     ```
 
     ## Fix
-    Moves the entry into `env_vars` (upper-casing a known name). **Safe**: the value keeps its meaning and
+    Moves the entry into `env_vars` (upper-casing a known name). **Safe (a) — removes a launch crash**: the value keeps its meaning and
     the section becomes constructible. When `env_vars` already sets the variable to another value the fix
     only removes the misplaced entry and is **unsafe** (which value you meant is your call).
     """

@@ -54,7 +54,7 @@ def _smallest_vpp(view):
     return smallest(view.get_final("model", "num_layers"), view.pp)
 
 
-@rule("EP701", "ep-overlap-prerequisite", "error", "EP all-to-all overlap requested but a prerequisite fails", fix="safe/unsafe")
+@rule("EP701", "ep-overlap-prerequisite", "error", "EP all-to-all overlap requested but a prerequisite fails", fix="crash/unsafe")
 def ep_overlap_prerequisites(view):
     """
     ## What it does
@@ -103,7 +103,7 @@ def ep_overlap_prerequisites(view):
     ```
 
     ## Fix
-    Per requirement. **Safe**: EP ≤ 1 or not a MoE model (1, 2) turns the request off, since it can never
+    Per requirement. **Safe (a) — removes a launch crash**: EP ≤ 1 or not a MoE model (1, 2) turns the request off, since it can never
     apply; shared-expert overlap (11) is switched off, keeping the requested EP overlap. **Unsafe**
     (`--unsafe-fixes`): dispatcher `alltoall` (3), the smallest VPP that divides the layers (6, changes the
     schedule, memory and checkpoint layout), selective instead of full recompute (7-9, more activation

@@ -19,7 +19,7 @@ def _fsdp_key(view) -> str:
     return "dist.use_megatron_fsdp"
 
 
-@rule("DP311", "megatron-fsdp-forces", "warning", "Megatron-FSDP overrides settings the file asked for", fix="safe")
+@rule("DP311", "megatron-fsdp-forces", "warning", "Megatron-FSDP overrides settings the file asked for", fix="keeps/unsafe")
 def fsdp_forces(view):
     """
     ## What it does
@@ -45,8 +45,10 @@ def fsdp_forces(view):
     ```
 
     ## Fix
-    Sets `ddp.use_distributed_optimizer: true` and `optimizer.use_distributed_optimizer: true`. **Safe**:
-    FSDP forces them anyway; written in the file, comm_overlap sees them in time to apply its DP defaults.
+    Sets `ddp.use_distributed_optimizer: true` and `optimizer.use_distributed_optimizer: true`. **Safe — every effective value stays** when comm_overlap
+    already ran with the distributed optimizer (FSDP forces the flags anyway). **Unsafe** when Bridge's
+    DP defaults were skipped: written in the file, comm_overlap applies them (bucket size, overlap flags),
+    which today's run does not get.
     """
     if not view.megatron_fsdp:
         return
@@ -67,7 +69,8 @@ def fsdp_forces(view):
         msg += " — after comm_overlap ran with the distributed optimizer off, so Bridge's DP overlap defaults were skipped"
     fix = None
     if skipped or any("use_distributed_optimizer" in f for f in forced):
-        fix = safe(
+        # Written in the file, comm_overlap applies its DP defaults, which a skipped DP path did not: unsafe then.
+        fix = (unsafe if skipped else safe)(
             "set ddp.use_distributed_optimizer and optimizer.use_distributed_optimizer: true (FSDP forces them)",
             Edit("set", "ddp.use_distributed_optimizer", True),
             Edit("set", "optimizer.use_distributed_optimizer", True),
@@ -75,7 +78,7 @@ def fsdp_forces(view):
     yield finding(view, "DP311", "warning", msg, _fsdp_key(view), fix)
 
 
-@rule("DP312", "megatron-fsdp-launch-error", "error", "Megatron-FSDP setup that Bridge rejects at launch", fix="safe/unsafe")
+@rule("DP312", "megatron-fsdp-launch-error", "error", "Megatron-FSDP setup that Bridge rejects at launch", fix="crash/unsafe")
 def fsdp_launch_errors(view):
     """
     ## What it does
@@ -104,7 +107,7 @@ def fsdp_launch_errors(view):
     ```
 
     ## Fix
-    For the precision-aware optimizer: sets `optimizer.use_distributed_optimizer: true`. **Safe**: FSDP
+    For the precision-aware optimizer: sets `optimizer.use_distributed_optimizer: true`. **Safe (a) — removes a launch crash**: FSDP
     forces it a moment later anyway. For the checkpoint format: sets `checkpoint.ckpt_format:
     fsdp_dtensor`. **Unsafe**: it changes the checkpoint format (older checkpoints do not load).
     """

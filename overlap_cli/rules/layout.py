@@ -9,12 +9,12 @@ Bridge's comm_overlap chose its pipeline defaults from the raw, null VPP. The st
 from __future__ import annotations
 
 from . import rule
-from ._helpers import finding, safe, set_
+from ._helpers import finding, safe, set_, unsafe
 
 _LAYOUT = "model.pipeline_model_parallel_layout"
 
 
-@rule("PP207", "vpp-implied-by-layout", "warning", "pipeline_model_parallel_layout implies VPP, but comm_overlap sees none", fix="safe")
+@rule("PP207", "vpp-implied-by-layout", "warning", "pipeline_model_parallel_layout implies VPP, but comm_overlap sees none", fix="crash/unsafe")
 def vpp_implied_by_layout(view):
     """
     ## What it does
@@ -38,19 +38,22 @@ def vpp_implied_by_layout(view):
     ```
 
     ## Fix
-    Sets `model.virtual_pipeline_model_parallel_size` to the layout's value. **Safe**: Megatron-Core uses
-    that value anyway (the schedule and layer placement do not change); the fix only lets comm_overlap
-    see it in time.
+    Sets `model.virtual_pipeline_model_parallel_size` to the layout's value. With EP overlap requested
+    **Safe (a) — removes a launch crash**: Bridge's pre-check asserts without it, and Megatron-Core uses
+    that value anyway. Otherwise **Unsafe**: Megatron-Core uses
+    that value anyway (the schedule and layer placement do not change), but once comm_overlap sees it
+    Bridge picks the interleaved p2p mode (`overlap_p2p_comm: true`, `batch_p2p_comm: false`) instead of
+    batched p2p: a change of what runs that the file did not ask for.
     """
     if not view.comm_overlap_present or view.vpp is not None or view.pp <= 1:
         return
     vpp = view.layout_vpp
     if vpp is None or vpp <= 1:
         return
-    fix = safe(
-        f"set model.virtual_pipeline_model_parallel_size: {vpp} (what the layout implies)",
-        set_("model.virtual_pipeline_model_parallel_size", vpp),
-    )
+    edit = set_("model.virtual_pipeline_model_parallel_size", vpp)
+    message = f"set model.virtual_pipeline_model_parallel_size: {vpp} (what the layout implies)"
+    # Unsafe: once comm_overlap sees VPP > 1 it picks the interleaved p2p mode instead of batched p2p.
+    fix = unsafe(message, edit)
     stages = f"the layout has {view.layout.stages} stages for PP={view.pp}, i.e. VPP={vpp}"
     if view.cfg.get(("comm_overlap", "overlap_moe_expert_parallel_comm")) is True:
         yield finding(
@@ -61,7 +64,7 @@ def vpp_implied_by_layout(view):
             "\"If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be specified when "
             "pipeline_model_parallel_size > 1\"",
             _LAYOUT,
-            fix,
+            safe(message, edit),  # the assert stops the launch: (a)
         )
         return
     yield finding(
@@ -76,7 +79,7 @@ def vpp_implied_by_layout(view):
     )
 
 
-@rule("PP208", "layout-conflict", "error", "pipeline_model_parallel_layout that Megatron-Core rejects", fix="safe")
+@rule("PP208", "layout-conflict", "error", "pipeline_model_parallel_layout that Megatron-Core rejects", fix="crash")
 def layout_conflict(view):
     """
     ## What it does
@@ -107,7 +110,7 @@ def layout_conflict(view):
     ```
 
     ## Fix
-    For a conflicting explicit VPP: sets it to the layout's value. **Safe**: Megatron-Core accepts
+    For a conflicting explicit VPP: sets it to the layout's value. **Safe (a) — removes a launch crash**: Megatron-Core accepts
     nothing else. No fix otherwise (the layout is yours to write).
     """
     raw = view.get_final("model", "pipeline_model_parallel_layout")

@@ -228,7 +228,7 @@ def fp4_te_version(view):
         )
 
 
-@rule("MP406", "mxfp8-param-gather-without-reuse", "error", "MXFP8 parameter gather without grad-buffer reuse", fix="safe")
+@rule("MP406", "mxfp8-param-gather-without-reuse", "error", "MXFP8 parameter gather without grad-buffer reuse", fix="crash")
 def mxfp8_gather_without_reuse(view):
     """
     ## What it does
@@ -247,7 +247,7 @@ def mxfp8_gather_without_reuse(view):
     ```
 
     ## Fix
-    Sets `mixed_precision.reuse_grad_buf_for_mxfp8_param_ag: true`. **Safe**: it is what the launch
+    Sets `mixed_precision.reuse_grad_buf_for_mxfp8_param_ag: true`. **Safe (a) — removes a launch crash**: it is what the launch
     requires and lowers memory (the gradient buffer holds the MXFP8 parameter all-gather). Not offered when
     `overlap_param_gather_with_optimizer_step` is on, which cannot be combined with the reuse (DP308).
     """
@@ -272,7 +272,7 @@ def mxfp8_gather_without_reuse(view):
     )
 
 
-@rule("MP407", "mxfp8-reuse-without-param-gather", "error", "Grad-buffer reuse without FP8 parameter gather", fix="safe")
+@rule("MP407", "mxfp8-reuse-without-param-gather", "error", "Grad-buffer reuse without FP8 parameter gather", fix="crash")
 def reuse_without_param_gather(view):
     """
     ## What it does
@@ -292,7 +292,7 @@ def reuse_without_param_gather(view):
     ```
 
     ## Fix
-    Turns the reuse off where it is set. **Safe**: without FP8 parameters there is nothing to reuse the
+    Turns the reuse off where it is set. **Safe (a) — removes a launch crash**: without FP8 parameters there is nothing to reuse the
     buffer for, and the run would not start.
     """
     if view.get_final("ddp", "reuse_grad_buf_for_mxfp8_param_ag") is not True or view.get_final("ddp", "fp8_param_gather"):

@@ -30,7 +30,7 @@ def _off(view, why: str, applicability=safe):
     return applicability(f"set {key}: false ({why})", set_(key, False))
 
 
-@rule("DP308", "ops-with-mxfp8-reuse", "error", "overlap_param_gather_with_optimizer_step with MXFP8 grad-buffer reuse", fix="safe")
+@rule("DP308", "ops-with-mxfp8-reuse", "error", "overlap_param_gather_with_optimizer_step with MXFP8 grad-buffer reuse", fix="crash")
 def ops_with_mxfp8_reuse(view):
     """
     ## What it does
@@ -54,7 +54,7 @@ def ops_with_mxfp8_reuse(view):
     ```
 
     ## Fix
-    Turns `overlap_param_gather_with_optimizer_step` off. **Safe**: the combination cannot start, and
+    Turns `overlap_param_gather_with_optimizer_step` off. **Safe (a) — removes a launch crash**: the combination cannot start, and
     MXFP8 with fp8_param_gather requires the reuse (MP406).
     """
     if ops_on(view) and view.get_final("optimizer", "reuse_grad_buf_for_mxfp8_param_ag") is True:
@@ -67,7 +67,7 @@ def ops_with_mxfp8_reuse(view):
         )
 
 
-@rule("DP309", "ops-layer-wise-optimizer", "error", "overlap_param_gather_with_optimizer_step with the layer-wise distributed optimizer", fix="safe")
+@rule("DP309", "ops-layer-wise-optimizer", "error", "overlap_param_gather_with_optimizer_step with the layer-wise distributed optimizer", fix="crash")
 def ops_with_layer_wise(view):
     """
     ## What it does
@@ -88,7 +88,7 @@ def ops_with_layer_wise(view):
     ```
 
     ## Fix
-    Turns overlap_param_gather_with_optimizer_step off. **Safe**: it never works on this path.
+    Turns overlap_param_gather_with_optimizer_step off. **Safe (a) — removes a launch crash**: it never works on this path.
     """
     if not ops_on(view):
         return

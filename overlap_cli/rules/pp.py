@@ -70,7 +70,7 @@ def p2p_choice(view):
     )
 
 
-@rule("PP202", "p2p-overlap-non-interleaved", "error", "overlap_p2p_comm on a non-interleaved schedule crashes", fix="safe")
+@rule("PP202", "p2p-overlap-non-interleaved", "error", "overlap_p2p_comm on a non-interleaved schedule crashes", fix="crash")
 def overlap_without_vpp(view):
     """
     ## What it does
@@ -90,7 +90,7 @@ def overlap_without_vpp(view):
     ```
 
     ## Fix
-    Removes the `overlap_p2p_comm: true` override (Bridge then picks batched p2p). **Safe**: the
+    Removes the `overlap_p2p_comm: true` override (Bridge then picks batched p2p). **Safe (a) — removes a launch crash**: the
     override would crash the run. Getting p2p overlap instead needs VPP > 1, which changes memory use and
     the checkpoint layout, so it is PP201's unsafe fix: with `--unsafe-fixes` the next round adds the
     VPP and Bridge turns p2p overlap on by itself — the request then works rather than being dropped.
@@ -115,7 +115,7 @@ def overlap_without_vpp(view):
         )
 
 
-@rule("PP203", "p2p-overlap-and-batch", "error", "overlap_p2p_comm and batch_p2p_comm both true on the interleaved schedule", fix="safe")
+@rule("PP203", "p2p-overlap-and-batch", "error", "overlap_p2p_comm and batch_p2p_comm both true on the interleaved schedule", fix="crash")
 def overlap_and_batch(view):
     """
     ## What it does
@@ -135,7 +135,7 @@ def overlap_and_batch(view):
     ```
 
     ## Fix
-    Sets `comm_overlap.batch_p2p_comm: false`. **Safe**: keeps the requested p2p overlap, and the
+    Sets `comm_overlap.batch_p2p_comm: false`. **Safe (a) — removes a launch crash**: keeps the requested p2p overlap, and the
     combination would crash.
     """
     if view.pp > 1 and view.vpp_final is not None and view.value("model.overlap_p2p_comm") is True and view.value("model.batch_p2p_comm") is True:
@@ -200,7 +200,7 @@ def _defer_key(view) -> str:
     return "model.defer_embedding_wgrad_compute"
 
 
-@rule("PP205", "defer-embedding-wgrad-prerequisites", "error", "defer_embedding_wgrad_compute without PP > 1 or gradient accumulation fusion", fix="safe")
+@rule("PP205", "defer-embedding-wgrad-prerequisites", "error", "defer_embedding_wgrad_compute without PP > 1 or gradient accumulation fusion", fix="crash")
 def defer_prerequisites(view):
     """
     ## What it does
@@ -224,7 +224,7 @@ def defer_prerequisites(view):
     ```
 
     ## Fix
-    Turns `defer_embedding_wgrad_compute` off. **Safe**: the deferral cannot start without pipeline
+    Turns `defer_embedding_wgrad_compute` off. **Safe (a) — removes a launch crash**: the deferral cannot start without pipeline
     parallelism and the fused accumulation, so nothing that ran is lost.
     """
     if view.value("model.defer_embedding_wgrad_compute") is not True:
@@ -258,7 +258,7 @@ def defer_prerequisites(view):
         )
 
 
-@rule("PP206", "warmup-flush-needs-overlap-p2p", "error", "overlap_p2p_comm_warmup_flush without overlap_p2p_comm (or with batch_p2p_comm)", fix="safe")
+@rule("PP206", "warmup-flush-needs-overlap-p2p", "error", "overlap_p2p_comm_warmup_flush without overlap_p2p_comm (or with batch_p2p_comm)", fix="crash")
 def warmup_flush(view):
     """
     ## What it does
@@ -280,8 +280,8 @@ def warmup_flush(view):
 
     ## Fix
     On the interleaved schedule: sets `overlap_p2p_comm: true` and `batch_p2p_comm: false` where they are
-    decided (comm_overlap, else the model). **Safe**: it is what the flag needs and what Bridge picks for
-    VPP > 1 anyway. Otherwise turns the flag off. **Safe**: it cannot work without p2p overlap.
+    decided (comm_overlap, else the model). **Safe (a) — removes a launch crash**: it is what the flag needs and what Bridge picks for
+    VPP > 1 anyway. Otherwise turns the flag off. **Safe (a) — removes a launch crash**: it cannot work without p2p overlap.
     """
     if view.get_final("model", "overlap_p2p_comm_warmup_flush") is not True:
         return

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from ..model import Edit
 from . import rule
 from ._helpers import finding, safe, set_, unsafe
 
 _REQUEST = "comm_overlap.tp_comm_overlap"
 
 
-@rule("TP101", "tp-overlap-off-tp-size", "warning", "TP overlap requested with TP < 2: Bridge switches it off", fix="safe")
+@rule("TP101", "tp-overlap-off-tp-size", "warning", "TP overlap requested with TP < 2: Bridge switches it off", fix="keeps")
 def tp_too_small(view):
     """
     ## What it does
@@ -28,14 +27,14 @@ def tp_too_small(view):
     ```
 
     ## Fix
-    Sets `comm_overlap.tp_comm_overlap: false` and drops a `tp_comm_overlap_cfg` that then has no effect.
-    **Safe**: TP overlap can never apply with TP < 2, so the run does not change; the file stops claiming
+    Sets `comm_overlap.tp_comm_overlap: false`; a `tp_comm_overlap_cfg` stays (Bridge copies it onto the
+    model either way; UB608 notes it as unused). **Safe — every effective value stays**: TP overlap can never apply with TP < 2, so the run does not change; the file stops claiming
     an overlap it does not get. (Raising TP would change the model's sharding — that is your call.)
     """
     if view.tp_gate == "tp":
+        # Only the switch: a tp_comm_overlap_cfg stays (Bridge copies it onto the model either way, and the
+        # recipe may keep it for a TP >= 2 variant); UB608 notes it as unused.
         edits = [set_(_REQUEST, False)]
-        if view.cfg.get(("comm_overlap", "tp_comm_overlap_cfg")) is not None:
-            edits.append(Edit("remove", "comm_overlap.tp_comm_overlap_cfg"))
         yield finding(
             view,
             "TP101",
@@ -46,7 +45,7 @@ def tp_too_small(view):
         )
 
 
-@rule("TP102", "tp-overlap-off-sequence-parallel", "warning", "TP overlap requested without sequence parallelism: Bridge switches it off", fix="safe")
+@rule("TP102", "tp-overlap-off-sequence-parallel", "warning", "TP overlap requested without sequence parallelism: Bridge switches it off", fix="overlap")
 def tp_needs_sp(view):
     """
     ## What it does
@@ -64,7 +63,7 @@ def tp_needs_sp(view):
     ```
 
     ## Fix
-    Sets `model.sequence_parallel: true`. **Safe**: it is what TP overlap requires, keeps the request,
+    Sets `model.sequence_parallel: true`. **Safe (b) — makes the requested overlap take effect**: it is what TP overlap requires, keeps the request,
     and sequence parallelism does not change the model's numerics (it shards LayerNorm/dropout
     activations across the TP group and lowers activation memory).
     """

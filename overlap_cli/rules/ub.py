@@ -126,7 +126,7 @@ def wgrad_beside_dgrad(view):
         yield finding(view, "UB602", p.severity, p.message, f"{ub.key}.{p.gemm}")
 
 
-@rule("UB603", "tp-overlap-cfg-not-buildable", "error", "tp_comm_overlap_cfg Bridge cannot turn into a TransformerLayerTPOverlapCfg", fix="safe/unsafe")
+@rule("UB603", "tp-overlap-cfg-not-buildable", "error", "tp_comm_overlap_cfg Bridge cannot turn into a TransformerLayerTPOverlapCfg", fix="crash/unsafe")
 def not_buildable(view):
     """
     ## What it does
@@ -155,7 +155,7 @@ def not_buildable(view):
 
     ## Fix
     A shipped preset name is expanded into Bridge's serialized mapping (`_target_` keys, every field,
-    `fp8_buf: [false]` where the preset keeps the default). **Safe**: it is exactly the preset the name
+    `fp8_buf: [false]` where the preset keeps the default). **Safe (a) — removes a launch crash**: it is exactly the preset the name
     refers to. A mapping without `_target_` that equals a preset is replaced by the serialized form:
     **unsafe**, because merged over a recipe, fields you left out would have kept the recipe's values.
     No fix for a path or an unknown name.
@@ -210,7 +210,7 @@ def not_buildable(view):
         )  # fmt: skip
 
 
-@rule("UB604", "pipeline-fp8-buf-default", "warning", "PipelineOverlapCfg without explicit fp8_buf in an FP8 run", fix="safe")
+@rule("UB604", "pipeline-fp8-buf-default", "warning", "PipelineOverlapCfg without explicit fp8_buf in an FP8 run", fix="keeps")
 def fp8_buf_default(view):
     """
     ## What it does
@@ -239,7 +239,7 @@ def fp8_buf_default(view):
     ```
 
     ## Fix
-    Writes `fp8_buf: true`. **Safe**: Transformer Engine only tests truthiness, so the run is unchanged and
+    Writes `fp8_buf: true`. **Safe — every effective value stays**: Transformer Engine only tests truthiness, so the run is unchanged and
     the file now says what happens. Write `false` yourself for a BF16 reduce-scatter buffer.
     """
     ub = view.ub
@@ -314,7 +314,7 @@ def te_method_constraints(view):
         yield finding(view, "UB605", p.severity, p.message, f"{ub.key}.{p.gemm}" + (f".{p.field}" if p.field else ""))
 
 
-@rule("UB606", "preset-does-not-fit", "warning", "The userbuffers preset was tuned for a different run", fix="safe/unsafe")
+@rule("UB606", "preset-does-not-fit", "warning", "The userbuffers preset was tuned for a different run", fix="unsafe")
 def preset_mismatch(view):
     """
     ## What it does
@@ -360,7 +360,8 @@ def preset_mismatch(view):
     the fix is safe; with `--gpu h100` it is only the nearest preset and the fix is unsafe.
 
     ## Fix
-    Replacing it with a preset that fits every known field is **safe** (the name then matches the run).
+    Replacing it with a preset that fits every known field is **unsafe** too: the name then matches the
+    run, but other SM counts and splits replace the ones the file tuned.
     Replacing it with the nearest, still imperfect preset is **unsafe**. With no better preset, none is
     offered: keep it, tune your own, or set null for Transformer Engine's defaults.
     """
@@ -377,7 +378,7 @@ def preset_mismatch(view):
     exact, every = _fits(ub.shape)
     if exact and exact not in ub.matches:
         message += f"; {exact} fits this run"
-        fix = safe(f"use preset {exact}, which fits this run", _set_preset(exact))
+        fix = unsafe(f"use preset {exact}, which fits this run", _set_preset(exact))  # other SM counts and splits
     elif every:
         message += "; " + _several(every, ub.shape)
     else:
@@ -453,7 +454,7 @@ def bootstrap_backend(view):
         )  # fmt: skip
 
 
-@rule("UB608", "tp-overlap-cfg-unused", "warning", "tp_comm_overlap_cfg set but TP overlap is not requested", fix="safe")
+@rule("UB608", "tp-overlap-cfg-unused", "info", "tp_comm_overlap_cfg set but TP overlap is not requested", fix="unsafe")
 def cfg_unused(view):
     """
     ## What it does
@@ -475,8 +476,9 @@ def cfg_unused(view):
     ```
 
     ## Fix
-    Removes `tp_comm_overlap_cfg`. **Safe**: it has no effect on this run. (Turn TP overlap on instead if
-    that was the intent.)
+    Removes `tp_comm_overlap_cfg`. **Unsafe**: the config does nothing while TP overlap is off,
+    but a recipe may switch TP overlap off on purpose and keep its tuned preset for when it is back on.
+    The removal leaves a note where the config was. (Turn TP overlap on instead if that was the intent.)
     """
     ub = view.ub
     if ub is None or ub.kind == "null":
@@ -491,9 +493,9 @@ def cfg_unused(view):
         why = "model.tp_comm_overlap is false"
     what = f"preset {ub.preset}" if ub.named else ("a custom config" if ub.kind == "mapping" else repr(ub.given))
     yield finding(
-        view, "UB608", "warning",
+        view, "UB608", "info",
         f"{ub.key} holds {what} but {why}: userbuffers are never initialised, so it does nothing",
-        ub.key, safe(f"remove {ub.key} (unused)", Edit("remove", ub.key)),
+        ub.key, unsafe(f"remove {ub.key} (unused)", Edit("remove", ub.key)),
     )  # fmt: skip
 
 

@@ -57,7 +57,7 @@ def _clear_graph_modules_fix(view):
     return safe("clear the CUDA-graph modules (cuda_graph_impl is 'none', so they capture nothing)", *edits)
 
 
-@rule("EP704", "delay-wgrad-without-ep-overlap", "error", "delay_wgrad_compute without EP overlap", fix="safe")
+@rule("EP704", "delay-wgrad-without-ep-overlap", "error", "delay_wgrad_compute without EP overlap", fix="crash")
 def delay_without_ep_overlap(view):
     """
     ## What it does
@@ -78,7 +78,7 @@ def delay_without_ep_overlap(view):
     ```
 
     ## Fix
-    Turns `delay_wgrad_compute` off. **Safe**: the request cannot start. (Enabling EP overlap instead is
+    Turns `delay_wgrad_compute` off. **Safe (a) — removes a launch crash**: the request cannot start. (Enabling EP overlap instead is
     a larger change with its own prerequisites, EP701.)
     """
     if _delay_in_comm_overlap(view):
@@ -101,7 +101,7 @@ def delay_without_ep_overlap(view):
         )
 
 
-@rule("EP705", "ep-overlap-reset-trap", "error", "delay_wgrad_compute with EP overlap set only on the model", fix="safe")
+@rule("EP705", "ep-overlap-reset-trap", "error", "delay_wgrad_compute with EP overlap set only on the model", fix="crash")
 def ep_overlap_reset_trap(view):
     """
     ## What it does
@@ -124,7 +124,7 @@ def ep_overlap_reset_trap(view):
 
     ## Fix
     Moves the flag into `comm_overlap.overlap_moe_expert_parallel_comm: true` and removes it from the
-    model. **Safe**: it keeps both requests and is where Bridge reads them. EP701 then checks the EP
+    model. **Safe (a) — removes a launch crash**: it keeps both requests and is where Bridge reads them. EP701 then checks the EP
     prerequisites, as Megatron-Core would have.
     """
     if not _delay_in_comm_overlap(view):
@@ -182,7 +182,7 @@ def _te_requirements(view) -> list:
     return reqs
 
 
-@rule("EP706", "delay-wgrad-te-version", "error", "delay_wgrad_compute needs a newer Transformer Engine", fix="safe")
+@rule("EP706", "delay-wgrad-te-version", "error", "delay_wgrad_compute needs a newer Transformer Engine", fix="crash")
 def delay_wgrad_te_version(view):
     """
     ## What it does
@@ -216,7 +216,7 @@ def delay_wgrad_te_version(view):
     ```
 
     ## Fix
-    None for a too-old TE (upgrade it). **Safe** when the 2.12.0 minimum comes only from
+    None for a too-old TE (upgrade it). **Safe (a) — removes a launch crash** when the 2.12.0 minimum comes only from
     `cuda_graph_modules` naming `attn` while `cuda_graph_impl` is `none`: those modules capture nothing
     (validate() clears them), so the fix clears them too.
     """
@@ -247,7 +247,7 @@ def delay_wgrad_te_version(view):
         )
 
 
-@rule("EP707", "delay-wgrad-cuda-graph", "error", "delay_wgrad_compute with weight gradients in a CUDA graph", fix="safe/unsafe")
+@rule("EP707", "delay-wgrad-cuda-graph", "error", "delay_wgrad_compute with weight gradients in a CUDA graph", fix="crash/unsafe")
 def delay_wgrad_cuda_graph(view):
     """
     ## What it does
@@ -276,7 +276,7 @@ def delay_wgrad_cuda_graph(view):
     ```
 
     ## Fix
-    **Safe** with `cuda_graph_impl: none`: clear the modules (they capture nothing). Otherwise
+    **Safe (a) — removes a launch crash** with `cuda_graph_impl: none`: clear the modules (they capture nothing). Otherwise
     **unsafe** for fusion: set `model.gradient_accumulation_fusion: true` (a different gradient
     accumulation kernel). None for attention bias (a model change).
     """
@@ -306,7 +306,7 @@ def delay_wgrad_cuda_graph(view):
         )
 
 
-@rule("EP708", "dispatch-backward-wgrad-conflict", "error", "overlap_dispatch_backward_with_experts_wgrad conflicts", fix="safe")
+@rule("EP708", "dispatch-backward-wgrad-conflict", "error", "overlap_dispatch_backward_with_experts_wgrad conflicts", fix="crash")
 def dispatch_backward_conflict(view):
     """
     ## What it does
@@ -334,7 +334,7 @@ def dispatch_backward_conflict(view):
 
     ## Fix
     Turns `overlap_dispatch_backward_with_experts_wgrad` off when it conflicts with the other overlap.
-    **Safe**: the combination cannot start, and the other, already requested overlap stays.
+    **Safe (a) — removes a launch crash**: the combination cannot start, and the other, already requested overlap stays.
     """
     if view.get_final("model", "overlap_dispatch_backward_with_experts_wgrad") is not True:
         return
@@ -368,7 +368,7 @@ def dispatch_backward_conflict(view):
         )
 
 
-@rule("EP709", "early-attn-release-without-ep-overlap", "error", "ep_overlap_early_attn_memory_release without EP overlap", fix="safe")
+@rule("EP709", "early-attn-release-without-ep-overlap", "error", "ep_overlap_early_attn_memory_release without EP overlap", fix="crash")
 def early_attn_release(view):
     """
     ## What it does
@@ -386,7 +386,7 @@ def early_attn_release(view):
     ```
 
     ## Fix
-    Sets it to false. **Safe**: without EP overlap there is nothing to release early, and the run would
+    Sets it to false. **Safe (a) — removes a launch crash**: without EP overlap there is nothing to release early, and the run would
     not start.
     """
     if view.get_final("model", "ep_overlap_early_attn_memory_release") is True and not ep_overlap_effective(view):
