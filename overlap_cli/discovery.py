@@ -6,8 +6,9 @@
 - A YAML file found in a folder is checked only if it looks like a training config: a top-level
   ``model``, ``ddp``, ``comm_overlap``, ``mixed_precision`` or ``optimizer`` key. Anything else
   (CI workflows, compose files, Helm charts) is skipped with a note. A file named on the command line is
-  skipped with the same note, except a flow-style one (``{model: ...}``, which the sniff cannot read) —
-  unless ``configs_only`` is set (the pre-commit hook sets it: pre-commit passes every staged YAML file
+  skipped with the same note unless it has any top-level section of Bridge's ConfigContainer (an
+  ``env_vars``-only override file is checked) or is in flow style (``{model: ...}``, which the sniff
+  cannot read) — unless ``configs_only`` is set (the pre-commit hook sets it: pre-commit passes every staged YAML file
   by name), which skips those too.
 - The same file reached twice is checked once, at its first position.
 """
@@ -29,6 +30,16 @@ SKIPPED_DIRS = frozenset(("__pycache__", "node_modules", "site-packages"))
 _SECTION_RE = re.compile(
     r"^(?:['\"]?)(?:" + "|".join(CONFIG_SECTIONS) + r")(?:['\"]?)[ \t]*:(?:[ \t\r]|$)", re.MULTILINE
 )
+# Every top-level field of Bridge's ConfigContainer (megatron/bridge/training/config.py:962), as its
+# serializer writes them: a file named explicitly with any of them is a (partial) training config.
+CONTAINER_SECTIONS = CONFIG_SECTIONS + (
+    "env_vars", "dist", "train", "dataset", "checkpoint", "logger", "tokenizer", "scheduler", "rng",
+    "validation", "profiling", "peft", "ft", "straggler", "nvrx_straggler", "rerun_state_machine",
+    "tensor_inspect", "inprocess_restart", "optimizer_config_override_provider",
+)
+_CONTAINER_RE = re.compile(
+    r"^(?:['\"]?)(?:" + "|".join(CONTAINER_SECTIONS) + r")(?:['\"]?)[ \t]*:(?:[ \t\r]|$)", re.MULTILINE
+)
 # Reading this much is enough to find a top-level section in any real config (Bridge dumps are ~30 KB).
 _SNIFF_BYTES = 1024 * 1024
 
@@ -42,14 +53,14 @@ class Discovered:
     problems: list = field(default_factory=list)  # model.InputProblem: a folder without any YAML (exit 2)
 
 
-def looks_like_config(path: str) -> bool:
+def looks_like_config(path: str, pattern=None) -> bool:
     """True if the file has a top-level training-config section, or cannot be read (so the check reports why)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(_SNIFF_BYTES)
     except OSError:
         return True
-    return bool(_SECTION_RE.search(head.decode("utf-8", errors="replace")))
+    return bool((pattern or _SECTION_RE).search(head.decode("utf-8", errors="replace")))
 
 
 def _starts_flow_mapping(path: str) -> bool:
@@ -85,9 +96,10 @@ def discover(args, configs_only: bool = False) -> Discovered:
             return
         seen.add(key)
         if os.path.isfile(path) and not looks_like_config(path):
-            # Named explicitly, a flow-style file (`{model: ...}`) is still checked: the sniff reads block
-            # style only. Anything else without a training section is noted and skipped, as in a folder.
-            if not explicit or configs_only or not _starts_flow_mapping(path):
+            # Named explicitly, a file with any ConfigContainer section (an env_vars-only override file)
+            # or in flow style (`{model: ...}`, which the sniff cannot read) is still checked. Anything
+            # else (a CI workflow) is noted and skipped, as in a folder.
+            if not explicit or configs_only or not (_starts_flow_mapping(path) or looks_like_config(path, _CONTAINER_RE)):
                 out.skipped.append((path, NOT_A_CONFIG))
                 return
         out.files.append(path)

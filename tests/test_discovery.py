@@ -53,13 +53,16 @@ def test_walks_yaml_skips_hidden_and_non_configs(tmp_path):
 def test_explicit_non_config_is_skipped_like_in_a_folder(tmp_path):
     from overlap_cli.discovery import discover
 
-    tree(tmp_path, {"workflow.yaml": "on: [push]\n", "c.yaml": CONFIG, "flow.yaml": "# flow\n{model: {tensor_model_parallel_size: 2}}\n"})
-    wf, c, flow = (str(tmp_path / n) for n in ("workflow.yaml", "c.yaml", "flow.yaml"))
-    found = discover([wf, c, flow])
-    assert found.files == [c, flow]  # a flow-style file named explicitly is still checked
+    tree(tmp_path, {"workflow.yaml": "on: [push]\n", "c.yaml": CONFIG, "flow.yaml": "# flow\n{model: {tensor_model_parallel_size: 2}}\n",
+                    "env.yaml": "env_vars:\n  NCCL_P2P_NET_CHUNKSIZE: 4194304\n"})
+    wf, c, flow, env = (str(tmp_path / n) for n in ("workflow.yaml", "c.yaml", "flow.yaml", "env.yaml"))
+    found = discover([wf, c, flow, env])
+    # named explicitly: a flow-style file and an env_vars-only override file (a ConfigContainer section) are checked
+    assert found.files == [c, flow, env]
     assert [p for p, _ in found.skipped] == [wf] and "not a training config" in found.skipped[0][1]
-    only = discover([wf, c, flow], configs_only=True)
-    assert only.files == [c] and [p for p, _ in only.skipped] == [wf, flow]
+    only = discover([wf, c, flow, env], configs_only=True)
+    assert only.files == [c] and [p for p, _ in only.skipped] == [wf, flow, env]
+    assert discover([str(tmp_path)]).files == [c]  # a folder walk keeps to the five overlap sections
 
 
 def test_cli_explicit_ci_workflow_is_not_a_training_config(run_cli, tmp_path):

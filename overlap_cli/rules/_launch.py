@@ -21,6 +21,9 @@ MCORE_MODEL_DEFAULTS: dict = {
     "moe_token_dispatcher_type": "allgather",  # tc:862
     "moe_flex_dispatcher_backend": "deepep",  # tc:869
     "moe_ncclep_static_shape": False,  # tc:952
+    "moe_flex_dispatcher_num_sms": None,  # tc:926
+    "moe_deepep_num_sms": None,  # tc:931 (deprecated)
+    "moe_hybridep_num_sms": None,  # tc:935 (deprecated)
     "moe_shared_expert_intermediate_size": None,  # tc:680
     "moe_shared_expert_overlap": False,  # tc:696
     "recompute_granularity": None,  # tc:518

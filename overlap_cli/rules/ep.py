@@ -353,3 +353,61 @@ def ncclep_dynamic_shape(view):
             "\"serializes the 1F1B overlap (correct, but loses the overlap benefit)\"",
             model_key(view, "moe_ncclep_static_shape", model_key(view, "moe_flex_dispatcher_backend", _REQUEST)),
         )
+
+
+_SM_KNOBS = ("moe_deepep_num_sms", "moe_hybridep_num_sms")
+
+
+@rule("EP711", "conflicting-dispatcher-sm-knobs", "error", "Deprecated DeepEP and HybridEP SM counts that disagree", fix="crash")
+def conflicting_sm_knobs(view):
+    """
+    ## What it does
+    Flags `model.moe_deepep_num_sms` and `model.moe_hybridep_num_sms` both set, to different values, while
+    `model.moe_flex_dispatcher_num_sms` is null.
+
+    ## Why it matters
+    Megatron-Core 0.19.2 folded the two deprecated per-backend knobs into `moe_flex_dispatcher_num_sms`,
+    the number of SMs the flex token dispatcher's all-to-all dispatch/combine kernels take
+    (`transformer_config.py:1616-1635`, in `__post_init__`, which Bridge runs at model finalize inside
+    `validate()`). When the unified knob is null it takes the deprecated value, and two different ones
+    stop the launch, on every rank, whatever the dispatcher:
+    `ValueError: Conflicting deprecated SM-count knobs {'moe_deepep_num_sms': 20, 'moe_hybridep_num_sms': 16};
+    set a single moe_flex_dispatcher_num_sms instead.` Bridge's own recipe
+    `qwen3_235b_a22b_pretrain_128gpu_b200_fp8mx_deepep_dev_config` fails this way. Equal values, or an
+    explicit `moe_flex_dispatcher_num_sms`, pass (a warning that the knobs are deprecated).
+
+    ## Example
+    ```yaml
+    model: {moe_token_dispatcher_type: flex, moe_flex_dispatcher_backend: deepep,
+            moe_deepep_num_sms: 20, moe_hybridep_num_sms: 16}
+    comm_overlap: {tp_comm_overlap: false}
+    ```
+
+    ## Fix
+    Sets `model.moe_flex_dispatcher_num_sms` to the deprecated value of the backend in use
+    (`moe_flex_dispatcher_backend`, default `deepep`; `hybridep` reads `moe_hybridep_num_sms`) — the
+    migration Bridge itself applies to old checkpoints (`training/model_load_save.py:226-244`).
+    **Safe (a) — removes a launch crash**: the config cannot start, and the dispatcher in use keeps the SM
+    count the file gave it. With the `ncclep` backend neither knob is the backend's own: no fix is offered.
+    """
+    values = {name: model_value(view, name) for name in _SM_KNOBS}
+    given = {name: v for name, v in values.items() if v is not None}
+    if len(given) < 2 or len(set(given.values())) < 2 or model_value(view, "moe_flex_dispatcher_num_sms") is not None:
+        return
+    backend = model_value(view, "moe_flex_dispatcher_backend")
+    own = {"deepep": "moe_deepep_num_sms", "hybridep": "moe_hybridep_num_sms"}.get(backend)
+    fix = None
+    if own is not None:
+        fix = safe(
+            f"set model.moe_flex_dispatcher_num_sms: {given[own]} (the {backend} backend's own SM count)",
+            set_("model.moe_flex_dispatcher_num_sms", given[own]),
+        )
+    shown = "{" + ", ".join(f"'{k}': {v}" for k, v in given.items()) + "}"
+    yield finding(
+        view, "EP711", "error",
+        f"moe_deepep_num_sms={fmt(given['moe_deepep_num_sms'])} and moe_hybridep_num_sms={fmt(given['moe_hybridep_num_sms'])} "
+        f"disagree with moe_flex_dispatcher_num_sms null: Megatron-Core raises \"Conflicting deprecated SM-count knobs "
+        f"{shown}; set a single moe_flex_dispatcher_num_sms instead.\" at model finalize",
+        model_key(view, "moe_hybridep_num_sms", "model.moe_deepep_num_sms"),
+        fix,
+    )
