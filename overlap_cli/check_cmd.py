@@ -199,7 +199,7 @@ def check_output_options(format, annotate, annotate_output, statistics) -> None:
     if annotate and annotate_output is not None:
         raise UsageError("give --annotate (the annotated config instead of the report) or --annotate-output FILE "
                          "(the annotated config to FILE, beside the report), not both")
-    if annotate and format != "text":
+    if annotate and format not in ("text", "auto"):
         raise UsageError(f"--annotate prints the config back, not a report: it takes no --format {format} "
                          "(use --annotate-output FILE to write the annotated config beside the report)")
     if annotate and statistics:
