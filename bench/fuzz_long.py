@@ -59,7 +59,7 @@ def target_flags(rng: random.Random, launch) -> list:
     kind = rng.randrange(4)
     flags: list = []
     if kind == 1 and launch:
-        flags = ["--world-size", launch[0], "--gpu", launch[1]]
+        flags = ["--world-size", launch[0]] + (["--gpu", launch[1]] if launch[1] else [])  # some recipes name no GPU
     elif kind == 2:
         flags = ["--world-size", rng.choice([1, 2, 7, 8, 24, 64, 96, 1000, 1024]), "--gpu", rng.choice(["h100", "b200", "gb300", "vr200", "r100", "a100"])]
     roll = rng.randrange(4)
