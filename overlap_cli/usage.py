@@ -25,7 +25,7 @@ class OneLineUsageError(UsageError):
     def show(self, file=None) -> None:
         import sys
 
-        (file or sys.stderr).write(f"overlap: error: {self.message}\n")
+        (file or sys.stderr).write("overlap: error: " + " ".join(self.message.split()) + "\n")
 
 
 # The command being parsed, for the hint of an error that carries no context (the option parser raises some
@@ -128,4 +128,8 @@ class OneLineErrors:
     def __exit__(self, kind, exc, tb):
         if exc is None or not isinstance(exc, UsageError) or isinstance(exc, (OneLineUsageError, NoArgsIsHelpError)):
             return False
-        raise OneLineUsageError(one_line(exc), exc.ctx) from None
+        try:
+            line = one_line(exc)
+        except Exception:  # a message shape not foreseen here: click's own text, still on one line
+            line = " ".join(_clean(exc.format_message()).split())
+        raise OneLineUsageError(line, exc.ctx) from None
