@@ -216,8 +216,26 @@ def _append(mapping, key, value) -> None:
         rest = _take_rest(*holder)
         stays, rest = _split_rest(rest, _key_column(mapping))
         _give_rest(*holder, stays)
+    elif id(mapping) in _PENDING_REST:  # the first entry of a mapping created below: it takes the comments
+        waiting, parent, parent_key, rest = _PENDING_REST.pop(id(mapping))
+        parent.ca.items[parent_key][2] = None
     mapping[key] = value
+    if rest and isinstance(value, (dict, list)) and len(value) == 0:
+        # A mapping created to hold what comes next. Given to it now, the comments that followed would
+        # make ruamel write it in flow style (one long line); they stay on its key's line until it gets
+        # its first entry, then follow that entry, so the new mapping is block style like the file.
+        from ruamel.yaml.error import CommentMark
+        from ruamel.yaml.tokens import CommentToken
+
+        mapping.ca.items.setdefault(key, [None, None, None, None])[2] = CommentToken("\n" + rest, CommentMark(0), None)
+        _PENDING_REST[id(value)] = (value, mapping, key, rest)
+        return
     _give_rest(*_holder(mapping, key), rest)
+
+
+# id(new empty mapping) -> (the mapping, its parent, its key, comment lines waiting for its first entry).
+# Holding the mapping keeps its id from being reused while it waits.
+_PENDING_REST: dict = {}
 
 
 def _key_column(mapping):
