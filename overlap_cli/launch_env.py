@@ -210,7 +210,7 @@ def margin_needs(f: Facts) -> list:
     overlap = " and ".join(w for w, on in (("TP overlap", f.tp_overlap), ("DP overlap", f.dp_overlap)) if on)
     certain = True
     if not overlap:
-        overlap, certain = "DP overlap (on when DP > 1: world size not given)", False
+        overlap, certain = "DP overlap (on when DP > 1: the data-parallel size is not known)", False
     source = f"20 with {f.flex}, as Bridge's perf launcher used" if f.flex else "16, as in Bridge's performance guide"
     why = (
         f"{overlap} {'are' if ' and ' in overlap else 'is'} on: keep {value} SMs free of TE's persistent LayerNorm kernels so the overlapped "

@@ -93,10 +93,16 @@ def contradictions(result: dict) -> list:
                 for k in leaves.get(name, []):
                     if _value(effective, k) not in (False, None):
                         bad(f"says Bridge forces {name} off, effective {k}={_value(effective, k)!r}")
-        if "unknown (give --world-size)" in msg and target.get("world_size") is not None:
+        if ("unknown (give --world-size)" in msg or "world size not given" in msg) and target.get("world_size") is not None:
             bad(f"says the world size is missing, the target has world size {target['world_size']}")
         if target.get("data_parallel_size") is None and target.get("world_size") is not None and "DP=" in msg:
             pass  # covered by _SIZE: DP=N against an undefined DP fails there
+        if "give --gpu" in msg and target.get("gpu") is not None and target.get("compute_capability") is not None:
+            bad(f"asks for --gpu, the target's GPU is {target['gpu']}")
+        if re.search(r"\b(?:without|no) VPP\b", msg):
+            vpp = _value(effective, _SIZE_KEYS["VPP"])
+            if vpp not in (None, 1):
+                bad(f"says there is no VPP, effective VPP is {vpp}")
         for key, text in _OVERWRITTEN.findall(msg):
             if key in effective and _value(effective, key) != _parse(text):
                 bad(f"says {key} is overwritten with {text}, effective {_value(effective, key)!r}")
