@@ -23,6 +23,7 @@ _FORCES = re.compile(r"\bforces? ((?:[a-z_]+(?:, | and ))*[a-z_]+) off\b")
 _OVERWRITTEN = re.compile(r"\b((?:model|ddp|optimizer)\.[a-z0-9_]+): \S+ is overwritten\b[^;]*?\bwith (true|false|null|-?\d+)\b")
 _ENV_SETS = re.compile(r"\benv_vars sets ([A-Z][A-Z0-9_]*)=(\S+?)[;,]?(?:\s|$)")
 _ENV_HAS_NO = re.compile(r"\benv_vars has no ([A-Z][A-Z0-9_]*)\b")
+_KEY_STATE = re.compile(r"(?<![\w.])((?:(?:model|ddp|optimizer)\.)?[a-z][a-z0-9_]*) is (on|off|true|false)\b")
 _OVERLAP_STATE = re.compile(r"\b(TP overlap|DP overlap)(?: and (TP overlap|DP overlap))? (?:is|are) (on|off)\b")
 
 
@@ -103,6 +104,12 @@ def contradictions(result: dict) -> list:
             vpp = _value(effective, _SIZE_KEYS["VPP"])
             if vpp not in (None, 1):
                 bad(f"says there is no VPP, effective VPP is {vpp}")
+        for key, state in _KEY_STATE.findall(msg):
+            keys = [k for k in ([key] if "." in key else leaves.get(key, [])) if k in effective]
+            want = state in ("on", "true")
+            actual = [_value(effective, k) for k in keys]
+            if keys and not any((a is True) == want for a in actual):
+                bad(f"says {key} is {state}, effective {' / '.join(f'{k}={a!r}' for k, a in zip(keys, actual))}")
         for key, text in _OVERWRITTEN.findall(msg):
             if key in effective and _value(effective, key) != _parse(text):
                 bad(f"says {key} is overwritten with {text}, effective {_value(effective, key)!r}")

@@ -194,7 +194,7 @@ def distopt_out_of_sync(view):
             view,
             "DP303",
             "warning",
-            "optimizer.use_distributed_optimizer is true but ddp.use_distributed_optimizer is false: comm_overlap skips "
+            "optimizer.use_distributed_optimizer: true but ddp.use_distributed_optimizer: false in the file: comm_overlap skips "
             "the DP defaults, then validate() turns the distributed optimizer on anyway",
             "ddp.use_distributed_optimizer" if view.cfg.has(("ddp", "use_distributed_optimizer")) else "optimizer.use_distributed_optimizer",
             unsafe(  # comm_overlap then applies Bridge's DP defaults, which today's run does not get
