@@ -126,3 +126,25 @@ def test_messages_agree_with_the_table_on_the_corpus(run_cli, corpus, flags):
     results = _check_json(run_cli, str(CORPUS), *flags)
     assert len(results) >= len(corpus)
     _assert_consistent(results)
+
+
+@pytest.mark.parametrize("world_size", ["1", "7", "8", "64"])
+def test_messages_agree_with_the_table_after_a_fix(run_cli, tmp_path, world_size):
+    """`fix --write --unsafe-fixes` on the examples (the hand-written ones and the Bridge dumps), then
+    `check`: what the fixed files say agrees with what they resolve to."""
+    import shutil
+
+    examples = sorted((ROOT / "examples").glob("*.yaml")) + sorted((ROOT / "examples" / "bridge").glob("*.yaml"))
+    copies = []
+    for src in examples:
+        if "invalid" in src.name:
+            continue
+        dst = tmp_path / src.name
+        shutil.copy(src, dst)
+        copies.append(dst)
+    assert len(copies) >= 8
+    code, _, err = run_cli("fix", *copies, "--write", "--unsafe-fixes", "--world-size", world_size, "--gpu", "h100")
+    assert code in (0, 1), err
+    results = _check_json(run_cli, *copies, "--world-size", world_size, "--gpu", "h100")
+    assert len(results) == len(copies) and not any(r["error"] for r in results)
+    _assert_consistent(results)
