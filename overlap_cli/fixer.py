@@ -213,14 +213,23 @@ def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str
     """(new text, Applied list, Skipped list). Raises fixtext.Unmappable when the text cannot be proven.
 
     Lines an edit takes away (a removed key, a block value replaced) lose no user comment: before the
-    tree edit, ``fixtext.keep_comments`` moves their comments to comment lines just after them (with
-    ``notes``, a note saying what was removed and why); the edit then runs on that text.
+    edit, ``fixtext.keep_comments`` moves their comments to comment lines just after them (with
+    ``notes``, a note saying what was removed and why); the edit then runs on that text. Scalar edits in
+    plain block style are made on the text directly (``fixfast``); the rest, and anything the proof
+    refuses there, on ruamel's round-trip tree, whose changed lines are carried onto the text.
     """
+    import copy
+
+    from . import fixfast
     from .loader import parse_yaml
 
-    y, data = fixtree.load(text)
-    before = yamlrt.dump(y, data)  # ruamel's own rendering of the unedited tree (dumping does not change it)
     plain = parse_yaml(text, "<fix>")[0]
+    fast = fixfast.possible(text)
+    if fast:  # no anchors or merges: plain data answers "does this edit change anything"
+        y, data, before = None, copy.deepcopy(plain), None
+    else:
+        y, data = fixtree.load(text)
+        before = yamlrt.dump(y, data)  # ruamel's own rendering of the unedited tree (dumping does not change it)
     touched: dict = {}
     applied, skipped = [], []
     removals: list = []
@@ -238,7 +247,9 @@ def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str
         for e in edits:
             path = split_key(e.key)
             old = yamlrt.get_node(data, path)
-            if fixtree.apply_edit(data, e):
+            if old is not None and fast:
+                old = copy.deepcopy(old)
+            if fixfast.apply_plain_edit(data, e) if fast else fixtree.apply_edit(data, e):
                 changed.append(e)
                 if e.op == "remove" or isinstance(old, (dict, list)):
                     place = fixtext.key_place(text, path)
@@ -255,21 +266,32 @@ def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str
     if not applied:
         return text, [], skipped
     base = fixtext.keep_comments(text, removals, notes)
-    if base != text:  # the same edits again, on the text whose comments are out of their way
+    edits_made = [e for a in applied for e in a.edits]
+    if fast:
+        new = fixfast.apply(base, edits_made)
+        if new is not None and _proven(text, new, plain) is None:
+            return new, applied, skipped
+    if y is None or base != text:  # the same edits on the tree of the text whose comments are out of their way
         y, data = fixtree.load(base)
         before = yamlrt.dump(y, data)
-        for a in applied:
-            for e in a.edits:
-                fixtree.apply_edit(data, e)
-    after = yamlrt.dump(y, data)
-    new = fixtext.transplant(base, before, after)
+        for e in edits_made:
+            fixtree.apply_edit(data, e)
+    new = fixtext.transplant(base, before, yamlrt.dump(y, data))
+    problem = _proven(text, new, plain)
+    if problem:
+        raise fixtext.Unmappable(problem)
+    return new, applied, skipped
+
+
+def _proven(text: str, new: str, plain) -> Optional[str]:
+    """None when ``new`` means exactly ``plain`` and keeps every comment of ``text``; else why not."""
     got = _parse(new)
     if got is None or not fixtext.same(got, plain):
-        raise fixtext.Unmappable("the edited text would not mean what the fix says (unusual layout)")
+        return "the edited text would not mean what the fix says (unusual layout)"
     lost = fixtext.lost_comments(text, new)
     if lost:
-        raise fixtext.Unmappable(f"the edit would drop the comment {lost[0]!r}")
-    return new, applied, skipped
+        return f"the edit would drop the comment {lost[0]!r}"
+    return None
 
 
 def _moved_to(e, old, edits) -> str:
