@@ -100,19 +100,22 @@ def fix(
         raise usage_error(str(exc)) from None
     threshold = severity_threshold.value
     out = sys.stdout
+    from .runner import progress_bar
+
     outcomes = [Outcome(p.file, "", "", error=p.error) for p in problems]
-    for o in outcomes:
-        _report_problems(o)
     seen = set()
-    for path in files:
-        real = os.path.realpath(path)
-        if real in seen:  # the same file twice (or two links to it): fix it once
-            continue
-        seen.add(real)
-        o = fix_file(
-            path, target, unsafe=unsafe_fixes, comments=not no_comments, selection=selection, threshold=threshold
-        )
-        outcomes.append(o)
+    # On a terminal a folder run shows a transient bar on stderr; per-file notes follow it, in file order.
+    with progress_bar(len(files), sys.stderr.isatty(), "fixing") as bar:
+        for path in files:
+            real = os.path.realpath(path)
+            if real not in seen:  # the same file twice (or two links to it): fix it once
+                seen.add(real)
+                outcomes.append(fix_file(
+                    path, target, unsafe=unsafe_fixes, comments=not no_comments, selection=selection,
+                    threshold=threshold,
+                ))
+            bar.advance()
+    for o in outcomes:
         _report_problems(o)
 
     if write:

@@ -94,8 +94,9 @@ class progress_bar:
 
     SHOW_FROM = 8  # files; below this the run is over before a bar would help
 
-    def __init__(self, total: int, enabled: bool):
+    def __init__(self, total: int, enabled: bool, label: str = "checking"):
         self.total, self.enabled, self._progress = total, enabled and total >= self.SHOW_FROM, None
+        self.label = label
 
     def __enter__(self):
         if self.enabled:
@@ -103,7 +104,7 @@ class progress_bar:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._progress = Progress(
-                TextColumn("checking"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                 console=Console(stderr=True), transient=True, auto_refresh=False,
             )
             self._progress.start()

@@ -185,3 +185,35 @@ def test_a_fix_that_needs_another_round_gets_it(extra_rules, run_cli, tmp_path):
     code, out, err = run_cli("fix", path, "--write", "--select", "ZZ904,ZZ905")
     assert path.read_text() == "train:\n  a: true  # overlap: ZZ904 first reason\n  b: 1  # overlap: ZZ905 second reason\n"
     assert code == 0, out + err
+
+
+def test_folder_run_on_a_terminal_shows_a_fixing_bar_and_piped_runs_do_not(tmp_path):
+    """The bar goes to stderr only when stderr is a terminal (here a pseudo-terminal)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    for i in range(8):  # progress_bar.SHOW_FROM
+        copy(EXAMPLES / "pp_without_vpp.yaml", tmp_path, f"c{i}.yaml")
+    cmd = [sys.executable, "-m", "overlap_cli", "fix", *sorted(str(p) for p in tmp_path.glob("*.yaml"))]
+    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
+    env.pop("NO_COLOR", None)
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=follower, env=env)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    out = proc.communicate()[0].decode()
+    os.close(leader)
+    assert proc.returncode == 1 and out.count("would be applied") == 8
+    assert b"fixing" in seen
+    piped = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert "fixing" not in piped.stderr and piped.stdout == out
