@@ -54,6 +54,7 @@ def file_8mb_of_keys(folder: Path) -> Path:
     """Just under the size limit, but ~500,000 keys: refused while composing, before memory fills."""
     path = folder / "file_8mb_of_keys.yaml"
     with open(path, "w", encoding="utf-8") as fh:
+        fh.write("model:\n  tensor_model_parallel_size: 1\n")  # a training config, so it is read at all
         written, i = 0, 0
         while written < 8 * 1024 * 1024 - 64:
             s = f"k{i}: {i}\n"
@@ -67,6 +68,7 @@ def nested_block_mapping(folder: Path) -> Path:
     """10,000 levels of block mapping (one more space per level): ~50 MB of indentation."""
     path = folder / "nested_block_mapping.yaml"
     with open(path, "w", encoding="utf-8") as fh:
+        fh.write("model: {}\n")  # a training config, so it is read at all
         for i in range(DEPTH):
             fh.write(" " * i + f"k{i}:\n")
         fh.write(" " * DEPTH + "v: 1\n")

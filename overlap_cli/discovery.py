@@ -6,9 +6,10 @@
 - A YAML file found in a folder is checked only if it looks like a training config: a top-level
   ``model``, ``ddp``, ``comm_overlap``, ``mixed_precision`` or ``optimizer`` key. Anything else
   (CI workflows, compose files, Helm charts) is skipped with a note. A file named on the command line is
-  skipped with the same note unless it has any top-level section of Bridge's ConfigContainer (an
-  ``env_vars``-only override file is checked) or is in flow style (``{model: ...}``, which the sniff
-  cannot read) — unless ``configs_only`` is set (the pre-commit hook sets it: pre-commit passes every staged YAML file
+  skipped with the same note only when it is plainly another YAML mapping (top-level block keys, none a
+  section of Bridge's ConfigContainer); an ``env_vars``-only override file, a flow-style config
+  (``{model: ...}``, which the sniff cannot read), a list, an empty or binary file are checked, and the
+  check reports what is wrong — unless ``configs_only`` is set (the pre-commit hook sets it: pre-commit passes every staged YAML file
   by name), which skips those too.
 - The same file reached twice is checked once, at its first position.
 """
@@ -63,19 +64,23 @@ def looks_like_config(path: str, pattern=None) -> bool:
     return bool((pattern or _SECTION_RE).search(head.decode("utf-8", errors="replace")))
 
 
-def _starts_flow_mapping(path: str) -> bool:
-    """True if the first content of the file (after comments, directives, ``---``) opens a flow mapping."""
+# A top-level key in block style: the shape of a YAML mapping file.
+_TOP_KEY_RE = re.compile(r"^(?:'[^'\n]*'|\"[^\"\n]*\"|[A-Za-z_][\w.\-]*)[ \t]*:(?:[ \t\r]|$)", re.MULTILINE)
+
+
+def _looks_like_other_yaml(path: str) -> bool:
+    """A file named explicitly is skipped as not a training config only when it is plainly some other
+    YAML mapping: text, top-level block keys, none of them a ConfigContainer section. Anything else (a
+    flow-style config, a list, an empty or binary file) is checked, and the check says what is wrong."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES).decode("utf-8", errors="replace")
+            head = fh.read(_SNIFF_BYTES)
     except OSError:
-        return True
-    for line in head.splitlines():
-        text = line.strip()
-        if not text or text.startswith(("#", "%")) or text == "---":
-            continue
-        return text.startswith(("{", "--- {"))
-    return False
+        return False
+    if b"\0" in head:
+        return False
+    text = head.decode("utf-8", errors="replace")
+    return bool(_TOP_KEY_RE.search(text)) and not _CONTAINER_RE.search(text)
 
 
 def _walk(folder: str):
@@ -99,7 +104,7 @@ def discover(args, configs_only: bool = False) -> Discovered:
             # Named explicitly, a file with any ConfigContainer section (an env_vars-only override file)
             # or in flow style (`{model: ...}`, which the sniff cannot read) is still checked. Anything
             # else (a CI workflow) is noted and skipped, as in a folder.
-            if not explicit or configs_only or not (_starts_flow_mapping(path) or looks_like_config(path, _CONTAINER_RE)):
+            if not explicit or configs_only or _looks_like_other_yaml(path):
                 out.skipped.append((path, NOT_A_CONFIG))
                 return
         out.files.append(path)

@@ -63,6 +63,10 @@ def test_explicit_non_config_is_skipped_like_in_a_folder(tmp_path):
     only = discover([wf, c, flow, env], configs_only=True)
     assert only.files == [c] and [p for p, _ in only.skipped] == [wf, flow, env]
     assert discover([str(tmp_path)]).files == [c]  # a folder walk keeps to the five overlap sections
+    # not a mapping of other keys: checked, so the check says what is wrong (exit 2), not skipped
+    tree(tmp_path, {"list.yaml": "- 1\n- 2\n", "empty.yaml": ""})
+    odd = [str(tmp_path / "list.yaml"), str(tmp_path / "empty.yaml")]
+    assert discover(odd).files == odd
 
 
 def test_cli_explicit_ci_workflow_is_not_a_training_config(run_cli, tmp_path):
