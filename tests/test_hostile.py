@@ -379,14 +379,21 @@ def test_hostile_numbers_neither_hang_nor_crash(tmp_path, name):
 
 
 def test_fix_leaves_a_file_the_round_trip_parser_cannot_read(tmp_path):
-    """``2001-02-30`` is a string to OmegaConf (and to the checker) but an impossible date to ruamel,
-    which the fixer uses to edit: the fix is refused with one line, the file untouched."""
+    """``2001-02-30`` is a string to OmegaConf (and to the checker) but an impossible date to ruamel.
+    A scalar fix is made on the text and never meets ruamel (the date stays as written); a fix that needs
+    the round-trip tree (here: creating env_vars for ENV501 on H100) is refused with one line, and the
+    whole file is left untouched."""
     path = tmp_path / "date.yaml"
     text = (ROOT / "examples" / "tp_overlap_without_sp.yaml").read_text() + "checkpoint:\n  tag: 2001-02-30\n"
     path.write_text(text)
     code, out, err = overlap("check", path)
     assert code in (0, 1), err
-    code, out, err = overlap("fix", "--write", path)
+    code, out, err = overlap("fix", "--write", "--gpu", "h100", path)
     assert "Traceback" not in out + err
     assert path.read_text() == text
     assert "not fixed: the round-trip YAML parser cannot read this file" in err
+    code, out, err = overlap("fix", "--write", path)
+    assert "Traceback" not in out + err and code == 0, err
+    assert path.read_text() == text.replace("sequence_parallel: false ", "sequence_parallel: true  ").replace(
+        "needs this\n", "needs this  # overlap: TP102 TP overlap needs sequence parallelism\n", 1
+    )
