@@ -132,3 +132,16 @@ def test_a_rule_that_raises_is_one_line_for_its_file_only(tmp_path):
     for cmd in (["env", "boom.yaml"], ["presets", "suggest", "boom.yaml"]):
         p = run(*cmd)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and "internal error" in p.stderr, cmd
+
+
+@pytest.mark.parametrize("value", ["9" * 400, "-1", "0", "3", "1e309", "true", "[1, 2]"])
+def test_extreme_bucket_size_on_a_real_dump_is_no_internal_error(corpus, value):
+    """Found by bench/fuzz_long.py: DP301 sized a 400-digit bucket_size with a float division."""
+    from overlap_cli.check_cmd import build_target
+    from overlap_cli.engine import check_file
+
+    row = next(r for r in corpus if r["file"].startswith("nemotronh_56b_pretrain_64gpu_b200_fp8cs"))
+    text = open(row["path"], encoding="utf-8").read().replace("\n  bucket_size: null\n", f"\n  bucket_size: {value}\n", 1)
+    assert f"bucket_size: {value}" in text
+    r = check_file(row["path"], build_target(row["world_size"], None, None, None, None, gpu=row["gpu"]), text=text)
+    assert r.error is None or not r.error.internal, r.error.one_line()

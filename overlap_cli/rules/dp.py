@@ -11,11 +11,16 @@ from ._helpers import finding, fmt, remove, unsafe
 
 
 def _human_bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}".replace(".0 ", " ")
-        n /= 1024
-    return f"{n} B"
+    units = ("B", "KiB", "MiB", "GiB")
+    i = 0
+    while i < len(units) - 1 and n >= 1024 ** (i + 1):
+        i += 1
+    if i == 0:
+        return f"{n:.0f} B"
+    whole = n // 1024**i
+    if whole >= 10**15:  # past what a float divides (a 400-digit bucket_size is still a valid int)
+        return f"{whole:,} {units[i]}"
+    return f"{n / 1024**i:.1f} {units[i]}".replace(".0 ", " ")
 
 
 @rule("DP301", "dp-defaults-applied", "info", "Bridge's data-parallel overlap defaults apply")
