@@ -37,7 +37,8 @@ class Rule:
     severity: str  # default severity; a check may lower or raise it per finding
     title: str
     check: Callable
-    fix: str = "none"  # "safe" | "unsafe" | "safe/unsafe" | "none"
+    # What its fixes are (see FIX_CLASSES): "none", or classes joined by "/" in FIX_CLASSES order.
+    fix: str = "none"
 
     @property
     def doc(self) -> str:
@@ -51,6 +52,12 @@ class Rule:
     @property
     def family(self) -> str:
         return "".join(c for c in self.code if c.isalpha())
+
+
+# Fix classes. Safe: "keeps" (every effective value stays), "crash" ((a) removes a launch crash),
+# "overlap" ((b) makes an overlap the file asked for take effect). "unsafe": changes what runs.
+FIX_CLASSES = ("keeps", "crash", "overlap", "unsafe")
+SAFE_FIX_CLASSES = ("keeps", "crash", "overlap")
 
 
 def cleandoc(doc: str) -> str:
