@@ -132,7 +132,7 @@ def overlap_script(python: str) -> list[str]:
 
 
 # The same check through the Typer app alone (what every start cost before overlap_cli/fastcli.py).
-TYPER_APP = "import sys; sys.argv[0] = 'overlap'; from overlap_cli.cli import main; main()"
+TYPER_APP = "import sys; sys.argv[0] = 'overlap'; from overlap_cli.cli.app import main; main()"
 TYPER_ROW = "same check through the Typer app (cli.main)"
 
 

@@ -27,8 +27,8 @@ VARIANTS = {"plain": {}, "te-2.12": {"te_version": "2.12"}, "te-2.6": {"te_versi
 
 
 def run(rows, manifest: bool, variant: dict):
-    from overlap_cli.check_cmd import UsageError, build_target
-    from overlap_cli.engine import check_file
+    from overlap_cli.cli.check import UsageError, build_target
+    from overlap_cli.check.engine import check_file
 
     severities: collections.Counter = collections.Counter()
     codes: collections.Counter = collections.Counter()

@@ -1,3 +1,3 @@
-from .fastcli import main
+from overlap_cli.cli.fast import main
 
 main()

@@ -19,7 +19,7 @@ def run_cli():
     """Run the CLI in-process (typer's CliRunner); returns (exit_code, stdout, stderr)."""
     from typer.testing import CliRunner
 
-    from overlap_cli.cli import app
+    from overlap_cli.cli.app import app
 
     def run(*args, input=None):
         runner = CliRunner()

@@ -24,7 +24,7 @@ VARIANTS = {
 
 
 def _target(row, manifest: bool, variant: dict):
-    from overlap_cli.check_cmd import build_target
+    from overlap_cli.cli.check import build_target
 
     return build_target(
         row["world_size"] if manifest else None, None, None, variant.get("te"), None,
@@ -35,9 +35,9 @@ def _target(row, manifest: bool, variant: dict):
 @pytest.mark.parametrize("manifest", [False, True], ids=["no-target", "manifest-target"])
 @pytest.mark.parametrize("variant", list(VARIANTS), ids=list(VARIANTS))
 def test_no_internal_error_on_any_recipe(corpus, manifest, variant):
-    from overlap_cli.cmd_presets import suggestion
-    from overlap_cli.engine import check_file
-    from overlap_cli.launch_env import plan
+    from overlap_cli.cli.presets import suggestion
+    from overlap_cli.check.engine import check_file
+    from overlap_cli.frameworks.bridge.launch_env import plan
 
     problems = collections.defaultdict(list)
     for row in corpus:
@@ -94,7 +94,7 @@ def _crashing_rule_driver(tmp_path):
         "    if 'boom' in view.cfg.file:\n"
         "        raise ZeroDivisionError('division by zero')\n"
         "    return ()\n"
-        "from overlap_cli.fastcli import main\n"
+        "from overlap_cli.cli.fast import main\n"
         "sys.argv = ['overlap'] + sys.argv[1:]\n"
         "main()\n",
         encoding="utf-8",
@@ -138,8 +138,8 @@ def test_a_rule_that_raises_is_one_line_for_its_file_only(tmp_path):
 @pytest.mark.parametrize("value", ["9" * 400, "-1", "0", "3", "1e309", "true", "[1, 2]"])
 def test_extreme_bucket_size_on_a_real_dump_is_no_internal_error(corpus, value):
     """Found by bench/fuzz_long.py: DP301 sized a 400-digit bucket_size with a float division."""
-    from overlap_cli.check_cmd import build_target
-    from overlap_cli.engine import check_file
+    from overlap_cli.cli.check import build_target
+    from overlap_cli.check.engine import check_file
 
     row = next(r for r in corpus if r["file"].startswith("nemotronh_56b_pretrain_64gpu_b200_fp8cs"))
     text = open(row["path"], encoding="utf-8").read().replace("\n  bucket_size: null\n", f"\n  bucket_size: {value}\n", 1)

@@ -27,7 +27,7 @@ def rel(paths, base: Path):
 
 
 def test_walks_yaml_skips_hidden_and_non_configs(tmp_path):
-    from overlap_cli.discovery import discover
+    from overlap_cli.check.discovery import discover
 
     tree(
         tmp_path,
@@ -51,7 +51,7 @@ def test_walks_yaml_skips_hidden_and_non_configs(tmp_path):
 
 
 def test_explicit_non_config_is_skipped_like_in_a_folder(tmp_path):
-    from overlap_cli.discovery import discover
+    from overlap_cli.check.discovery import discover
 
     tree(tmp_path, {"workflow.yaml": "on: [push]\n", "c.yaml": CONFIG, "flow.yaml": "# flow\n{model: {tensor_model_parallel_size: 2}}\n",
                     "env.yaml": "env_vars:\n  NCCL_P2P_NET_CHUNKSIZE: 4194304\n"})
@@ -83,7 +83,7 @@ def test_cli_explicit_ci_workflow_is_not_a_training_config(run_cli, tmp_path):
 
 
 def test_order_and_duplicates(tmp_path):
-    from overlap_cli.discovery import discover
+    from overlap_cli.check.discovery import discover
 
     tree(tmp_path, {"x/1.yaml": CONFIG, "x/2.yaml": CONFIG, "y.yaml": CONFIG})
     y, x1 = str(tmp_path / "y.yaml"), str(tmp_path / "x" / "1.yaml")
@@ -154,6 +154,6 @@ def test_jobs_do_not_change_the_result(run_cli, tmp_path):
 
 @pytest.mark.parametrize("jobs, n, expected", [(2, 200, 2), (8, 10, 2), (4, 3, 1), (1, 500, 1)])
 def test_effective_jobs(jobs, n, expected):
-    from overlap_cli.runner import effective_jobs
+    from overlap_cli.check.runner import effective_jobs
 
     assert effective_jobs(jobs, n) == expected

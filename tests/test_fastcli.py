@@ -23,13 +23,13 @@ MOE = "examples/moe_ep_overlap.yaml"
 DUMP = "examples/bridge/llama3_70b_pretrain_32gpu_h100_bf16_config.yaml"
 
 # Both runners set argv[0] to "overlap", so typer's usage lines name the same program.
-FAST = "import sys; sys.argv[0] = 'overlap'; from overlap_cli.fastcli import main; main()"
-TYPER = "import sys; sys.argv[0] = 'overlap'; from overlap_cli.cli import main; main()"
+FAST = "import sys; sys.argv[0] = 'overlap'; from overlap_cli.cli.fast import main; main()"
+TYPER = "import sys; sys.argv[0] = 'overlap'; from overlap_cli.cli.app import main; main()"
 # Reports which modules a fast-path run imported (printed to stderr after the check's own output).
 PROBE = (
     "import sys, atexit; sys.argv[0] = 'overlap'\n"
     "atexit.register(lambda: sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n'))\n"
-    "from overlap_cli.fastcli import main; main()\n"
+    "from overlap_cli.cli.fast import main; main()\n"
 )
 
 
@@ -235,9 +235,9 @@ def modules_of(args, cwd=ROOT) -> set:
 ])
 def test_fast_path_never_imports_typer_or_rich(args):
     modules = modules_of(args)
-    assert "overlap_cli.check_cmd" in modules
+    assert "overlap_cli.cli.check" in modules
     assert not {m for m in modules if m.split(".")[0] in ("typer", "click", "rich", "pydantic")}
-    assert "overlap_cli.cli" not in modules
+    assert "overlap_cli.cli.app" not in modules
 
 
 @pytest.mark.parametrize("args", [["check", "--help"], ["check", "--world-size", "0", TUNED], ["rules"]])
@@ -251,7 +251,7 @@ def test_fast_path_skips_heavy_modules_on_a_plain_check():
     parser (TE userbuffers checks) when the config holds no userbuffers mapping."""
     modules = modules_of(["check", TUNED])
     heavy = ("tomllib", "omegaconf", "ruamel", "inspect", "dataclasses", "typing", "pathlib", "json", "difflib",
-             "importlib.metadata", "overlap_cli.te_userbuffers", "overlap_cli.cli")
+             "importlib.metadata", "overlap_cli.frameworks.bridge.te_userbuffers", "overlap_cli.cli.app")
     assert not {m for m in modules if m in heavy or m.startswith(tuple(h + "." for h in heavy))}
 
 
@@ -270,19 +270,19 @@ def test_fast_path_skips_heavy_modules_on_a_plain_check():
 def test_settings_scan_never_misses_a_tool_overlap_table(text):
     import tomllib
 
-    from overlap_cli.settings import might_hold_tool_overlap
+    from overlap_cli.target.settings import might_hold_tool_overlap
 
     assert isinstance(tomllib.loads(text)["tool"]["overlap"], dict)
     assert might_hold_tool_overlap(text.encode())
 
 
 @pytest.mark.parametrize("text", [
-    '[project]\nname = "overlap-cli"\n[project.scripts]\noverlap = "overlap_cli.fastcli:main"\n',
+    '[project]\nname = "overlap-cli"\n[project.scripts]\noverlap = "overlap_cli.cli.fast:main"\n',
     "[tool.ruff]\nline-length = 100\n",
     "[tool.hatch.build]\ninclude = ['overlap_cli']\n",
 ])
 def test_settings_scan_skips_other_tools_tables(text):
-    from overlap_cli.settings import might_hold_tool_overlap
+    from overlap_cli.target.settings import might_hold_tool_overlap
 
     assert not might_hold_tool_overlap(text.encode())
 
@@ -308,8 +308,8 @@ def test_option_table_matches_typer_command():
     """Every option of `overlap check` is known to the fast path under the same names, and no other."""
     import typer.main
 
-    from overlap_cli import fastcli
-    from overlap_cli.cli import app
+    from overlap_cli.cli import fast as fastcli
+    from overlap_cli.cli.app import app
 
     command = typer.main.get_command(app).commands["check"]
     names = set()

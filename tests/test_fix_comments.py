@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from bench.mutate import lost_comments
-from overlap_cli import fixtext
+from overlap_cli.fix import text as fixtext
 
 PP202_NOTE = "# overlap: PP202 removed overlap_p2p_comm: true (crashes without VPP)"
 UB608_NOTE = "# overlap: UB608 removed tp_comm_overlap_cfg (unused)"
@@ -247,8 +247,8 @@ def _commented(text: str) -> str:
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_every_comment_survives_every_fix(path):
-    from overlap_cli.cli import build_target
-    from overlap_cli.fixer import fix_text
+    from overlap_cli.cli.app import build_target
+    from overlap_cli.fix.loop import fix_text
 
     sys.path.insert(0, str(ROOT / "tests"))
     from test_cases import read_header

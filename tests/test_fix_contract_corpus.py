@@ -35,7 +35,7 @@ GROUP = {"ddp.overlap_grad_reduce": "dp", "ddp.overlap_param_gather": "dp", "opt
 
 
 def _targets():
-    from overlap_cli.target import GPUS
+    from overlap_cli.target.profile import GPUS
 
     for line in MANIFEST.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
@@ -57,7 +57,7 @@ def _plain(value):
 
 
 def violations(name: str, before, after, outcome, original_env: dict, fixed_env: dict) -> list:
-    from overlap_cli.model import SEVERITY_RANK
+    from overlap_cli.check.results import SEVERITY_RANK
     from overlap_cli.rules import SAFE_FIX_CLASSES, get_rule
 
     out = []
@@ -107,11 +107,11 @@ def violations(name: str, before, after, outcome, original_env: dict, fixed_env:
 
 
 def test_fix_write_over_every_recipe_keeps_the_contract(tmp_path):
-    from overlap_cli.engine import check_file
-    from overlap_cli.fixer import fix_file
-    from overlap_cli.loader import parse_yaml
-    from overlap_cli.target import build_target
-    from overlap_cli.writer import atomic_write
+    from overlap_cli.check.engine import check_file
+    from overlap_cli.fix.loop import fix_file
+    from overlap_cli.config.loader import parse_yaml
+    from overlap_cli.target.profile import build_target
+    from overlap_cli.fix.write import atomic_write
 
     problems, fixed_files, checked = [], 0, 0
     for name, flags in _targets():
@@ -143,8 +143,8 @@ def test_fix_write_over_every_recipe_keeps_the_contract(tmp_path):
 
 
 def test_info_findings_offer_no_safe_fix_on_any_recipe():
-    from overlap_cli.engine import check_file
-    from overlap_cli.target import build_target
+    from overlap_cli.check.engine import check_file
+    from overlap_cli.target.profile import build_target
 
     offending = []
     for name, flags in _targets():

@@ -52,8 +52,8 @@ def _fix_copy(run_cli, src: Path, tmp_path: Path, *flags) -> tuple[int, str, Pat
 
 def _in_process_fix(path: Path, unsafe: bool) -> str:
     """The fixed text of ``path`` (what `fix --write` would write), computed without writing."""
-    from overlap_cli.cli import build_target
-    from overlap_cli.fixer import fix_file
+    from overlap_cli.cli.app import build_target
+    from overlap_cli.fix.loop import fix_file
 
     target = build_target(None, None, None, None, str(path))
     return fix_file(str(path), target, unsafe=unsafe).fixed
@@ -134,10 +134,10 @@ def test_only_edited_keys_change(path, unsafe, tmp_path):
     """Every original line that the fix replaced or deleted belongs to a key that an applied edit names."""
     import difflib
 
-    from overlap_cli import fixtext
-    from overlap_cli.cli import build_target
-    from overlap_cli.fixer import fix_file
-    from overlap_cli.fixtree import split_key
+    from overlap_cli.fix import text as fixtext
+    from overlap_cli.cli.app import build_target
+    from overlap_cli.fix.loop import fix_file
+    from overlap_cli.fix.tree import split_key
 
     args = _case_args(path)
     world = int(args[args.index("--world-size") + 1]) if "--world-size" in args else None

@@ -21,8 +21,8 @@ FILES += sorted((ROOT / "examples" / "bridge").glob("*.yaml"))
 
 
 def _fix(path: Path, unsafe: bool) -> str:
-    from overlap_cli.check_cmd import build_target
-    from overlap_cli.fixer import fix_text
+    from overlap_cli.cli.check import build_target
+    from overlap_cli.fix.loop import fix_text
 
     args = read_header(path)["args"] if path.parent.name == "cases" else []
     flags = {"--world-size": None, "--gpu": None, "--te-version": None, "--torch-version": None}
@@ -44,7 +44,7 @@ def _fix(path: Path, unsafe: bool) -> str:
 @pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_fast_path_matches_the_round_trip_tree(path, unsafe, monkeypatch):
-    from overlap_cli import fixfast
+    from overlap_cli.fix import fast as fixfast
 
     fast = _fix(path, unsafe)
     monkeypatch.setattr(fixfast, "possible", lambda text: False)  # every edit on the round-trip tree
@@ -53,7 +53,7 @@ def test_fast_path_matches_the_round_trip_tree(path, unsafe, monkeypatch):
 
 def test_fast_path_is_taken_for_a_scalar_edit(monkeypatch):
     """A Bridge dump with one scalar fix never loads ruamel's tree."""
-    from overlap_cli import fixtree
+    from overlap_cli.fix import tree as fixtree
 
     calls = []
     real = fixtree.load
@@ -67,8 +67,8 @@ def test_fast_path_is_taken_for_a_scalar_edit(monkeypatch):
     [(True, "true"), (8, "8"), ("nccl", "nccl"), ("yes", '"yes"'), ("a b", '"a b"'), ("1.5", '"1.5"'), (None, "null")],
 )
 def test_rendered_scalars_read_back_as_the_same_value(value, written):
-    from overlap_cli.fixfast import render
-    from overlap_cli.loader import parse_yaml
+    from overlap_cli.fix.fast import render
+    from overlap_cli.config.loader import parse_yaml
 
     assert render(value) == written
     assert parse_yaml(f"k: {written}\n", "<t>")[0] == {"k": value}

@@ -76,7 +76,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     sys.path.insert(0, {root!r})
-    from overlap_cli.writer import atomic_write
+    from overlap_cli.fix.write import atomic_write
     path, old, new = sys.argv[1], sys.argv[2], sys.argv[3]
     texts = [open(old).read(), open(new).read()]
     print("ready", flush=True)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from bench.mutate import lost_comments, mutate, seeds
-from overlap_cli.cli import app
+from overlap_cli.cli.app import app
 
 SEEDS = seeds()
 FUZZ = settings(

@@ -169,7 +169,7 @@ VERSIONS = [
 
 def test_version_order_matches_packaging():
     packaging = pytest.importorskip("packaging.version")
-    from overlap_cli.versions import sort_key
+    from overlap_cli.target.versions import sort_key
 
     for a in VERSIONS:
         for b in VERSIONS:
@@ -201,12 +201,12 @@ def test_unreadable_version_is_unknown_not_a_guess():
     ],
 )
 def test_layout_stage_count(layout, stages):
-    from overlap_cli.pipeline_layout import read_layout
+    from overlap_cli.frameworks.bridge.pipeline_layout import read_layout
 
     assert read_layout(layout).stages == stages
 
 
 def test_layout_that_would_expand_forever_is_refused():
-    from overlap_cli.pipeline_layout import read_layout
+    from overlap_cli.frameworks.bridge.pipeline_layout import read_layout
 
     assert read_layout("t*99999999999").stages is None

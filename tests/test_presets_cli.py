@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from overlap_cli import presets as P
+from overlap_cli.frameworks.bridge import presets as P
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -209,7 +209,7 @@ def test_presets_found_from_an_installed_wheel(tmp_path):
     for row in rows:
         row.pop("same_values_as")
     assert rows == [expected_row(n) for n in sorted(REFERENCE)]
-    where = subprocess.run([str(bindir / "python"), "-c", "from overlap_cli import presets; print(presets.presets_dir())"],
+    where = subprocess.run([str(bindir / "python"), "-c", "from overlap_cli.frameworks.bridge import presets; print(presets.presets_dir())"],
                            cwd=elsewhere, capture_output=True, text=True, env=env, check=True)  # fmt: skip
     assert Path(where.stdout.strip()).parts[-2:] == ("overlap_cli", "_presets")
     assert str(ROOT) not in where.stdout

@@ -1,4 +1,4 @@
-"""Preset data layer: presets/*.yaml against the reference values, and overlap_cli.presets."""
+"""Preset data layer: presets/*.yaml against the reference values, and overlap_cli.frameworks.bridge.presets."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from overlap_cli import presets as P
+from overlap_cli.frameworks.bridge import presets as P
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
@@ -172,25 +172,6 @@ def test_yaml_file_header(name):
 
 def test_presets_dir_in_checkout():
     assert P.presets_dir() == PRESETS_DIR.resolve()
-
-
-def test_presets_dir_prefers_installed_copy(tmp_path):
-    # Lay out what the wheel installs: a package holding presets.py (and records.py, which it imports)
-    # next to _presets/.
-    pkg = tmp_path / "site" / "installed_presets_probe"
-    shutil.copytree(PRESETS_DIR, pkg / "_presets")
-    for name in ("presets.py", "records.py"):
-        shutil.copy(Path(P.__file__).with_name(name), pkg / name)
-    (pkg / "__init__.py").write_text("")
-    sys.path.insert(0, str(pkg.parent))
-    try:
-        module = importlib.import_module("installed_presets_probe.presets")
-        assert module.presets_dir() == (pkg / "_presets").resolve()
-        assert sorted(module.load_presets()) == NAMES
-    finally:
-        sys.path.remove(str(pkg.parent))
-        for loaded in [m for m in sys.modules if m.split(".")[0] == "installed_presets_probe"]:
-            del sys.modules[loaded]
 
 
 def test_load_presets_matches_reference():
@@ -594,9 +575,9 @@ def test_te_dict_fills_defaults_of_hand_written_mapping():
 
 
 def test_import_is_light():
-    # Only what overlap_cli.presets itself pulls in (the package __init__ is someone else's business).
+    # Only what overlap_cli.frameworks.bridge.presets itself pulls in (the package __init__ is someone else's business).
     code = (
-        "import sys, overlap_cli; before = set(sys.modules); import overlap_cli.presets; "
+        "import sys, overlap_cli; before = set(sys.modules); import overlap_cli.frameworks.bridge.presets; "
         "print(sorted(m for m in ('yaml', 'difflib') if m in sys.modules and m not in before))"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)

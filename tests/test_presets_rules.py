@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from overlap_cli import presets as P
-from overlap_cli import te_userbuffers as TE
+from overlap_cli.frameworks.bridge import presets as P
+from overlap_cli.frameworks.bridge import te_userbuffers as TE
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "cases"

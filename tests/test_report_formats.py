@@ -112,7 +112,7 @@ def test_github_annotations(run_cli, at_root):
 
 
 def test_github_escaping():
-    from overlap_cli.report.github_report import annotation
+    from overlap_cli.report.github import annotation
 
     line = annotation("warning", "a,b:c.yaml", 3, 1, "TP102", "50% done\nnext")
     assert line == "::warning file=a%2Cb%3Ac.yaml,line=3,col=1,title=TP102::50%25 done%0Anext"

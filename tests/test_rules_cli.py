@@ -72,7 +72,7 @@ def test_explain_unknown_code(run_cli, token, near):
 
 
 def test_docs_rules_md_is_current():
-    from overlap_cli.cmd_rules import REGENERATE, rules_markdown
+    from overlap_cli.cli.rules import REGENERATE, rules_markdown
 
     path = ROOT / "docs" / "rules.md"
     on_disk = path.read_text(encoding="utf-8") if path.exists() else ""

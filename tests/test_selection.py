@@ -247,8 +247,8 @@ def test_directive_inside_a_string_is_not_a_comment(run_cli, tmp_path):
 
 def test_filter_findings_is_usable_without_the_cli(tmp_path):
     """The fixer calls the same function: selection applies to whatever produced the findings."""
-    from overlap_cli.model import Finding
-    from overlap_cli.selection import cli_selection, filter_findings
+    from overlap_cli.check.results import Finding
+    from overlap_cli.check.selection import cli_selection, filter_findings
 
     path = write(tmp_path, sp="  # overlap: ignore[TP102]")
     raw = [Finding("TP102", "warning", "m", None, 4, 3), Finding("PP202", "error", "m", None, 12, 3), Finding("DP301", "info", "m", None, 6, 1)]

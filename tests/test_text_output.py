@@ -247,7 +247,7 @@ def test_terminal_output_wraps_never_cuts(columns):
     pytest.importorskip("pty")
     from ttyrun import run_tty
 
-    from overlap_cli.cli import app  # noqa: F401  (the import the subprocess makes, for a clear error here)
+    from overlap_cli.cli.app import app  # noqa: F401  (the import the subprocess makes, for a clear error here)
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     code, out, err = run_tty([sys.executable, "-m", "overlap_cli", "check", str(PP), "--world-size", "64",

@@ -39,7 +39,7 @@ def by_code(results) -> list:
     for r in results:
         for f in r.findings:
             counts[(f.code, f.severity)] = counts.get((f.code, f.severity), 0) + 1
-    from ..rules import _code_key
+    from overlap_cli.rules import _code_key
 
     return [(c, s, n) for (c, s), n in sorted(counts.items(), key=lambda kv: (_code_key(kv[0][0]), kv[0][1]))]
 
@@ -64,33 +64,33 @@ def write(
     concise's summary and info lines): json, sarif and github always carry everything. ``statistics``
     replaces the findings by counts per code (text or json; check_cmd refuses the other formats)."""
     if statistics:
-        from . import statistics_report
+        from overlap_cli.report import statistics as statistics_report
 
         if fmt == "json":
             out.write(statistics_report.render_json(results, skipped) + "\n")
         else:
             statistics_report.render_text(results, out, skipped, show_info=show_info, quiet=quiet)
     elif fmt == "json":
-        from .json_report import render
+        from overlap_cli.report.json import render
 
         out.write(render(results, skipped) + "\n")
     elif fmt == "sarif":
-        from .sarif_report import render
+        from overlap_cli.report.sarif import render
 
         out.write(render(results, skipped) + "\n")
     elif fmt == "github":
-        from .github_report import render
+        from overlap_cli.report.github import render
 
         render(results, out)
     elif fmt == "concise":
-        from .concise_report import render
+        from overlap_cli.report.concise import render
 
         render(results, out, skipped, quiet=quiet)
     elif tty:
-        from .text_report import render_rich
+        from overlap_cli.report.text import render_rich
 
         render_rich(results, skipped, show_info=show_info, show_effective=show_effective, quiet=quiet)
     else:
-        from .text_report import render_plain
+        from overlap_cli.report.text import render_plain
 
         render_plain(results, out, skipped, show_info=show_info, show_effective=show_effective, quiet=quiet)

@@ -14,7 +14,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Callable, Optional
 
-from ..records import dataclass  # not dataclasses: start-up time (records.py)
+from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 
 FAMILY_MODULES = ("cfg", "tp", "pp", "dp", "mp", "env", "ub", "ep", "cp", "layout", "wgrad", "param_gather", "fsdp")
 FAMILY_NAMES = {
@@ -132,7 +132,7 @@ class RuleCrashed(Exception):
 def run_rules(view) -> list:
     """Every rule's findings. A check that raises stops the run for this view with RuleCrashed: its
     file gets one internal-error line instead of a report built on a partial rule set."""
-    from ..model import Finding
+    from overlap_cli.check.results import Finding
 
     findings: list[Finding] = []
     for r in all_rules().values():

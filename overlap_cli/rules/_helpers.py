@@ -6,7 +6,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any, Optional
 
-from ..model import Edit, Finding, Fix
+from overlap_cli.check.results import Edit, Finding, Fix
 
 
 def finding(view, code: str, severity: str, message: str, key: Optional[str] = None, fix: Optional[Fix] = None) -> Finding:

@@ -11,7 +11,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any, Optional
 
-from .. import versions
+from overlap_cli.target import versions
 
 # Megatron-Core 0.19.2 defaults of model fields read here and absent from bridge.MODEL_DEFAULTS
 # (tc = megatron/core/transformer/transformer_config.py, mpc = megatron/core/model_parallel_config.py).

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .. import bridge
-from ..model import Edit
-from . import rule
-from ._helpers import finding, fmt, remove, safe, set_, unsafe
+from overlap_cli.frameworks.bridge import facts as bridge
+from overlap_cli.check.results import Edit
+from overlap_cli.rules import rule
+from overlap_cli.rules._helpers import finding, fmt, remove, safe, set_, unsafe
 
 
 @rule("CFG001", "no-comm-overlap", "info", "No comm_overlap section: Bridge applies no overlap tuning")

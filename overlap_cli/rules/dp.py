@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from .. import bridge
-from ..model import Edit
-from . import rule
-from ._helpers import finding, fmt, remove, unsafe
+from overlap_cli.frameworks.bridge import facts as bridge
+from overlap_cli.check.results import Edit
+from overlap_cli.rules import rule
+from overlap_cli.rules._helpers import finding, fmt, remove, unsafe
 
 
 def _human_bytes(n: int) -> str:

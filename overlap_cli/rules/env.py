@@ -7,10 +7,10 @@ what the process gets: the config's ``env_vars`` or, with ``--env-from-shell``, 
 
 from __future__ import annotations
 
-from .. import launch_env as le
-from ..model import Edit, Fix
-from . import rule
-from ._helpers import finding
+from overlap_cli.frameworks.bridge import launch_env as le
+from overlap_cli.check.results import Edit, Fix
+from overlap_cli.rules import rule
+from overlap_cli.rules._helpers import finding
 
 _CDMC = le.MAX_CONNECTIONS
 _FSDP_MESSAGE = "FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset."  # config.py:1102
@@ -389,4 +389,4 @@ def high_priority(view):
 
 
 # ENV507-ENV510 (the env_vars section itself) live in a sibling module to keep each file readable.
-from . import env_section  # noqa: E402,F401  (registers its rules)
+from overlap_cli.rules import env_section  # noqa: E402,F401  (registers its rules)

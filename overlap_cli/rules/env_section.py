@@ -5,11 +5,11 @@ rules/env.py, which imports this module.
 
 from __future__ import annotations
 
-from .. import launch_env as le
-from ..model import Edit, Fix
-from . import rule
-from ._helpers import finding
-from .env import _CDMC, _one_is_fatal, _one_serialises_dp, _short
+from overlap_cli.frameworks.bridge import launch_env as le
+from overlap_cli.check.results import Edit, Fix
+from overlap_cli.rules import rule
+from overlap_cli.rules._helpers import finding
+from overlap_cli.rules.env import _CDMC, _one_is_fatal, _one_serialises_dp, _short
 
 
 @rule("ENV507", "launch-variable-misplaced", "error", "A launch variable is written under comm_overlap, ddp or model", fix="crash/unsafe")

@@ -8,10 +8,10 @@ crash log can be matched to the rule with ``overlap explain``.
 
 from __future__ import annotations
 
-from ..model import Edit
-from . import rule
-from ._helpers import finding, fmt, safe, set_, unsafe
-from ._launch import as_int, model_key, model_value, torch_version, unknown_version_text, version_status
+from overlap_cli.check.results import Edit
+from overlap_cli.rules import rule
+from overlap_cli.rules._helpers import finding, fmt, safe, set_, unsafe
+from overlap_cli.rules._launch import as_int, model_key, model_value, torch_version, unknown_version_text, version_status
 
 _REQUEST = "comm_overlap.overlap_moe_expert_parallel_comm"
 _MODEL_FLAG = "model.overlap_moe_expert_parallel_comm"
@@ -49,7 +49,7 @@ def _drop_request(view, path: str):
 
 
 def _smallest_vpp(view):
-    from .pp import _smallest_vpp as smallest  # the same choice PP201 offers
+    from overlap_cli.rules.pp import _smallest_vpp as smallest  # the same choice PP201 offers
 
     return smallest(view.get_final("model", "num_layers"), view.pp)
 
@@ -281,7 +281,7 @@ def ep_overlap_mcore_only(view):
         return
     where = _REQUEST if ep_overlap_path(view) == "bridge" else _MODEL_FLAG
     if model_value(view, "cuda_graph_impl") == "transformer_engine":
-        from ._launch import graph_module_names
+        from overlap_cli.rules._launch import graph_module_names
 
         for key in ("cuda_graph_modules", "cuda_graph_scope"):
             value = model_value(view, key)

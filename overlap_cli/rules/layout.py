@@ -3,13 +3,13 @@ layouts Megatron-Core rejects.
 
 Megatron-Core (0.19.2) reads the layout at model finalize (``transformer_config.py:1936-1985``), after
 Bridge's comm_overlap chose its pipeline defaults from the raw, null VPP. The stage count comes from
-``overlap_cli.pipeline_layout`` through the resolver (``view.layout``, ``view.layout_vpp``).
+``overlap_cli.frameworks.bridge.pipeline_layout`` through the resolver (``view.layout``, ``view.layout_vpp``).
 """
 
 from __future__ import annotations
 
-from . import rule
-from ._helpers import finding, safe, set_, unsafe
+from overlap_cli.rules import rule
+from overlap_cli.rules._helpers import finding, safe, set_, unsafe
 
 _LAYOUT = "model.pipeline_model_parallel_layout"
 

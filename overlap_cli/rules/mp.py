@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .. import bridge
-from ..model import Edit
-from . import rule
-from ._helpers import finding, fmt, safe, unsafe
-from ._launch import te_version, unknown_version_text, version_status
+from overlap_cli.frameworks.bridge import facts as bridge
+from overlap_cli.check.results import Edit
+from overlap_cli.rules import rule
+from overlap_cli.rules._helpers import finding, fmt, safe, unsafe
+from overlap_cli.rules._launch import te_version, unknown_version_text, version_status
 
 _WATCHED = ("grad_reduce_in_fp32", "fp8_param_gather")
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..model import Edit
-from . import rule
-from ._helpers import finding, remove, safe, set_, unsafe
+from overlap_cli.check.results import Edit
+from overlap_cli.rules import rule
+from overlap_cli.rules._helpers import finding, remove, safe, set_, unsafe
 
 
 _MAX_VPP = 1024

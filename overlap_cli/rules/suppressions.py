@@ -1,13 +1,13 @@
 """CFG009 — inline suppressions that suppress nothing.
 
-The finding is produced by ``overlap_cli.selection.filter_findings`` (it needs every other rule's
+The finding is produced by ``overlap_cli.check.selection.filter_findings`` (it needs every other rule's
 findings first); this module registers the code so that it has a doc, can be selected and ignored, and
 shows up in ``overlap rules`` / ``overlap explain``.
 """
 
 from __future__ import annotations
 
-from . import rule
+from overlap_cli.rules import rule
 
 
 @rule("CFG009", "unused-suppression", "info", "An `# overlap: ignore[...]` comment suppresses nothing")

@@ -7,10 +7,11 @@ and so on; UB608 and UB609 are this tool's own. The resolver recognises the conf
 
 from __future__ import annotations
 
-from .. import preset_fit, presets
-from ..model import Edit
-from . import rule
-from ._helpers import finding, safe, set_, unsafe
+from overlap_cli.frameworks.bridge import preset_fit
+from overlap_cli.frameworks.bridge import presets
+from overlap_cli.check.results import Edit
+from overlap_cli.rules import rule
+from overlap_cli.rules._helpers import finding, safe, set_, unsafe
 
 _CO_KEY = "comm_overlap.tp_comm_overlap_cfg"
 
@@ -34,7 +35,7 @@ def _fits(shape) -> tuple:
 
 def _several(every: list, shape) -> str:
     """'presets A, B all fit ...' naming what is missing to tell them apart."""
-    from ..preset_fit import LABELS
+    from overlap_cli.frameworks.bridge.preset_fit import LABELS
 
     names = f"presets {', '.join(every)}" if len(every) <= 3 else f"{len(every)} presets ({', '.join(every[:2])}, ...)"
     missing = ", ".join(LABELS[f] for f in shape.unknown()) or "nothing"
@@ -120,7 +121,7 @@ def wgrad_beside_dgrad(view):
     ub = view.ub
     if ub is None or ub.kind != "mapping" or not ub.tp_effective:
         return
-    from .. import te_userbuffers  # only for a userbuffers mapping: start-up time
+    from overlap_cli.frameworks.bridge import te_userbuffers  # only for a userbuffers mapping: start-up time
 
     for p in te_userbuffers.wgrad_problems(ub.te_config or {}):
         yield finding(view, "UB602", p.severity, p.message, f"{ub.key}.{p.gemm}")
@@ -193,7 +194,7 @@ def not_buildable(view):
         return
     if ub.kind != "mapping":
         return
-    from .. import te_userbuffers  # only for a userbuffers mapping: start-up time
+    from overlap_cli.frameworks.bridge import te_userbuffers  # only for a userbuffers mapping: start-up time
 
     for p in te_userbuffers.structure_problems(ub.given, te_reads=ub.tp_effective):
         if p.code == "UB603":
@@ -245,7 +246,7 @@ def fp8_buf_default(view):
     ub = view.ub
     if ub is None or ub.kind != "mapping" or ub.named or not ub.tp_effective or not _fp8(view):
         return
-    from .. import te_userbuffers  # only for a userbuffers mapping: start-up time
+    from overlap_cli.frameworks.bridge import te_userbuffers  # only for a userbuffers mapping: start-up time
 
     for gemm in te_userbuffers.defaulted_fp8_buf(ub.given, ub.te_config or {}):
         key = f"{ub.key}.{gemm}.fp8_buf"
@@ -299,7 +300,7 @@ def te_method_constraints(view):
     te_version = view.target.get("te_version")
     new_te = True
     if te_version:
-        from .. import versions
+        from overlap_cli.target import versions
 
         # TE >= 2.8 allocates separate userbuffers for the BF16 first/last layers of an FP8 run; an
         # unreadable version is treated as new, the common case.
@@ -308,7 +309,7 @@ def te_method_constraints(view):
         new_te and model.get("fp8") is not None and model.get("first_last_layers_bf16")
         and ((model.get("num_layers_at_start_in_bf16") or 0) > 0 or (model.get("num_layers_at_end_in_bf16") or 0) > 0)
     )  # fmt: skip
-    from .. import te_userbuffers  # only for a userbuffers mapping: start-up time
+    from overlap_cli.frameworks.bridge import te_userbuffers  # only for a userbuffers mapping: start-up time
 
     for p in te_userbuffers.method_problems(ub.te_config or {}, fp8=_fp8(view), bf16_layer_buffers=bf16_layers):
         yield finding(view, "UB605", p.severity, p.message, f"{ub.key}.{p.gemm}" + (f".{p.field}" if p.field else ""))
@@ -533,7 +534,7 @@ def unknown_keys(view):
     ub = view.ub
     if ub is None or ub.kind != "mapping":
         return
-    from .. import te_userbuffers  # only for a userbuffers mapping: start-up time
+    from overlap_cli.frameworks.bridge import te_userbuffers  # only for a userbuffers mapping: start-up time
 
     for p in te_userbuffers.structure_problems(ub.given, te_reads=ub.tp_effective):
         if p.code == "UB609":

@@ -8,12 +8,12 @@ only when ``comm_overlap.delay_wgrad_compute: true``); megatron-core 0.19.2
 
 from __future__ import annotations
 
-from .. import versions
-from ..model import Edit
-from . import rule
-from ._helpers import finding, safe, set_, unsafe
-from ._launch import has_graph_module, model_key, model_value, te_version, unknown_version_text, version_status
-from .ep import ep_overlap_effective
+from overlap_cli.target import versions
+from overlap_cli.check.results import Edit
+from overlap_cli.rules import rule
+from overlap_cli.rules._helpers import finding, safe, set_, unsafe
+from overlap_cli.rules._launch import has_graph_module, model_key, model_value, te_version, unknown_version_text, version_status
+from overlap_cli.rules.ep import ep_overlap_effective
 
 _DELAY = "comm_overlap.delay_wgrad_compute"
 _EP = "overlap_moe_expert_parallel_comm"

@@ -1,0 +1,172 @@
+"""Plain data types shared by every stage of the pipeline (load -> resolve -> rules -> report/fix).
+
+Kept free of heavy imports: this module is loaded on every start-up.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
+
+SEVERITIES = ("info", "warning", "error")
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+# Where an effective value came from.
+USER = "user"  # written in the file or given as a dotlist override
+DEFAULT = "default"  # Megatron-Core / Megatron-Bridge dataclass default
+BRIDGE_AUTO = "bridge-auto"  # computed by CommOverlapConfig (or validate()) at launch
+FORCED_OFF = "forced-off"  # the user asked for it, Bridge switched it off
+MIXED_PRECISION = "mixed-precision"  # overwritten by the mixed-precision recipe
+UNKNOWN = "unknown"  # depends on something the file does not say (e.g. world size)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One minimal change on the YAML tree. ``key`` is a dotted path."""
+
+    op: str  # "set" | "add" | "remove"
+    key: str
+    value: Any = None
+    comment: Optional[str] = None  # why, written as an end-of-line comment next to the new value
+
+    def to_json(self) -> dict:
+        out = {"op": self.op, "key": self.key}
+        if self.op != "remove":
+            out["value"] = self.value
+        if self.comment:
+            out["comment"] = self.comment
+        return out
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: str  # "safe" | "unsafe"
+    message: str
+    edits: tuple[Edit, ...]
+
+    def to_json(self) -> dict:
+        return {
+            "applicability": self.applicability,
+            "message": self.message,
+            "edits": [e.to_json() for e in self.edits],
+        }
+
+
+@dataclass
+class Finding:
+    code: str
+    severity: str
+    message: str
+    key: Optional[str] = None
+    line: Optional[int] = None
+    column: Optional[int] = None
+    fix: Optional[Fix] = None
+
+    def to_json(self) -> dict:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "key": self.key,
+            "line": self.line,
+            "column": self.column,
+            "fix": self.fix.to_json() if self.fix else None,
+        }
+
+
+@dataclass
+class Value:
+    """An effective setting with its provenance."""
+
+    value: Any
+    source: str
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"value": self.value, "source": self.source, "reason": self.reason}
+
+
+@dataclass
+class InputProblem:
+    """Why a file could not be checked (exit code 2)."""
+
+    file: str
+    message: str
+    key: Optional[str] = None
+    line: Optional[int] = None
+    column: Optional[int] = None
+    # A bug in overlap-cli, not in the file: ``rule`` names the rule that raised (None: another stage).
+    internal: bool = False
+    rule: Optional[str] = None
+
+    def describe(self) -> str:
+        """The problem without its place: ``key: message``, or the internal-error sentence."""
+        if self.internal:
+            stage = f" in rule {self.rule}" if self.rule else ""
+            return f"internal error{stage}: {self.message} (please report)"
+        return (f"{self.key}: " if self.key else "") + self.message
+
+    def one_line(self) -> str:
+        if self.internal:
+            stage = f" in rule {self.rule}" if self.rule else ""
+            return f"{self.file}: internal error{stage}: {self.message} (please report)"
+        where = self.file
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        key = f" {self.key}:" if self.key else ""
+        return f"{where}:{key} {self.message}"
+
+
+class InputError(Exception):
+    def __init__(self, problem: InputProblem):
+        super().__init__(problem.one_line())
+        self.problem = problem
+
+
+def internal_problem(file: str, exc: BaseException, rule: Optional[str] = None) -> InputProblem:
+    """An exception overlap-cli did not expect, as the one-line problem of this file (exit 2)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return InputProblem(file, message, internal=True, rule=rule)
+
+
+@dataclass
+class FileResult:
+    file: str
+    target: dict = field(default_factory=dict)
+    effective: Optional[dict[str, Value]] = None
+    findings: list[Finding] = field(default_factory=list)
+    error: Optional[InputProblem] = None
+    notes: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out = {s: 0 for s in ("error", "warning", "info")}
+        for f in self.findings:
+            out[f.severity] += 1
+        return out
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"file": self.file, "target": self.target}
+        if self.error is None:
+            out["effective"] = {k: v.to_json() for k, v in (self.effective or {}).items()}
+            out["findings"] = [f.to_json() for f in self.findings]
+            out["error"] = None
+        else:
+            out["findings"] = []
+            out["error"] = {
+                "message": self.error.message,
+                "key": self.error.key,
+                "line": self.error.line,
+                "column": self.error.column,
+            }
+            if self.error.internal:
+                out["error"]["internal"] = True
+                out["error"]["rule"] = self.error.rule
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out

@@ -1,0 +1,95 @@
+"""Inline suppression comments in a YAML config.
+
+    key: value   # overlap: ignore[TP102, PP202]   covers this line
+    # overlap: ignore[PP202]                       alone on a line: covers the next line holding YAML
+    # overlap: ignore-file                         alone on a line: the whole file (or ignore-file[CODES])
+
+A ``#`` counts only where YAML would read a comment: after whitespace (or at the start of a line) and
+outside any scalar, so ``name: "x # overlap: ignore[TP102]"`` is a string, not a suppression. What the
+comments do to findings is decided in selection.filter_findings.
+"""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
+from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
+
+_DIRECTIVE = re.compile(r"#\s*overlap\s*:\s*(ignore-file|ignore)(?![\w-])\s*(?:\[([^\]\n]*)\])?", re.IGNORECASE)
+
+
+@dataclass
+class Directive:
+    line: int  # where the comment is
+    column: int
+    applies_to: Optional[int]  # the line it covers; None for ignore-file
+    tokens: tuple  # as written; empty = every code
+    used: set = field(default_factory=set)  # tokens that suppressed something
+
+
+def scalar_spans(text: str) -> list:
+    """Character spans of the scalars in ``text``, so that a ``#`` inside a string is not a comment."""
+    import yaml
+
+    from overlap_cli.config.loader import _loader_class
+
+    spans = []
+    loader = _loader_class()(text)
+    try:
+        while True:
+            tok = loader.get_token()
+            if tok is None:
+                break
+            if isinstance(tok, yaml.ScalarToken):
+                spans.append((tok.start_mark.index, tok.end_mark.index))
+    except yaml.YAMLError:
+        pass  # the loader reports the error; directives before it still count
+    finally:
+        loader.dispose()
+    return spans
+
+
+def parse_directives(text: str) -> list:
+    """Every ``# overlap: ignore...`` comment in ``text`` (none for most files: one substring test)."""
+    if "overlap" not in text or not _DIRECTIVE.search(text):
+        return []
+    spans = None
+    lines = text.split("\n")
+    offsets, pos = [], 0
+    for ln in lines:
+        offsets.append(pos)
+        pos += len(ln) + 1
+    found = []
+    for i, ln in enumerate(lines):
+        m = _DIRECTIVE.search(ln)
+        if not m:
+            continue
+        start = m.start()
+        if start > 0 and not ln[start - 1].isspace():
+            continue  # `key: a#overlap: ...` is part of a plain scalar, not a comment
+        if spans is None:
+            spans = scalar_spans(text)
+        index = offsets[i] + start
+        if any(a <= index < b for a, b in spans):
+            continue
+        kind, body = m.group(1).lower(), m.group(2)
+        tokens = tuple(t.strip() for t in body.split(",") if t.strip()) if body else ()
+        own_line = not ln[:start].strip()
+        if kind == "ignore-file":
+            if own_line:
+                found.append(Directive(i + 1, start + 1, None, tokens))
+            continue
+        target = i + 1
+        if own_line:  # covers the next line that holds YAML (comments and blank lines in between are skipped)
+            target = None
+            for j in range(i + 1, len(lines)):
+                s = lines[j].strip()
+                if s and not s.startswith("#"):
+                    target = j + 1
+                    break
+        found.append(Directive(i + 1, start + 1, target, tokens))
+    return found

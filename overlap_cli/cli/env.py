@@ -1,0 +1,131 @@
+"""``overlap env CONFIG``: the launch environment a config wants on its target, each variable with the reason.
+
+Only typer and the CLI module are imported at the top; the pipeline loads inside the command.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import List, Optional
+
+import typer
+
+from overlap_cli.cli.app import (
+    EXIT_CLEAN,
+    EXIT_INPUT,
+    GPU,
+    TE,
+    Detect,
+    EnvFromShell,
+    GpusPerNode,
+    Nodes,
+    SettingsPath,
+    TEVersion,
+    TorchVersion,
+    WorldSize,
+    app,
+    build_target,
+    split_args,
+    usage_error,
+)
+
+
+class EnvFormat(str, Enum):
+    shell = "shell"
+    dotenv = "dotenv"
+    json = "json"
+
+
+@app.command()
+def env(
+    args: List[str] = typer.Argument(..., metavar="CONFIG [OVERRIDES...]", help="One config file, then Hydra-style overrides."),
+    format: EnvFormat = typer.Option(EnvFormat.shell, "--format", "-f", help="shell: export lines with reasons; dotenv: NAME=VALUE; json."),
+    world_size: Optional[int] = WorldSize,
+    nodes: Optional[int] = Nodes,
+    gpus_per_node: Optional[int] = GpusPerNode,
+    te: Optional[bool] = TE,
+    gpu: Optional[str] = GPU,
+    te_version: Optional[str] = TEVersion,
+    torch_version: Optional[str] = TorchVersion,
+    settings: Optional[str] = SettingsPath,
+    detect: bool = Detect,
+    env_from_shell: bool = EnvFromShell,
+):
+    """Print the launch environment (CUDA_DEVICE_MAX_CONNECTIONS, LayerNorm SM margins, ...) this config
+    wants on the target, with the reason for each value. Exit 0, or 2 on input errors."""
+    from overlap_cli.config.loader import parse_override
+    from overlap_cli.check.results import InputError
+
+    files, raw_overrides = split_args(args)
+    if len(files) != 1:
+        raise usage_error("overlap env takes exactly one config file" if files else "no config file given")
+    try:
+        overrides = [parse_override(o) for o in raw_overrides]
+    except InputError as exc:
+        raise usage_error(exc.problem.message) from None
+    target = build_target(
+        world_size, nodes, gpus_per_node, te, files[0], gpu=gpu, te_version=te_version, torch_version=torch_version,
+        settings=settings, detect=detect, env_from_shell=env_from_shell,
+    )
+
+    from overlap_cli.check.engine import check_file
+    from overlap_cli.frameworks.bridge.launch_env import plan
+
+    result = check_file(files[0], target, overrides)
+    if result.error is not None:
+        sys.stderr.write(result.error.one_line() + "\n")
+        raise typer.Exit(EXIT_INPUT)
+    view = result._view  # type: ignore[attr-defined]
+    entries = [(e.name, e.wanted()) for e in plan(view, all_variables=True)]
+    notes = [n for n in result.notes if n.startswith(("target from", "--detect"))]
+    if format == EnvFormat.json:
+        import json
+
+        doc = {
+            "version": 1,  # every JSON document overlap prints opens with the format version, as check's does
+            "file": result.file,
+            "target": result.target,
+            "env": {name: v.to_json() for name, v in entries},
+        }
+        if notes:
+            doc["notes"] = notes
+        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+    else:
+        sys.stdout.write(render_lines(result, entries, notes, format == EnvFormat.shell))
+    raise typer.Exit(EXIT_CLEAN)
+
+
+def _target_line(t: dict) -> str:
+    src = t.get("sources", {})
+    parts = []
+    for key, label in (("gpu", "gpu"), ("world_size", "world size"), ("transformer_engine", "Transformer Engine")):
+        value = t.get(key)
+        if key == "gpu" and value is None and t.get("compute_capability"):
+            value, key = f"compute capability {t['compute_capability']}", "compute_capability"
+        shown = "unknown" if value is None else ({True: "present", False: "absent"}[value] if isinstance(value, bool) else value)
+        parts.append(f"{label} {shown} ({src.get(key, 'unknown')})")
+    dp = t.get("data_parallel_size")
+    parts.append(f"DP {dp if dp is not None else 'unknown'}")
+    return "# target: " + ", ".join(parts) + "\n"
+
+
+def _quote_dotenv(value: str) -> str:
+    if value and all(c.isalnum() or c in "_-.:/,=+@%" for c in value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def render_lines(result, entries, notes, shell: bool) -> str:
+    import shlex
+
+    out = [f"# launch environment for {result.file} (overlap env)\n", _target_line(result.target)]
+    out += [f"# {n}\n" for n in notes]
+    for name, v in entries:
+        if v.value is None:
+            out.append(f"# {name}: {v.reason}\n")
+        elif shell:
+            out.append(f"export {name}={shlex.quote(str(v.value))}  # {v.reason}\n")
+        else:
+            out.append(f"{name}={_quote_dotenv(str(v.value))}\n")
+    return "".join(out)

@@ -1,0 +1,72 @@
+"""Read ``model.pipeline_model_parallel_layout`` the way Megatron-Core does, to count its pipeline stages.
+
+Megatron-Core (0.19.2) turns the layout into ``PipelineParallelLayerLayout`` inside
+``TransformerConfig.__post_init__`` (megatron/core/transformer/transformer_config.py:1936-1985) and derives
+the virtual pipeline size from it: stages / PP. Bridge's ``CommOverlapConfig`` runs *before* that and
+never sees the derived value, which is why the count matters to this tool.
+
+String grammar (megatron/core/transformer/pipeline_parallel_layer_layout.py:283-321): commas are
+cosmetic; ``(X)*n`` repeats a group once (not nested), then ``c*n`` repeats one character; ``|``
+separates stages (empty pieces are stages too); the only layer characters are E, L, t and m.
+A list layout is a list of stages, each a list of layer names.
+"""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
+
+LAYER_CHARS = ("E", "L", "t", "m")
+_GROUP = re.compile(r"\(([^)]+)\)\*(\d+)")
+_CHAR = re.compile(r"(.)\*(\d+)")
+
+
+@dataclass(frozen=True)
+class Layout:
+    stages: Optional[int]  # None when the layout cannot be read
+    problem: Optional[str] = None  # Megatron-Core's assertion text when it cannot
+
+
+def expand(text: str) -> str:
+    """The layout string with commas removed and every repetition unrolled."""
+    text = text.replace(",", "")
+    text = _GROUP.sub(lambda m: m.group(1) * int(m.group(2)), text)
+    return _CHAR.sub(lambda m: m.group(1) * int(m.group(2)), text)
+
+
+def read_layout(value: Any) -> Optional[Layout]:
+    """Stage count of a layout value; None when no layout is set."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        # Guard against a layout like "t*999999999" before unrolling it (no real model has that many).
+        if len(value) > 10_000 or any(int(n) > 100_000 for n in re.findall(r"\*(\d+)", value)):
+            return Layout(None, "the layout string is too large to expand here")
+        flat = expand(value)
+        stages = flat.split("|")
+        for stage in stages:
+            for ch in stage:
+                if ch not in LAYER_CHARS:
+                    return Layout(
+                        None,
+                        f"Invalid layer character: {ch} (stage={stage!r}, layout_str={flat!r}), "
+                        f"known layer characters: {list(LAYER_CHARS)}",
+                    )
+        return Layout(len(stages))
+    if isinstance(value, list):
+        if not all(isinstance(row, list) for row in value):
+            return Layout(None, "pipeline_model_parallel_layout must be a list of lists")
+        return Layout(len(value))
+    return Layout(None, f"pipeline_model_parallel_layout must be a string or a list of lists, got {type(value).__name__}")
+
+
+def derived_vpp(layout: Optional[Layout], pp: int) -> Optional[int]:
+    """The virtual pipeline size the layout implies for ``pp`` stages, or None when it cannot be derived."""
+    if layout is None or layout.stages is None or pp < 1 or layout.stages % pp:
+        return None
+    return layout.stages // pp

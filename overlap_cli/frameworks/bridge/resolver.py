@@ -1,0 +1,236 @@
+"""Resolve a config into the settings Megatron-Bridge hands to Megatron-Core — a pure function.
+
+Mirrors ``runtime_config_update`` (megatron/bridge/training/config.py:1853 in megatron-bridge 0.6.2):
+
+1. ``apply_environment_variables``: ``env_vars`` installed with ``os.environ.setdefault``;
+2. mixed precision: a recipe name becomes its ``MixedPrecisionConfig``; ``finalize()``; ``setup()``
+   overwrites every same-named field of model / optimizer / ddp;
+3. ``set_data_parallel_size``: ``world_size // (TP * PP * CP)``, asserted divisible;
+4. ``comm_overlap.finalize()`` + ``comm_overlap.setup(model, optimizer, ddp)`` (comm_overlap.py:376-643);
+5. ``validate()``: among much else, distributed-optimizer and overlap_param_gather flags are synced
+   between ddp and optimizer (config.py:1945-1981).
+
+Every effective value carries a provenance and a reason. Rules read this view; they never re-derive it.
+"""
+
+from __future__ import annotations
+
+from overlap_cli.frameworks.bridge import facts as bridge
+from overlap_cli.frameworks.bridge import pipeline_layout
+from overlap_cli.frameworks.bridge.comm_overlap_setup import setup_comm_overlap
+from overlap_cli.config.loader import Config
+from overlap_cli.check.results import BRIDGE_AUTO, DEFAULT, FORCED_OFF, MIXED_PRECISION, UNKNOWN, USER, Value
+from overlap_cli.frameworks.bridge.schema import validate_types
+from overlap_cli.frameworks.bridge.view import Overwrite, Resolved, user_wrote  # noqa: F401  (re-exported for rules)
+from overlap_cli.target.profile import Target
+
+# The keys every result reports (issue: "effective holds at least these keys").
+EFFECTIVE_KEYS = (
+    "model.tensor_model_parallel_size",
+    "model.pipeline_model_parallel_size",
+    "model.virtual_pipeline_model_parallel_size",
+    "model.context_parallel_size",
+    "model.sequence_parallel",
+    "model.tp_comm_overlap",
+    "model.tp_comm_overlap_cfg",
+    "model.tp_comm_bootstrap_backend",
+    "model.overlap_p2p_comm",
+    "model.batch_p2p_comm",
+    "model.defer_embedding_wgrad_compute",
+    "model.wgrad_deferral_limit",
+    "model.overlap_moe_expert_parallel_comm",
+    "model.delay_wgrad_compute",
+    "ddp.use_distributed_optimizer",
+    "ddp.overlap_grad_reduce",
+    "ddp.overlap_param_gather",
+    "ddp.align_param_gather",
+    "ddp.bucket_size",
+    "ddp.grad_reduce_in_fp32",
+    "ddp.fp8_param_gather",
+    "optimizer.overlap_param_gather",
+    "optimizer.overlap_param_gather_with_optimizer_step",
+)
+
+
+def resolve(cfg: Config, target: Target) -> Resolved:
+    validate_types(cfg)
+    r = Resolved(cfg=cfg, target=target)
+
+    # Start from what the file says, falling back to the dataclass defaults.
+    final: dict = {}
+    for section, defaults in bridge.SECTION_DEFAULTS.items():
+        sec = cfg.section(section) or {}
+        merged = dict(defaults)
+        merged.update({k: v for k, v in sec.items() if k != "_target_"})
+        final[section] = merged
+    r.final = final
+    prov: dict = {}  # dotted key -> Value
+
+    def from_file(section: str, key: str) -> Value:
+        if cfg.has((section, key)):
+            where = "command-line override" if (section, key) in cfg.override_paths else "the file"
+            if (section, key) in cfg.interpolated_paths:
+                where += f" through the interpolation {cfg.raw_interpolations.get((section, key), '${...}')}"
+            return Value(final[section][key], USER, f"set in {where}")
+        default = bridge.SECTION_DEFAULTS[section].get(key)
+        return Value(default, DEFAULT, "not in the file: Megatron-Core/Bridge class default")
+
+    for key in EFFECTIVE_KEYS:
+        section, name = key.split(".", 1)
+        prov[key] = from_file(section, name)
+
+    model, ddp, opt = final["model"], final["ddp"], final["optimizer"]
+    # GPTModelProvider's default is "Transformer Engine (or apex's fused kernel) imports"
+    # (megatron/bridge/models/gpt_provider.py:205, utils/fusions.py), not Megatron-Core's False. A Bridge
+    # dump holding false wrote that default as the dumping machine evaluated it (``default_factory`` runs
+    # when the recipe is built): like every class default in a dump it is no choice of the user's, and
+    # the target's Transformer Engine decides, as it does when the recipe is built there.
+    if not cfg.has(("model", "gradient_accumulation_fusion")) or not user_wrote(cfg, "model", "gradient_accumulation_fusion"):
+        model["gradient_accumulation_fusion"] = bool(target.transformer_engine)
+        r.gaf_from_provider = True
+    r.tp = model["tensor_model_parallel_size"]
+    r.pp = model["pipeline_model_parallel_size"]
+    r.vpp = model["virtual_pipeline_model_parallel_size"]
+    r.cp = model["context_parallel_size"]
+
+    # -- 2. mixed precision ---------------------------------------------------------------------
+    mp_raw = cfg.data.get("mixed_precision")
+    if isinstance(mp_raw, str):
+        recipe = bridge.lookup_mp_recipe(mp_raw)
+        r.mp_name = mp_raw
+        if recipe is None:
+            r.mp_unknown_name = mp_raw  # Bridge raises ValueError; nothing is applied
+        else:
+            r.mp = bridge.finalize_mp(recipe)
+    elif isinstance(mp_raw, dict):
+        mp = dict(bridge.MP_DEFAULTS)
+        mp.update({k: v for k, v in mp_raw.items() if k in bridge.MP_DEFAULTS})
+        # __setattr__ keeps fp8_param == fp8_param_gather (and fp4) once both exist: the later field wins.
+        if "fp8_param_gather" in mp_raw or mp.get("fp8_param") is None:
+            mp["fp8_param"] = mp["fp8_param_gather"]
+        if "fp4_param_gather" in mp_raw or mp.get("fp4_param") is None:
+            mp["fp4_param"] = mp["fp4_param_gather"]
+        r.mp_name = "the mixed_precision mapping"
+        r.mp = bridge.finalize_mp(mp)
+    if r.mp is not None:
+        for section, keys in bridge.MP_LANDS_ON.items():
+            for key in keys:
+                new = r.mp.get(key)
+                old = final[section].get(key)
+                if key in final[section] and old == new:
+                    continue
+                if cfg.has((section, key)) and user_wrote(cfg, section, key) and old != new:
+                    r.mp_overwrites.append(Overwrite(section, key, old, new, "mixed_precision"))
+                final[section][key] = new
+        for key in ("ddp.grad_reduce_in_fp32", "ddp.fp8_param_gather"):
+            section, name = key.split(".")
+            prov[key] = Value(
+                final[section][name],
+                MIXED_PRECISION,
+                f"written by mixed precision ({r.mp_name}) before comm_overlap runs",
+            )
+
+    # -- 3. data-parallel size ------------------------------------------------------------------
+    ws = target.world_size
+    if ws is not None:
+        model_size = r.tp * r.pp * r.cp
+        if ws % model_size:
+            r.dp_error = (
+                f"world size {ws} is not divisible by TP*PP*CP = {r.tp}*{r.pp}*{r.cp} = {model_size}"
+            )
+        else:
+            r.dp = ws // model_size
+
+    # -- 4. comm_overlap finalize + setup --------------------------------------------------------
+    # Bridge's EP-overlap and delayed-wgrad pre-checks read these values, before setup overwrites them.
+    r.model_at_setup, r.ddp_at_setup = dict(model), dict(ddp)
+    co = cfg.data.get("comm_overlap")
+    r.comm_overlap_present = isinstance(co, dict)
+    if r.comm_overlap_present:
+        setup_comm_overlap(r, co, prov)
+
+    # -- 5. validate(): Megatron-FSDP forcing (config.py:1345 -> 1065-1116), then the distributed-
+    # optimizer and overlap_param_gather sync. FSDP runs after comm_overlap, so its distopt comes too late
+    # for Bridge's DP defaults.
+    r.megatron_fsdp = cfg.get(("dist", "use_megatron_fsdp")) is True or ddp.get("use_megatron_fsdp") is True
+    if r.megatron_fsdp:
+        for section in ("ddp", "optimizer"):
+            if final[section]["use_distributed_optimizer"] is not True:
+                final[section]["use_distributed_optimizer"] = True
+                if f"{section}.use_distributed_optimizer" in prov:
+                    prov[f"{section}.use_distributed_optimizer"] = Value(
+                        True,
+                        BRIDGE_AUTO,
+                        "Megatron-FSDP forces the distributed optimizer on in validate(), after comm_overlap ran",
+                    )
+    if ddp["use_distributed_optimizer"] or opt["use_distributed_optimizer"]:
+        if ddp["use_distributed_optimizer"] != opt["use_distributed_optimizer"]:
+            ddp_was_off = not ddp["use_distributed_optimizer"]
+            ddp["use_distributed_optimizer"] = opt["use_distributed_optimizer"] = True
+            if ddp_was_off:
+                # Only the ddp flag is reported; when it was already on, the ddp value stands as written
+                # and validate() merely turns the optimizer's flag on to match (config.py:1955-1967).
+                prov["ddp.use_distributed_optimizer"] = Value(
+                    True,
+                    BRIDGE_AUTO,
+                    "validate() turns the distributed optimizer on in ddp because optimizer.use_distributed_optimizer "
+                    "is true — after comm_overlap ran, so Bridge's DP defaults were skipped",
+                )
+    if ddp["overlap_param_gather"] is True or opt["overlap_param_gather"] is True:
+        for section, other in (("ddp", "optimizer"), ("optimizer", "ddp")):
+            if final[section]["overlap_param_gather"] is not True:
+                final[section]["overlap_param_gather"] = True
+                prov[f"{section}.overlap_param_gather"] = Value(
+                    True, BRIDGE_AUTO, f"validate() syncs it with {other}.overlap_param_gather=true"
+                )
+
+    # Bridge's TransformerConfig.finalize drops sequence_parallel silently when TP <= 1
+    # (megatron/bridge/models/transformer_config.py), before Megatron-Core would reject it.
+    if model["sequence_parallel"] and r.tp <= 1:
+        model["sequence_parallel"] = False
+        prov["model.sequence_parallel"] = Value(
+            False, FORCED_OFF, "Bridge's model finalize turns sequence_parallel off when TP <= 1"
+        )
+
+    # Megatron-Core derives VPP from pipeline_model_parallel_layout at model finalize (transformer_config.py
+    # :1936-1985), after comm_overlap chose its p2p / align_param_gather defaults from the null value.
+    r.layout = pipeline_layout.read_layout(model.get("pipeline_model_parallel_layout"))
+    r.layout_vpp = pipeline_layout.derived_vpp(r.layout, r.pp)
+    r.vpp_final = r.vpp
+    if r.vpp is None and r.layout_vpp is not None and r.layout_vpp > 1:
+        r.vpp_final = model["virtual_pipeline_model_parallel_size"] = r.layout_vpp
+        prov["model.virtual_pipeline_model_parallel_size"] = Value(
+            r.layout_vpp,
+            BRIDGE_AUTO,
+            f"derived by Megatron-Core from pipeline_model_parallel_layout ({r.layout.stages} stages / PP {r.pp}) "
+            "at model finalize, after comm_overlap ran",
+        )
+
+    for key in EFFECTIVE_KEYS:
+        section, name = key.split(".", 1)
+        v = prov[key]
+        if v.source not in (UNKNOWN,):
+            v.value = final[section].get(name, v.value)
+    _describe_ub_cfg(r, prov)
+    r.effective = prov
+    return r
+
+
+def _describe_ub_cfg(r: Resolved, prov: dict) -> None:
+    """Recognise the userbuffers config against the shipped presets (UB6xx rules, issue 4).
+
+    The effective ``model.tp_comm_overlap_cfg`` becomes ``{"preset": NAME | "custom" | null, "matches":
+    [...], "te_config": {...}}`` -- ``te_config`` is what Transformer Engine receives, None unless TP
+    overlap is effective -- or stays null when nothing is given (Transformer Engine defaults).
+    """
+    from overlap_cli.frameworks.bridge.preset_fit import describe_cfg, training_shape
+
+    if r.comm_overlap_present:
+        key = "comm_overlap.tp_comm_overlap_cfg"
+        given = r.cfg.data["comm_overlap"].get("tp_comm_overlap_cfg")
+    else:
+        key = "model.tp_comm_overlap_cfg"
+        given = r.cfg.get(("model", "tp_comm_overlap_cfg"))
+    r.ub = describe_cfg(given, key, training_shape(r), tp_effective=bool(r.final["model"].get("tp_comm_overlap")))
+    if r.ub.kind != "null":
+        prov["model.tp_comm_overlap_cfg"].value = r.ub.effective_value()

@@ -1,0 +1,141 @@
+"""``overlap check --annotate``: the whole config back as YAML, with the effective overlap values written
+in and a trailing comment on each overlap-relevant key (effective value, where it came from, codes)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from overlap_cli.config import yamlrt
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, dict):
+        if v.get("preset"):
+            return f"preset {v['preset']}"
+        return "{...}"
+    return str(v)
+
+
+_NULL_TOKEN = re.compile(r"(~|null|Null|NULL)(?=\s|$|,|\}|\])")
+
+
+class _NullAs(str):
+    """A null written back with the spelling the file uses for it (``null``, ``~``, or nothing)."""
+
+
+def _null_spellings(data, lines: list) -> tuple:
+    """{id(container): {key: spelling}} for every null in the file, and the file's most common spelling.
+
+    ruamel's round-trip dump writes every null as nothing (``key:``); these let the annotated copy keep
+    ``null`` as ``null`` and ``~`` as ``~``. The spelling is read at the value's position in the source.
+    """
+    found: dict = {}
+    counts: dict = {}
+
+    def spelling(key_pos, value_pos) -> str:
+        line, col = value_pos
+        if key_pos is not None and line != key_pos[0]:
+            return ""  # nothing after `key:` on its line: the value position is the next token's
+        m = _NULL_TOKEN.match(lines[line], col) if 0 <= line < len(lines) else None
+        return m.group(1) if m else ""
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            items = [(k, v, lambda k=k: (node.lc.key(k), node.lc.value(k))) for k, v in node.items()]
+        elif isinstance(node, list):
+            items = [(i, v, lambda i=i: (None, node.lc.item(i))) for i, v in enumerate(node)]
+        else:
+            return
+        for k, v, where in items:
+            if v is None:
+                try:
+                    text = spelling(*where())
+                except (AttributeError, KeyError, TypeError, IndexError):
+                    continue
+                found.setdefault(id(node), {})[k] = text
+                counts[text] = counts.get(text, 0) + 1
+            else:
+                walk(v)
+
+    walk(data)
+    usual = max(counts, key=lambda t: (counts[t], t == "null")) if counts else "null"
+    return found, usual
+
+
+def _spell_nulls(y, data, found: dict, usual: str) -> None:
+    """Replace each None in the tree by its spelling (the file's own, or its usual one for a new key)."""
+    y.representer.add_representer(_NullAs, lambda rep, v: rep.represent_scalar("tag:yaml.org,2002:null", str(v)))
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            keys = list(node.keys())
+        elif isinstance(node, list):
+            keys = list(range(len(node)))
+        else:
+            return
+        own = found.get(id(node), {})
+        for k in keys:
+            v = node[k]
+            if v is None:
+                node[k] = _NullAs(own.get(k, usual))
+            else:
+                walk(v)
+
+    walk(data)
+
+
+def annotate_text(result) -> str:
+    view = getattr(result, "_view", None)
+    text = view.cfg.text if view is not None else open(result.file, encoding="utf-8").read()
+    y, data = yamlrt.load(text)
+    if data is None:
+        return ""
+    null_spellings, usual_null = _null_spellings(data, text.splitlines())
+    # command-line overrides are part of the effective config
+    if view is not None:
+        for path in sorted(view.cfg.override_paths, key=len):
+            if view.cfg.has(path):
+                parent = yamlrt.ensure_mapping(data, path[:-1])
+                if parent is not None:
+                    parent[path[-1]] = yamlrt.to_rt(view.cfg.get(path))
+            else:
+                parent = yamlrt.get_node(data, path[:-1])
+                if isinstance(parent, dict) and path[-1] in parent:
+                    del parent[path[-1]]
+    codes: dict = {}
+    for f in result.findings:
+        if f.key:
+            codes.setdefault(f.key, []).append(f.code)
+    for key, v in (result.effective or {}).items():
+        path = tuple(key.split("."))
+        if path[0] == "env":  # env.<NAME>: the launch environment; comment the env_vars entry if there is one
+            node = yamlrt.get_node(data, ("env_vars",))
+            if isinstance(node, dict) and key[4:] in node:
+                yamlrt.set_eol_comment(node, key[4:], f"overlap: effective {_fmt(v.value)} ({v.source}: {v.reason})")
+            continue
+        parent = yamlrt.ensure_mapping(data, path[:-1])
+        if parent is None:
+            continue
+        leaf = path[-1]
+        if not isinstance(v.value, (dict, list)) and not (view is not None and path in view.cfg.interpolated_paths):
+            if v.source != "unknown" or leaf not in parent:
+                parent[leaf] = v.value
+        elif leaf not in parent:
+            parent[leaf] = None
+        note = f"overlap: effective {_fmt(v.value)} ({v.source}: {v.reason})"
+        if key in codes:
+            note += " [" + ", ".join(codes.pop(key)) + "]"
+        yamlrt.set_eol_comment(parent, leaf, note)
+    for key, cs in codes.items():
+        path = tuple(key.split("."))
+        parent = yamlrt.get_node(data, path[:-1])
+        if isinstance(parent, dict) and path[-1] in parent:
+            yamlrt.set_eol_comment(parent, path[-1], "overlap: [" + ", ".join(cs) + "]")
+    _spell_nulls(y, data, null_spellings, usual_null)
+    header = f"# overlap check --annotate: {result.file}\n"
+    return header + yamlrt.dump(y, data)

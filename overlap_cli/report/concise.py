@@ -1,0 +1,45 @@
+"""One line per finding, like ``ruff check --output-format concise``: for editors, grep and CI logs.
+``[*]`` marks a finding that ``overlap fix --write`` can fix safely."""
+
+from __future__ import annotations
+
+import sys
+from typing import IO
+
+from overlap_cli.report import summary
+
+
+def finding_line(file: str, f) -> str:
+    mark = " [*]" if f.fix is not None and f.fix.applicability == "safe" else ""
+    return f"{file}:{f.line or 1}:{f.column or 1}: {f.code}{mark} {f.severity}: {f.message}"
+
+
+def render(results, out: IO[str], skipped=(), quiet: bool = False) -> None:
+    """``quiet``: warning and error lines only, no summary (``-q``, as ruff's ``--quiet``)."""
+    fixable = 0
+    for r in results:
+        if r.error is not None:
+            sys.stderr.write(r.error.one_line() + "\n")  # as in text: bad input is one line on stderr
+            continue
+        for f in r.findings:
+            if quiet and f.severity == "info":
+                continue
+            out.write(finding_line(r.file, f) + "\n")
+            fixable += f.fix is not None and f.fix.applicability == "safe"
+    if quiet:
+        return
+    s = summary(results)
+    if s["files"] and s["unreadable"] == s["files"]:
+        return
+    total = s["error"] + s["warning"] + s["info"]
+    line = (
+        f"Found {total} finding(s) in {s['files']} file(s): {s['error']} error(s), {s['warning']} warning(s), "
+        f"{s['info']} info"
+    )
+    if s["unreadable"]:
+        line += f"; {s['unreadable']} file(s) could not be checked"
+    if skipped:
+        line += f"; {len(skipped)} skipped"
+    out.write(line + ".\n")
+    if fixable:
+        out.write(f"[*] {fixable} fixable with `overlap fix --write`.\n")

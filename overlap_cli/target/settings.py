@@ -1,0 +1,107 @@
+"""``[tool.overlap]`` settings: found in the nearest pyproject.toml walking up from the config file
+(or given with ``--settings PATH``). CLI flags win over these; results say where each value came from.
+
+Target-profile keys (read by target.build_target; ``-`` and ``_`` are interchangeable)::
+
+    [tool.overlap]
+    gpu = "h100"              # a100 | h100 | h200 | b200 | b300 | gb200 | gb300 | vr200 | r100
+    world_size = 64           # or: nodes = 8 and gpus_per_node = 8
+    transformer_engine = true # alias: te
+    te_version = "2.7"        # strings: a TOML number 2.10 would read as 2.1
+    torch_version = "2.6"
+    env_from_shell = false    # exported variables override env_vars, as at launch
+
+    [tool.overlap.per-file-target]   # glob -> the same keys, for the files it matches (file_target.py)
+    "configs/b200/*.yaml" = { gpu = "b200", world-size = 256 }
+
+Rule selection keys (select, ignore, per-file-ignores, ...) are read by selection.py.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
+from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
+
+
+@dataclass
+class Settings:
+    path: Optional[str] = None  # the pyproject.toml the values came from, or None
+    data: dict = field(default_factory=dict)  # the [tool.overlap] table
+
+    def get(self, key: str, default=None):
+        return self.data.get(key, self.data.get(key.replace("_", "-"), default))
+
+
+def _load_toml(path: str, data: Optional[bytes] = None) -> dict:
+    try:
+        import tomllib  # Python >= 3.11
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        if data is None:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        return tomllib.loads(data.decode("utf-8"))
+    except OSError as exc:
+        raise InputError(InputProblem(path, f"cannot read settings: {exc.strerror or exc}")) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(InputProblem(path, f"invalid TOML: not UTF-8 ({exc.reason} at byte {exc.start})")) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(InputProblem(path, f"invalid TOML: {exc}")) from None
+
+
+def might_hold_tool_overlap(data: bytes) -> bool:
+    """False only when this TOML text cannot define [tool.overlap]: then it is not parsed at all (importing
+    the TOML parser costs ~2 ms of a ~40 ms start, and most pyproject.toml files on the walk up belong to
+    other tools). A malformed file that cannot hold the table is therefore not reported either.
+
+    A [tool.overlap] table needs ``tool`` and ``overlap`` joined by a dot (``[tool.overlap]``,
+    ``tool.overlap.gpu = ...``), or a ``tool`` table (``[tool]``, ``tool = {...}``) with an ``overlap`` key
+    in it; escapes in quoted keys could spell either word, so a file with one is always parsed."""
+    import re
+
+    if b"\\u" in data or b"\\U" in data:
+        return True
+    if b"overlap" not in data:
+        return False
+    if re.search(rb"""tool["']?[ \t]*\.[ \t]*["']?overlap""", data):
+        return True
+    return re.search(rb"""^[ \t]*(\[[ \t]*["']?tool["']?[ \t]*\]|["']?tool["']?[ \t]*=)""", data, re.M) is not None
+
+
+@lru_cache(maxsize=256)
+def _settings_in(folder: str) -> Settings:
+    candidate = os.path.join(folder, "pyproject.toml")
+    if os.path.isfile(candidate):
+        try:
+            with open(candidate, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise InputError(InputProblem(candidate, f"cannot read settings: {exc.strerror or exc}")) from None
+        if might_hold_tool_overlap(data):
+            table = _load_toml(candidate, data).get("tool", {}).get("overlap")
+            if isinstance(table, dict):
+                return Settings(candidate, table)
+    parent = os.path.dirname(folder)
+    if parent == folder:
+        return Settings()
+    return _settings_in(parent)
+
+
+def find_settings(config_file: Optional[str], explicit: Optional[str] = None) -> Settings:
+    """Settings for one config file: ``explicit`` if given, else the nearest pyproject.toml with [tool.overlap]."""
+    if explicit:
+        doc = _load_toml(explicit)
+        table = doc.get("tool", {}).get("overlap", {})
+        if not isinstance(table, dict):
+            raise InputError(InputProblem(explicit, "[tool.overlap] must be a table"))
+        return Settings(explicit, table)
+    start = os.path.dirname(os.path.abspath(config_file)) if config_file else os.getcwd()
+    return _settings_in(start)
