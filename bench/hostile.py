@@ -1,4 +1,4 @@
-"""Hostile inputs, written on demand: shared by tests/test_hostile.py (behaviour) and bench.py (time, memory).
+"""Hostile inputs, written on demand: shared by tests/config/test_hostile.py (behaviour) and bench.py (time, memory).
 
 Each maker writes one input into a folder and returns its path. ``HOSTILE`` lists them with the part of
 the one-line message a refusal must contain (None: the input is valid and must simply be checked).

@@ -1,7 +1,7 @@
 """How much `overlap check` prints: the default text output of the three sample Bridge dumps (lines, and
 rows on an 80-column terminal, piped and on a pseudo-terminal), and the bytes of a folder run over the
 whole recipe corpus, default and with --show-info --show-effective (what the default used to print).
-A readability number, not a test (tests/test_output_budget.py holds the 25-line budget).
+A readability number, not a test (tests/corpus/test_output_budget.py holds the 25-line budget).
 
     python bench/output_size.py
 

@@ -7,7 +7,7 @@ names and short forms, ``--opt=value`` and ``--opt value``, options anywhere amo
 the last value winning, repeatable --select/--ignore/--extend-select), and handed to the same
 implementation, ``check_cmd.run_check``. Anything else -- another command, ``--help``, an option or a
 value this parser is not sure of -- goes to ``cli.main()`` untouched, so typer's help and error messages
-stay exactly what they are. tests/test_fastcli.py runs both paths side by side and compares them.
+stay exactly what they are. tests/cli/test_fastcli.py runs both paths side by side and compares them.
 
 Keep ``CHECK_OPTIONS`` in step with ``cli.check``: a test compares the two option tables.
 """

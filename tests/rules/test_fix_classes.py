@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from overlap_cli.rules import FIX_CLASSES, SAFE_FIX_CLASSES, all_rules
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 sys.path.insert(0, str(ROOT / "tests"))
-from test_cases import read_header  # noqa: E402
+from caselib import read_header  # noqa: E402
 
 RULES = all_rules()
 LABELS = {

@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from overlap_cli.frameworks.bridge import presets as P
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = ROOT_DIR
 DATA = ROOT / "tests" / "data"
 REFERENCE = json.loads((DATA / "userbuffers_presets.json").read_text(encoding="utf-8"))["presets"]
 TUNED = ROOT / "examples" / "llama3_70b_tuned.yaml"

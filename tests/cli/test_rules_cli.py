@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 
 
 def all_codes():
@@ -48,7 +49,7 @@ def test_explain_every_code(run_cli, code):
     exit_code, out, err = run_cli("explain", code.lower())
     assert exit_code == 0, err
     assert out.startswith(f"{code} ({rule.name})")
-    # STYLE.md asks for What it does / Why it matters / Example / Fix (tests/test_rule_docs.py checks their
+    # STYLE.md asks for What it does / Why it matters / Example / Fix (tests/rules/test_rule_docs.py checks their
     # content); here: `overlap explain` prints all of them.
     for section in ("What it does", "Why it matters", "Example", "Fix"):
         assert f"## {section}" in out, f"{code}: the doc has no '{section}' section"

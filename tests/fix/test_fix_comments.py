@@ -16,6 +16,7 @@ import yaml
 
 from bench.mutate import lost_comments
 from overlap_cli.fix import text as fixtext
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
 PP202_NOTE = "# overlap: PP202 removed overlap_p2p_comm: true (crashes without VPP)"
 UB608_NOTE = "# overlap: UB608 removed tp_comm_overlap_cfg (unused)"
@@ -229,7 +230,7 @@ def test_user_part_reads_the_note_line():
 
 # --- every example, a comment on every line ----------------------------------------------------
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 CONFIGS = sorted((ROOT / "examples").glob("*.yaml")) + sorted((ROOT / "tests" / "cases").glob("*.yaml"))
 
 
@@ -251,7 +252,7 @@ def test_every_comment_survives_every_fix(path):
     from overlap_cli.fix.loop import fix_text
 
     sys.path.insert(0, str(ROOT / "tests"))
-    from test_cases import read_header
+    from caselib import read_header
 
     args = read_header(path)["args"] if path.parent.name == "cases" else []
     world = int(args[args.index("--world-size") + 1]) if "--world-size" in args else None

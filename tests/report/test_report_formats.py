@@ -2,7 +2,7 @@
 
 Snapshots live in tests/snapshots/. After an intended change of output, rewrite them with
 
-    OVERLAP_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_report_formats.py
+    OVERLAP_UPDATE_SNAPSHOTS=1 python -m pytest tests/report/test_report_formats.py
 
 and review the diff. Paths are relative to the repository root (the test runs from there); anything
 absolute is replaced by <ROOT>. The SARIF snapshot lists rule ids only: rule texts are checked against
@@ -16,8 +16,9 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 SNAPSHOTS = ROOT / "tests" / "snapshots"
 SCHEMA = ROOT / "tests" / "data" / "sarif-2.1.0.json"
 FORMATS = ("text", "concise", "json", "sarif", "github")
@@ -54,7 +55,7 @@ def test_snapshot(fmt, run_cli, at_root):
     want = path.read_text(encoding="utf-8")
     assert got == want, (
         f"`overlap check examples --format {fmt}` differs from tests/snapshots/{path.name}; if the change is "
-        "intended: OVERLAP_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_report_formats.py"
+        "intended: OVERLAP_UPDATE_SNAPSHOTS=1 python -m pytest tests/report/test_report_formats.py"
     )
 
 

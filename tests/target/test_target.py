@@ -12,6 +12,7 @@ import sys
 from importlib import metadata
 
 import pytest
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
 TUNED = "examples/llama3_70b_tuned.yaml"
 
@@ -187,7 +188,7 @@ def test_detect_with_torch_reads_the_gpus():
     env = dict(os.environ, NO_COLOR="1")
     out = subprocess.run(
         [sys.executable, "-m", "overlap_cli", "check", "examples/tp_overlap_without_sp.yaml", "--detect", "-f", "json"],
-        capture_output=True, text=True, env=env, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        capture_output=True, text=True, env=env, cwd=str(ROOT_DIR),
     )
     assert out.returncode in (0, 1), out.stderr
     t = json.loads(out.stdout)["results"][0]["target"]

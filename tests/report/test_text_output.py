@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 EXAMPLES = ROOT / "examples"
 PP = EXAMPLES / "pp_without_vpp.yaml"  # an error, info findings
 TP = EXAMPLES / "tp_overlap_without_sp.yaml"  # a warning, info findings

@@ -1,6 +1,6 @@
 """Launch-time crash prediction (EP7xx, CP8xx, PP205-208, TP106, DP308-312, MP404-407).
 
-Cases in tests/cases/ may carry two extra header lines that tests/test_cases.py ignores:
+Cases in tests/cases/ may carry two extra header lines that tests/rules/test_cases.py ignores:
 
     # quote: EP701 A2A Overlap encounters hang issue      a finding of EP701 contains this text verbatim
     # order: EP701 word1 word2 ...                           EP701's messages mention these words in this order
@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from test_cases import CASES, read_header
+from caselib import CASES, read_header
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 
 
 def _extra_headers(path: Path, key: str) -> list[tuple[str, str]]:

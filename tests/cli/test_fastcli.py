@@ -15,8 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 TUNED = "examples/llama3_70b_tuned.yaml"  # info findings only: exit 0
 WARNS = "examples/tp_overlap_without_sp.yaml"  # warnings: exit 1
 MOE = "examples/moe_ep_overlap.yaml"

@@ -15,12 +15,13 @@ import pytest
 import yaml
 
 from overlap_cli.frameworks.bridge import presets as P
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parent / "data"
+REPO = ROOT_DIR
+DATA = ROOT_DIR / "tests" / "data"
 PRESETS_DIR = REPO / "presets"
 REFERENCE_JSON = DATA / "userbuffers_presets.json"
-SHARED_JSON = Path(__file__).resolve().parents[2] / "shared" / "reference" / "userbuffers_presets.json"
+SHARED_JSON = ROOT_DIR.parent / "shared" / "reference" / "userbuffers_presets.json"
 LLAMA_SAMPLE = DATA / "bridge_samples" / "llama3_70b_pretrain_32gpu_h100_bf16_config.yaml"
 LLAMA_PRESET = "userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192"
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 CASES = ROOT / "tests" / "cases"
 EXAMPLES = ROOT / "examples"
 

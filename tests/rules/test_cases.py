@@ -16,31 +16,7 @@ from pathlib import Path
 
 import pytest
 
-CASES = sorted((Path(__file__).parent / "cases").glob("*.yaml"))
-
-
-def read_header(path: Path) -> dict:
-    header: dict = {"args": [], "expect": [], "absent": [], "effective": [], "exit": None}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.startswith("#"):
-            break
-        body = line[1:].strip()
-        key, sep, value = body.partition(":")
-        if not sep or key not in header:
-            continue
-        if key == "args":
-            header["args"] += shlex.split(value)
-        elif key == "exit":
-            header["exit"] = int(value)
-        else:
-            header[key] += value.split()
-    return header
-
-
-def parse_expected(token: str):
-    key, _, rest = token.partition("=")
-    value, _, source = rest.partition("@")
-    return key, json.loads(value), source or None
+from caselib import CASES, parse_expected, read_header  # noqa: E402,F401
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])

@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 sys.path.insert(0, str(ROOT / "tests"))
-from test_cases import read_header  # noqa: E402
+from caselib import read_header  # noqa: E402
 
 FILES = sorted((ROOT / "tests" / "cases").glob("*.yaml")) + sorted((ROOT / "examples").glob("*.yaml"))
 FILES += sorted((ROOT / "examples" / "bridge").glob("*.yaml"))

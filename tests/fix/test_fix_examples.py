@@ -3,7 +3,7 @@
 - examples/fixed/ holds the expected fixed form of each example that has a fix (`NAME.yaml`: safe
   fixes; `NAME.unsafe.yaml`: with --unsafe-fixes, when that differs). The fix output must match it byte
   for byte. Regenerate after a deliberate change of a rule's fix:
-      python tests/test_fix_examples.py --regenerate
+      python tests/fix/test_fix_examples.py --regenerate
 - fix is idempotent: a second run changes nothing.
 - `overlap check` after `overlap fix --write` reports no finding that has a safe fix.
 - Outside the keys the fixes edit, the original lines survive byte for byte.
@@ -17,14 +17,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 EXAMPLES = ROOT / "examples"
 FIXED = EXAMPLES / "fixed"
 CASES = ROOT / "tests" / "cases"
 
 sys.path.insert(0, str(ROOT / "tests"))
-from test_cases import read_header  # noqa: E402
+from caselib import read_header  # noqa: E402
 
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.yaml")) + sorted((EXAMPLES / "bridge").glob("*.yaml"))
 CASE_FILES = sorted(CASES.glob("*.yaml"))

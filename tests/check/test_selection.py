@@ -7,8 +7,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 EXAMPLES = ROOT / "examples"
 
 # TP102 on line 4 (sequence_parallel), DP301 on line 6 (ddp), PP202 on line 12 (overlap_p2p_comm).

@@ -18,8 +18,9 @@ import pytest
 from bench.hostile import HOSTILE
 from overlap_cli.check.engine import check_file
 from overlap_cli.target.profile import Target
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 EXAMPLE = ROOT / "examples" / "llama3_70b_tuned.yaml"
 HANG_GUARD = 120  # seconds; a hang, not a measurement
 

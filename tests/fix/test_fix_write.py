@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 EXAMPLE = ROOT / "examples" / "tp_overlap_without_sp.yaml"
 
 

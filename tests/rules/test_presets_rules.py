@@ -11,8 +11,9 @@ import yaml
 
 from overlap_cli.frameworks.bridge import presets as P
 from overlap_cli.frameworks.bridge import te_userbuffers as TE
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = ROOT_DIR
 CASES = ROOT / "tests" / "cases"
 LLAMA_DUMP = ROOT / "examples" / "bridge" / "llama3_70b_pretrain_32gpu_h100_bf16_config.yaml"
 LLAMA_PRESET = "userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192"

@@ -6,8 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 EXAMPLES = ROOT / "examples"
 CASES = ROOT / "tests" / "cases"
 

@@ -21,8 +21,9 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 CORPUS = ROOT.parent / "shared" / "reference" / "bridge_recipes"
 MANIFEST = CORPUS / "manifest.jsonl"
 

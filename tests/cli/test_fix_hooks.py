@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 sys.path.insert(0, str(ROOT / "tests"))
-from test_cases import read_header  # noqa: E402
+from caselib import read_header  # noqa: E402
 
 HOOKS = {h["id"]: shlex.split(h["entry"]) for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
 FILES = sorted((ROOT / "tests" / "cases").glob("*.yaml")) + sorted((ROOT / "examples").glob("*.yaml"))

@@ -18,8 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 SAMPLES = Path(os.environ.get("OVERLAP_SAMPLES") or ROOT.parent / "shared" / "reference" / "bridge_yaml_samples")
 BUDGET, COLUMNS = 25, 80
 

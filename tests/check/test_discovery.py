@@ -7,8 +7,9 @@ import random
 from pathlib import Path
 
 import pytest
+from conftest import ROOT as ROOT_DIR  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = ROOT_DIR
 EXAMPLES = ROOT / "examples"
 
 CONFIG = "model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: false\ncomm_overlap:\n  tp_comm_overlap: true\n"
