@@ -35,10 +35,10 @@ def scalar_spans(text: str) -> list:
     """Character spans of the scalars in ``text``, so that a ``#`` inside a string is not a comment."""
     import yaml
 
-    from overlap_cli.config.loader import _loader_class
+    from overlap_cli.config.yamlnodes import loader_class
 
     spans = []
-    loader = _loader_class()(text)
+    loader = loader_class()(text)
     try:
         while True:
             tok = loader.get_token()

@@ -77,7 +77,7 @@ def build_target(
 
 def split_args(args):
     """FILE... and OVERRIDES... come in one list; an override is key=value, +key=value, ++key=value or ~key."""
-    from overlap_cli.config.loader import is_override
+    from overlap_cli.config.overrides import is_override
 
     files, overrides = [], []
     for a in args:
@@ -147,7 +147,7 @@ def _check(
     format, select, ignore, extend_select, severity_threshold, exit_zero, jobs, configs_only, annotate, output_file,
     annotate_output, view,
 ) -> int:
-    from overlap_cli.config.loader import parse_override
+    from overlap_cli.config.overrides import parse_override
     from overlap_cli.check.results import InputError
 
     files, raw_overrides = split_args(args)

@@ -54,7 +54,7 @@ def env(
 ):
     """Print the launch environment (CUDA_DEVICE_MAX_CONNECTIONS, LayerNorm SM margins, ...) this config
     wants on the target, with the reason for each value. Exit 0, or 2 on input errors."""
-    from overlap_cli.config.loader import parse_override
+    from overlap_cli.config.overrides import parse_override
     from overlap_cli.check.results import InputError
 
     files, raw_overrides = split_args(args)

@@ -193,7 +193,7 @@ def _unified_diff(o) -> str:
 
 
 def _write_all(outcomes, out, threshold: str = "warning") -> int:
-    from overlap_cli.config.loader import read_text
+    from overlap_cli.config.safe_read import read_text
     from overlap_cli.check.results import SEVERITY_RANK, InputError
     from overlap_cli.fix.write import atomic_write
 

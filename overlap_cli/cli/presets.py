@@ -209,7 +209,7 @@ def suggest(
     Exit 0: a preset fits every known field; 1: none does, or TP overlap is off; 2: bad input.
     """
     from overlap_cli.check.engine import check_file
-    from overlap_cli.config.loader import parse_override
+    from overlap_cli.config.overrides import parse_override
     from overlap_cli.check.results import InputError
 
     files, raw_overrides = split_args(args)

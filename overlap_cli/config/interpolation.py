@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from overlap_cli.config.loader import MAX_EXPANDED_NODES, Config, _has_interpolation, dotted
+from overlap_cli.config.document import Config
+from overlap_cli.config.yamlnodes import MAX_EXPANDED_NODES, dotted, has_interpolation
 from overlap_cli.check.results import InputError, InputProblem
 from overlap_cli.config.safe_read import MAX_FILE_BYTES
 
@@ -141,7 +142,7 @@ def resolve_interpolations(cfg: Config) -> None:
     or an ``${oc.env:X}`` whose variable is not set here, is left as written and listed in
     ``cfg.warnings``; any other failure (a missing key, a cycle) is an input error, as it is for Bridge.
     """
-    if not _has_interpolation(cfg.data):
+    if not has_interpolation(cfg.data):
         return
     plain = _plain_for_omegaconf(cfg.data)
     _check_expansion(plain, cfg.file)

@@ -2,7 +2,7 @@
 training scripts accept on the command line, applied to a loaded config before interpolation.
 
 Values parse as YAML scalars or flow collections with the same loader as the file (Hydra's ``{A:1}``
-without a space is a mapping too). Re-exported by ``loader``, where callers have always found them.
+without a space is a mapping too).
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any
 
-from overlap_cli.config.loader import MAX_DEPTH, Config, InputError, InputProblem, _Builder, _loader_class, dotted
+from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.config.document import Config
+from overlap_cli.config.yamlnodes import MAX_DEPTH, Builder, dotted, loader_class
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 
 _FLOW_COLON = re.compile(r":(?=[^\s/])")
@@ -28,12 +30,12 @@ def parse_override_value(text: str) -> Any:
         src = _FLOW_COLON.sub(": ", src)
     if src == "":
         return ""
-    loader = _loader_class()(src)
+    loader = loader_class()(src)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
-        return _Builder(loader, "<override>", {}).build(node, ())
+        return Builder(loader, "<override>", {}).build(node, ())
     except (yaml.YAMLError, InputError):
         return text
     finally:

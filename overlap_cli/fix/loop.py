@@ -78,7 +78,7 @@ class Outcome:
 def fix_file(
     path: str, target, unsafe: bool = False, comments: bool = True, selection=None, threshold: str = "warning"
 ) -> Outcome:
-    from overlap_cli.config.loader import read_text
+    from overlap_cli.config.safe_read import read_text
 
     try:
         text = read_text(path)
@@ -198,7 +198,7 @@ def _own_words(comment: Optional[str]) -> str:
 
 
 def _parse(text: str):
-    from overlap_cli.config.loader import parse_yaml
+    from overlap_cli.config.yamlnodes import parse_yaml
 
     try:
         return parse_yaml(text, "<fix>")[0]
@@ -223,7 +223,7 @@ def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str
     import copy
 
     from overlap_cli.fix import fast as fixfast
-    from overlap_cli.config.loader import parse_yaml
+    from overlap_cli.config.yamlnodes import parse_yaml
 
     plain = parse_yaml(text, "<fix>")[0]
     fast = fixfast.possible(text)

@@ -110,7 +110,7 @@ def violations(name: str, before, after, outcome, original_env: dict, fixed_env:
 def test_fix_write_over_every_recipe_keeps_the_contract(tmp_path):
     from overlap_cli.check.engine import check_file
     from overlap_cli.fix.loop import fix_file
-    from overlap_cli.config.loader import parse_yaml
+    from overlap_cli.config.yamlnodes import parse_yaml
     from overlap_cli.target.profile import build_target
     from overlap_cli.fix.write import atomic_write
 

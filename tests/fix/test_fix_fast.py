@@ -69,7 +69,7 @@ def test_fast_path_is_taken_for_a_scalar_edit(monkeypatch):
 )
 def test_rendered_scalars_read_back_as_the_same_value(value, written):
     from overlap_cli.fix.fast import render
-    from overlap_cli.config.loader import parse_yaml
+    from overlap_cli.config.yamlnodes import parse_yaml
 
     assert render(value) == written
     assert parse_yaml(f"k: {written}\n", "<t>")[0] == {"k": value}

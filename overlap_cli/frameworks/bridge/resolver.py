@@ -18,7 +18,7 @@ from __future__ import annotations
 from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.frameworks.bridge import pipeline_layout
 from overlap_cli.frameworks.bridge.comm_overlap_setup import setup_comm_overlap
-from overlap_cli.config.loader import Config
+from overlap_cli.config.document import Config
 from overlap_cli.check.results import BRIDGE_AUTO, DEFAULT, FORCED_OFF, MIXED_PRECISION, UNKNOWN, USER, Value
 from overlap_cli.frameworks.bridge.schema import validate_types
 from overlap_cli.frameworks.bridge.view import Overwrite, Resolved, user_wrote  # noqa: F401  (re-exported for rules)

@@ -7,7 +7,8 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any
 
-from overlap_cli.config.loader import Config, dotted
+from overlap_cli.config.document import Config
+from overlap_cli.config.yamlnodes import dotted
 from overlap_cli.check.results import InputError, InputProblem
 
 MAPPING_SECTIONS = ("model", "ddp", "optimizer", "comm_overlap", "env_vars", "dataset", "train", "dist", "checkpoint")

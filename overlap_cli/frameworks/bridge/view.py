@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from typing import Any, Optional
 
 from overlap_cli.frameworks.bridge import facts as bridge
-from overlap_cli.config.loader import Config
+from overlap_cli.config.document import Config
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 from overlap_cli.target.profile import Target
 
