@@ -18,10 +18,10 @@ from conftest import ROOT as ROOT_DIR  # noqa: E402
 
 ROOT = ROOT_DIR
 sys.path.insert(0, str(ROOT / "tests"))
-from caselib import read_header  # noqa: E402
+from caselib import CASES, read_header  # noqa: E402
 
 HOOKS = {h["id"]: shlex.split(h["entry"]) for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
-FILES = sorted((ROOT / "tests" / "cases").glob("*.yaml")) + sorted((ROOT / "examples").glob("*.yaml"))
+FILES = CASES + sorted((ROOT / "examples").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("threshold", [[], ["--severity-threshold", "error"]], ids=["default", "error"])

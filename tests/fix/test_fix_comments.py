@@ -231,7 +231,7 @@ def test_user_part_reads_the_note_line():
 # --- every example, a comment on every line ----------------------------------------------------
 
 ROOT = ROOT_DIR
-CONFIGS = sorted((ROOT / "examples").glob("*.yaml")) + sorted((ROOT / "tests" / "cases").glob("*.yaml"))
+CONFIGS = sorted((ROOT / "examples").glob("*.yaml")) + sorted(p for p in (ROOT / "tests" / "cases").glob("*.yaml") if not p.name.endswith(".fixed.yaml"))
 
 
 def _commented(text: str) -> str:

@@ -15,9 +15,9 @@ from conftest import ROOT as ROOT_DIR  # noqa: E402
 
 ROOT = ROOT_DIR
 sys.path.insert(0, str(ROOT / "tests"))
-from caselib import read_header  # noqa: E402
+from caselib import CASES, read_header  # noqa: E402
 
-FILES = sorted((ROOT / "tests" / "cases").glob("*.yaml")) + sorted((ROOT / "examples").glob("*.yaml"))
+FILES = CASES + sorted((ROOT / "examples").glob("*.yaml"))
 FILES += sorted((ROOT / "examples" / "bridge").glob("*.yaml"))
 
 

@@ -6,6 +6,11 @@ Header lines (comments at the top of the file):
     # absent: TP101 TP103                     codes that must not be reported
     # effective: model.tp_comm_overlap=false@forced-off ddp.bucket_size=134217728@bridge-auto
     # exit: 1                                 expected exit code (optional)
+
+What `overlap fix` must make of the case is data too: the files NAME.fixed.yaml / NAME.unsafe.fixed.yaml
+beside it and the header lines `fix-args:`, `fixed-absent:`, `fixed-no-fix:`, `fixed-effective:` (and
+`unsafe-fixed-...`), run by tests/rules/test_fix_rules.py, whose docstring describes them;
+tests/rules/test_launch_checks.py reads `quote:` and `order:`.
 """
 
 from __future__ import annotations

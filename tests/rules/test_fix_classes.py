@@ -17,7 +17,7 @@ from conftest import ROOT as ROOT_DIR  # noqa: E402
 
 ROOT = ROOT_DIR
 sys.path.insert(0, str(ROOT / "tests"))
-from caselib import read_header  # noqa: E402
+from caselib import CASES, read_header  # noqa: E402
 
 RULES = all_rules()
 LABELS = {
@@ -51,7 +51,7 @@ def test_page_states_the_fix_class(code):
         pytest.fail(f"{code}: an info rule offers a safe fix")
 
 
-CONFIGS = sorted((ROOT / "tests" / "cases").glob("*.yaml")) + sorted((ROOT / "examples").glob("*.yaml"))
+CONFIGS = CASES + sorted((ROOT / "examples").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: str(p.relative_to(ROOT)))

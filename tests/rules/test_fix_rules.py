@@ -1,19 +1,38 @@
-"""Each rule's fix, applied for real to the rule's own case file: what it edits, that the finding is gone
-afterwards, that Bridge's effective value now is what the user asked for, and that unsafe fixes need
---unsafe-fixes."""
+"""Each rule's fix, applied for real to the rule cases of tests/cases/, with the expected output as data.
+
+Beside a case NAME.yaml (see tests/rules/test_cases.py for its header):
+    NAME.fixed.yaml          the exact output of `overlap fix --write` (header `args:` + `fix-args:`);
+                             no such file: the fix leaves the case byte for byte as it is
+    NAME.unsafe.fixed.yaml   the same with --unsafe-fixes, when that differs from the safe output; when
+                             only it changes the case, the safe dry run exits 0 and names what
+                             --unsafe-fixes would add
+and in the case's header:
+    # fix-args: --select TP101            extra arguments of both fix runs (e.g. one rule's fix alone)
+    # fixed-absent: TP101                 codes `overlap check` (header args) no longer reports on NAME.fixed.yaml
+    # fixed-no-fix: PP201                 codes reported there, if at all, with no fix left to offer
+    # fixed-effective: key=value@source   effective values of NAME.fixed.yaml (as `effective:`)
+    # unsafe-fixed-absent: / unsafe-fixed-effective:   the same for NAME.unsafe.fixed.yaml
+Every fixed output is a fixed point: fixing it again changes nothing. Regenerate the files after a
+deliberate change of a rule's fix (then read the diff):
+    python tests/rules/test_fix_rules.py --regenerate
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, when run as a script
+from caselib import CASES, CASES_DIR, FIXED_SUFFIX, fixed_path, parse_expected, read_header
 from conftest import ROOT as ROOT_DIR  # noqa: E402
 
 ROOT = ROOT_DIR
-CASES = ROOT / "tests" / "cases"
 EXAMPLES = ROOT / "examples"
 
 MISSING = object()
@@ -35,13 +54,6 @@ def run_fix(run_cli, tmp_path, src: Path, *args):
     return code, dst, out + err
 
 
-def threshold_for(code: str) -> list:
-    """An info rule's fix is applied only with --severity-threshold info (and, being unsafe, --unsafe-fixes)."""
-    from overlap_cli.rules import get_rule
-
-    return ["--severity-threshold", "info"] if get_rule(code).severity == "info" else []
-
-
 def effective(run_cli, path: Path, *args) -> tuple[dict, list]:
     """(effective values, codes reported). PP201 always reports the p2p choice (info); it counts only
     while it still offers its fix."""
@@ -51,64 +63,65 @@ def effective(run_cli, path: Path, *args) -> tuple[dict, list]:
     return {k: v["value"] for k, v in result["effective"].items()}, codes
 
 
-# (id, file, target args, code, unsafe?, file keys after the fix, effective values after the fix)
-FIXES = [
-    ("TP101", CASES / "tp101_tp_too_small.yaml", ["--world-size", "8"], False,
-     {"comm_overlap.tp_comm_overlap": False}, {"model.tp_comm_overlap": False}),
-    ("TP102", CASES / "tp102_no_sp.yaml", [], False,
-     {"model.sequence_parallel": True}, {"model.tp_comm_overlap": True, "model.sequence_parallel": True}),
-    ("CFG002", CASES / "cfg002_missing_required.yaml", [], False,
-     {"comm_overlap.tp_comm_overlap": False}, {}),
-    # batch_p2p_comm is the p2p mode, not an overlap: moving it changes what runs (unsafe)
-    ("CFG004", CASES / "cfg004_model_overwritten.yaml", [], True,
-     {"model.batch_p2p_comm": MISSING}, {"model.overlap_p2p_comm": True}),
-    # DP = 1: there is nothing to overlap, Bridge switches DP overlap off on purpose (unsafe)
-    ("CFG005", CASES / "dp1_forced_off.yaml", ["--world-size", "8"], True,
-     {"ddp.overlap_grad_reduce": MISSING, "comm_overlap.overlap_grad_reduce": True}, {"ddp.overlap_grad_reduce": True}),
-    ("PP202", CASES / "pp202_overlap_no_vpp.yaml", [], False,
-     {"comm_overlap.overlap_p2p_comm": MISSING}, {"model.overlap_p2p_comm": False, "model.batch_p2p_comm": True}),
-    ("PP203", CASES / "pp203_both_true.yaml", [], False,
-     {"comm_overlap.batch_p2p_comm": False}, {"model.overlap_p2p_comm": True, "model.batch_p2p_comm": False}),
-    # applies Bridge's DP defaults the run does not get today (unsafe)
-    ("DP303", CASES / "dp303_out_of_sync.yaml", ["--world-size", "16"], True,
-     {"ddp.use_distributed_optimizer": True}, {"ddp.bucket_size": 134217728, "ddp.overlap_grad_reduce": True}),
-    ("DP302", CASES / "dp302_no_distopt.yaml", ["--world-size", "16"], True,
-     {"ddp.use_distributed_optimizer": True, "optimizer.use_distributed_optimizer": True},
-     {"ddp.overlap_grad_reduce": True}),
-    ("DP305", CASES / "dp305_num_buckets.yaml", ["--world-size", "16"], True,
-     {"ddp.num_buckets": MISSING}, {"ddp.bucket_size": 134217728}),
-    ("PP201", CASES / "pp_no_vpp_auto.yaml", ["--world-size", "32"], True,
-     {"model.virtual_pipeline_model_parallel_size": 2}, {"model.overlap_p2p_comm": True, "model.batch_p2p_comm": False}),
-    ("PP204", CASES / "pp204_defer_no_limit.yaml", [], True,
-     {"comm_overlap.wgrad_deferral_limit": 0}, {"model.wgrad_deferral_limit": 0}),
-    ("MP401", CASES / "mp401_grad_reduce.yaml", [], True,
-     {"ddp.grad_reduce_in_fp32": MISSING, "mixed_precision.grad_reduce_in_fp32": False}, {"ddp.grad_reduce_in_fp32": False}),
-]
+def _expected(case: Path, unsafe: bool) -> bytes:
+    """What `overlap fix --write` must leave in a copy of ``case``."""
+    path = fixed_path(case, unsafe)
+    if path.exists():
+        return path.read_bytes()
+    return _expected(case, False) if unsafe else case.read_bytes()
 
 
-@pytest.mark.parametrize("code, src, args, unsafe, keys, values", FIXES, ids=[f[0] for f in FIXES])
-def test_fix_edits_and_makes_the_request_work(code, src, args, unsafe, keys, values, run_cli, tmp_path):
-    _, before = effective(run_cli, src, *args)
-    assert code in before
-    flags = (["--unsafe-fixes"] if unsafe else []) + threshold_for(code)
-    _, dst, output = run_fix(run_cli, tmp_path, src, "--select", code, *flags, *args)
-    data = yaml.safe_load(dst.read_text())
-    for key, want in keys.items():
-        assert get(data, key) == want if want is not MISSING else get(data, key) is MISSING, (key, output)
-    after, codes = effective(run_cli, dst, *args)
-    assert code not in codes, output
-    for key, want in values.items():
-        assert after[key] == want, (key, after[key])
-    if code in ("TP102", "CFG002", "DP303", "PP203", "PP201", "PP204", "DP302", "TP101"):
-        assert f"# overlap: {code} " in dst.read_text()
+def _check_fixed(run_cli, path: Path, args: list, absent: list, no_fix: list, effective_tokens: list, what: str):
+    _, out, _ = run_cli("check", path, "--format", "json", *args)
+    result = json.loads(out)["results"][0]
+    assert result["error"] is None, result["error"]
+    codes = [f["code"] for f in result["findings"]]
+    for code in absent:
+        assert code not in codes, f"{what}: {code} still reported after the fix: {codes}"
+    for f in result["findings"]:
+        assert f["code"] not in no_fix or f["fix"] is None, f"{what}: {f['code']} still offers a fix: {f['fix']}"
+    for token in effective_tokens:
+        key, value, source = parse_expected(token)
+        got = result["effective"][key]
+        assert got["value"] == value, f"{what}: {key} = {got['value']!r} after the fix, expected {value!r}"
+        if source:
+            assert got["source"] == source, f"{what}: {key} source {got['source']} after the fix, expected {source}"
 
 
-@pytest.mark.parametrize("code, src, args", [(f[0], f[1], f[2]) for f in FIXES if f[3]], ids=[f[0] for f in FIXES if f[3]])
-def test_unsafe_fix_needs_the_flag(code, src, args, run_cli, tmp_path):
-    rc, dst, output = run_fix(run_cli, tmp_path, src, "--select", code, *threshold_for(code), *args)
-    assert dst.read_bytes() == src.read_bytes()
-    code_dry, out, _ = run_cli("fix", dst, "--select", code, *threshold_for(code), *args)
-    assert f"1 more with --unsafe-fixes: {code}" in out and code_dry == 0
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+def test_fix_output_is_the_fixed_file(case, unsafe, run_cli, tmp_path):
+    h = read_header(case)
+    flags = [*h["fix-args"], *(["--unsafe-fixes"] if unsafe else []), *h["args"]]
+    fixed = fixed_path(case, unsafe)
+    name = fixed.relative_to(ROOT) if fixed.exists() else f"{case.name} (unchanged)"
+    _, dst, output = run_fix(run_cli, tmp_path, case, *flags)
+    got = dst.read_bytes()
+    assert got == _expected(case, unsafe), f"fix output differs from {name} (see the module doc)\n{output}"
+    if unsafe and fixed.exists():
+        assert got != _expected(case, False), f"{fixed.name} is the same as the safe output: delete it"
+    run_cli("fix", dst, "--write", *flags)
+    assert dst.read_bytes() == got, f"{case.name}: a second fix --write changed {name}"
+
+    prefix = "unsafe-fixed" if unsafe else "fixed"
+    absent, no_fix, effective_tokens = (h[f"{prefix}-{key}"] for key in ("absent", "no-fix", "effective"))
+    if absent or no_fix or effective_tokens:
+        assert fixed.exists(), f"{case.name}: header has {prefix}-* lines but there is no {fixed.name}"
+        _check_fixed(run_cli, dst, h["args"], absent, no_fix, effective_tokens, str(name))
+
+    if not unsafe and got == case.read_bytes() and _expected(case, True) != got:
+        # Only --unsafe-fixes changes the case: the dry run applies nothing (exit 0) and says what it holds back.
+        code, out, _ = run_cli("fix", case, *flags)
+        assert re.search(r"\d+ more with --unsafe-fixes: ", out) and code == 0, out
+        selected = h["fix-args"][h["fix-args"].index("--select") + 1] if "--select" in h["fix-args"] else None
+        if selected and selected.isalnum():
+            assert f"1 more with --unsafe-fixes: {selected}" in out, out
+
+
+def test_every_fixed_file_belongs_to_a_case():
+    names = {fixed_path(c, u) for c in CASES for u in (False, True)}
+    orphans = [p.name for p in sorted(CASES_DIR.glob(f"*{FIXED_SUFFIX}")) if p not in names]
+    assert not orphans, orphans
 
 
 def test_cfg005_keeps_the_request_in_comm_overlap(run_cli, tmp_path):
@@ -155,3 +168,42 @@ def test_fix_object_in_check_json(run_cli):
     fix = next(f["fix"] for f in json.loads(out)["results"][0]["findings"] if f["code"] == "TP102")
     assert fix["applicability"] == "safe" and "sequence parallelism" in fix["message"]
     assert fix["edits"] == [{"op": "set", "key": "model.sequence_parallel", "value": True}]
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+def regenerate() -> None:
+    """Rewrite every case's NAME.fixed.yaml / NAME.unsafe.fixed.yaml from the current rules."""
+    import tempfile
+
+    from typer.testing import CliRunner
+
+    from overlap_cli.cli.app import app
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in CASES:
+            h = read_header(case)
+            outputs = []
+            for unsafe in (False, True):
+                dst = Path(tmp) / case.name
+                shutil.copyfile(case, dst)
+                flags = [*h["fix-args"], *(["--unsafe-fixes"] if unsafe else []), *h["args"]]
+                CliRunner().invoke(app, ["fix", str(dst), "--write", *flags], catch_exceptions=False)
+                outputs.append(dst.read_bytes())
+            for unsafe, text, base in ((False, outputs[0], case.read_bytes()), (True, outputs[1], outputs[0])):
+                path = fixed_path(case, unsafe)
+                if text != base:
+                    path.write_bytes(text)
+                    print(f"wrote {path.relative_to(ROOT)}")
+                elif path.exists():
+                    path.unlink()
+                    print(f"removed {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--regenerate"]:
+        sys.path.insert(0, str(ROOT))
+        regenerate()
+    else:
+        print(__doc__)
