@@ -19,7 +19,6 @@ can only be called unused if its rule had a chance to fire):
 
 from __future__ import annotations
 
-import fnmatch
 import itertools
 import os
 
@@ -188,18 +187,6 @@ def _settings_layer(settings) -> tuple[Selectors, tuple]:
     return Selectors(layer.get("select"), layer.get("extend_select", ()), layer.get("ignore", ())), tuple(per_file)
 
 
-def path_matches(pattern: str, path: str, base: str) -> bool:
-    """Whether glob ``pattern`` (relative to folder ``base``, or a bare file name) matches ``path``."""
-    absolute = os.path.abspath(path)
-    rel = os.path.relpath(absolute, base).replace(os.sep, "/") if base else path
-    pat = pattern.replace("\\", "/")
-    if pat.startswith("./"):
-        pat = pat[2:]
-    if fnmatch.fnmatchcase(rel, pat):
-        return True
-    return "/" not in pat and fnmatch.fnmatchcase(os.path.basename(absolute), pat)
-
-
 @dataclass
 class RuleSelection:
     """Selection for a whole run: the command-line layer, plus each file's [tool.overlap] (found per file).
@@ -230,6 +217,8 @@ class RuleSelection:
             hit = self._cache[key] = (frozenset(enabled), per_file, base)
         enabled, per_file, base = hit
         if per_file:
+            from overlap_cli.target.settings import path_matches
+
             drop = set()
             for pattern, codes in per_file:
                 if path_matches(pattern, path, base):

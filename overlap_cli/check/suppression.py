@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
-_DIRECTIVE = re.compile(r"#\s*overlap\s*:\s*(ignore-file|ignore)(?![\w-])\s*(?:\[([^\]\n]*)\])?", re.IGNORECASE)
+DIRECTIVE = re.compile(r"#\s*overlap\s*:\s*(ignore-file|ignore)(?![\w-])\s*(?:\[([^\]\n]*)\])?", re.IGNORECASE)
 
 
 @dataclass
@@ -55,7 +55,7 @@ def scalar_spans(text: str) -> list:
 
 def parse_directives(text: str) -> list:
     """Every ``# overlap: ignore...`` comment in ``text`` (none for most files: one substring test)."""
-    if "overlap" not in text or not _DIRECTIVE.search(text):
+    if "overlap" not in text or not DIRECTIVE.search(text):
         return []
     spans = None
     lines = text.split("\n")
@@ -65,7 +65,7 @@ def parse_directives(text: str) -> list:
         pos += len(ln) + 1
     found = []
     for i, ln in enumerate(lines):
-        m = _DIRECTIVE.search(ln)
+        m = DIRECTIVE.search(ln)
         if not m:
             continue
         start = m.start()

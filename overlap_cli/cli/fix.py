@@ -158,7 +158,7 @@ def _edit_words(e) -> str:
     """One edit as the listing names it: ``remove KEY``, ``set KEY: VALUE`` (a long value abbreviated)."""
     if e.op == "remove":
         return f"remove {e.key}"
-    from overlap_cli.rules._helpers import fmt
+    from overlap_cli.rules.common import fmt
 
     value = f"mapping of {len(e.value)} key(s)" if isinstance(e.value, dict) else fmt(e.value)
     if len(value) > 60:

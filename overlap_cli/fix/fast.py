@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from overlap_cli.fix.text import _compose, _last_line, same
+from overlap_cli.fix.text import compose, last_line, same
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PLAIN_STRING = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*\Z")
@@ -101,7 +101,7 @@ def _one(text: str, e) -> Optional[str]:
     if e.op != "remove" and (isinstance(e.value, (dict, list)) or render(e.value) is None):
         return None
     try:
-        root = _compose(text)
+        root = compose(text)
     except Exception:
         return None
     path = e.key.split(".")
@@ -119,7 +119,7 @@ def _one(text: str, e) -> Optional[str]:
         if found is None or len(node.value) < 2:
             return None  # an emptied mapping becomes `{}`: the round-trip tree does it
         key, value = found
-        first, last = key.start_mark.line, _last_line(value)
+        first, last = key.start_mark.line, last_line(value)
         if lines[first][: key.start_mark.column].strip() or _rest_of(lines[last], value) is None:
             return None
         return "".join(lines[:first] + lines[last + 1 :])
@@ -142,7 +142,7 @@ def _one(text: str, e) -> Optional[str]:
     column = first_key.start_mark.column
     if lines[first_key.start_mark.line][:column].strip():
         return None  # a mapping inside a sequence item (`- key: ...`)
-    last = _last_line(node.value[-1][1])
+    last = last_line(node.value[-1][1])
     if last >= len(lines) or not lines[last].endswith("\n"):
         return None
     # As the round-trip tree does: comment lines indented into the last entry stay with it; the new key

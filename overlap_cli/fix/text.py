@@ -141,7 +141,7 @@ def lost_comments(before: str, after: str) -> list:
 # ----------------------------------------------------------------------------------------------
 
 
-def _compose(text: str):
+def compose(text: str):
     import yaml
 
     return yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
@@ -167,7 +167,7 @@ def _find(root, path: tuple):
     return key_node, node, flow
 
 
-def _last_line(node) -> int:
+def last_line(node) -> int:
     """Last line holding text of ``node`` (a block collection's end mark lies past trailing comments)."""
     import yaml
 
@@ -180,7 +180,7 @@ def _last_line(node) -> int:
             children += [k, v]
     elif isinstance(node, yaml.SequenceNode):
         children = list(node.value)
-    return max([node.start_mark.line] + [_last_line(c) for c in children])
+    return max([node.start_mark.line] + [last_line(c) for c in children])
 
 
 def key_span(text: str, path: tuple) -> Optional[range]:
@@ -192,13 +192,13 @@ def key_span(text: str, path: tuple) -> Optional[range]:
 def key_place(text: str, path: tuple) -> Optional[tuple]:
     """(``key_span``, the key's 0-based column), or None when the key is not in block style."""
     try:
-        found = _find(_compose(text), path)
+        found = _find(compose(text), path)
     except Exception:
         return None
     if found is None or found[2] is not None:
         return None
     key_node, value, _flow = found
-    return range(key_node.start_mark.line, _last_line(value) + 1), key_node.start_mark.column
+    return range(key_node.start_mark.line, last_line(value) + 1), key_node.start_mark.column
 
 
 def note_line(root, path: tuple) -> Optional[int]:
@@ -226,7 +226,7 @@ def add_notes(text: str, notes: list) -> str:
     """
     if not notes:
         return text
-    root = _compose(text)
+    root = compose(text)
     per_line: dict = {}
     for path, note in notes:
         line = note_line(root, path)
@@ -362,9 +362,9 @@ def _user_comment_above(line: int, found: dict, code_end: dict) -> bool:
 
 def _directive(comment: str) -> Optional[str]:
     """"ignore" or "ignore-file" when ``comment`` starts with a suppression, else None."""
-    from overlap_cli.check.suppression import _DIRECTIVE
+    from overlap_cli.check.suppression import DIRECTIVE
 
-    m = _DIRECTIVE.match(comment)
+    m = DIRECTIVE.match(comment)
     return m.group(1).lower() if m else None
 
 

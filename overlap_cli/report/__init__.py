@@ -1,4 +1,6 @@
-"""Writers of check results. The result objects (model.FileResult) know nothing about them.
+"""Writers of check results: this module picks the writer of a format and imports it when asked for it.
+The result objects (check.results.FileResult) know nothing about them; what several writers share
+(counts, findings per code) is ``common``.
 
 Formats: ``text`` (warnings and errors first; info and the effective settings on request; rich on a
 terminal), ``concise`` (one line per finding), ``json`` (the stable contract), ``sarif`` (SARIF 2.1.0 for code-scanning UIs), ``github``
@@ -22,36 +24,6 @@ def resolve_format(name: str) -> str:
         # GitHub sets GITHUB_ACTIONS=true in every step of a workflow run.
         return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
     return name
-
-
-def summary(results) -> dict:
-    out = {"files": len(results), "error": 0, "warning": 0, "info": 0}
-    for r in results:
-        for k, v in r.counts().items():
-            out[k] += v
-    out["unreadable"] = sum(1 for r in results if r.error is not None)
-    return out
-
-
-def by_code(results) -> list:
-    """[(code, severity, count)] over all results, sorted by code then severity."""
-    counts: dict = {}
-    for r in results:
-        for f in r.findings:
-            counts[(f.code, f.severity)] = counts.get((f.code, f.severity), 0) + 1
-    from overlap_cli.rules import _code_key
-
-    return [(c, s, n) for (c, s), n in sorted(counts.items(), key=lambda kv: (_code_key(kv[0][0]), kv[0][1]))]
-
-
-def display_path(path: str) -> str:
-    """The path as the user would type it from the working directory (relative when inside it)."""
-    absolute = os.path.abspath(path)
-    try:
-        rel = os.path.relpath(absolute)
-    except ValueError:  # another drive on Windows
-        return absolute
-    return absolute if rel.startswith("..") else rel
 
 
 def write(

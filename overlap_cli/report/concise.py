@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import IO
 
-from overlap_cli.report import summary
+from overlap_cli.report.common import summary
 
 
 def finding_line(file: str, f) -> str:

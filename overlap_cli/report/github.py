@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import IO
 
-from overlap_cli.report import summary
+from overlap_cli.report.common import summary
 
 _COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
 

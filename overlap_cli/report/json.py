@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from overlap_cli.report import by_code, summary
+from overlap_cli.report.common import by_code, summary
 
 
 def render(results, skipped=()) -> str:

@@ -12,12 +12,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO
 
-from overlap_cli.report import summary
+from overlap_cli.report.common import summary
 
 
 def statistics(results, show_info: bool = True) -> list:
     """[{code, name, title, count, fixable, severities: {severity: count}}], most frequent first."""
-    from overlap_cli.rules import _code_key, all_rules
+    from overlap_cli.rules import all_rules, code_sort_key
 
     rules = all_rules()
     by_code: dict = {}
@@ -35,7 +35,7 @@ def statistics(results, show_info: bool = True) -> list:
             row["count"] += 1
             row["severities"][f.severity] = row["severities"].get(f.severity, 0) + 1
             row["fixable"] = row["fixable"] or (f.fix is not None and f.fix.applicability == "safe")
-    rows = sorted(by_code.values(), key=lambda row: _code_key(row["code"]))
+    rows = sorted(by_code.values(), key=lambda row: code_sort_key(row["code"]))
     rows.sort(key=lambda row: -row["count"])  # stable: equal counts stay in code order
     return rows
 

@@ -19,7 +19,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import IO
 
-from overlap_cli.report import summary
+from overlap_cli.report.common import summary
 
 SEVERITY_ORDER = ("error", "warning", "info")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.check.results import Edit
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding, fmt, remove, safe, set_, unsafe
+from overlap_cli.rules.registry import rule
+from overlap_cli.rules.common import finding, fmt, remove, safe, set_, unsafe
 
 
 @rule("CFG001", "no-comm-overlap", "info", "No comm_overlap section: Bridge applies no overlap tuning")

@@ -7,7 +7,7 @@ shows up in ``overlap rules`` / ``overlap explain``.
 
 from __future__ import annotations
 
-from overlap_cli.rules import rule
+from overlap_cli.rules.registry import rule
 
 
 @rule("CFG009", "unused-suppression", "info", "An `# overlap: ignore[...]` comment suppresses nothing")

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import math
 
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding, fmt
-from overlap_cli.rules._launch import as_int, model_key, model_value
+from overlap_cli.rules.registry import rule
+from overlap_cli.rules.common import as_int, finding, fmt, model_key, model_value
 
 _TYPE = "model.cp_comm_type"
 _HCP = "model.hierarchical_context_parallel_sizes"

@@ -6,8 +6,8 @@ import re
 
 from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.check.results import Edit
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding, fmt, remove, unsafe
+from overlap_cli.rules.registry import rule
+from overlap_cli.rules.common import finding, fmt, remove, unsafe
 
 
 def _human_bytes(n: int) -> str:

@@ -9,8 +9,8 @@ comm_overlap.setup and after the ddp / optimizer / model configs were finalized.
 from __future__ import annotations
 
 from overlap_cli.check.results import Edit
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding, safe, unsafe
+from overlap_cli.rules.registry import rule
+from overlap_cli.rules.common import finding, safe, unsafe
 
 
 def _fsdp_key(view) -> str:

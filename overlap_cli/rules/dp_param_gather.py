@@ -8,8 +8,8 @@ two incompatibilities; Megatron-LM's launcher checks four prerequisites that Bri
 
 from __future__ import annotations
 
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding, safe, set_, unsafe
+from overlap_cli.rules.registry import rule
+from overlap_cli.rules.common import finding, safe, set_, unsafe
 
 _OPS = "overlap_param_gather_with_optimizer_step"
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from overlap_cli.frameworks.bridge import launch_env as le
 from overlap_cli.check.results import Edit, Fix
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding
+from overlap_cli.rules.registry import rule
+from overlap_cli.rules.common import finding
+from overlap_cli.rules.env_common import one_is_fatal, one_serialises_dp
 
 _CDMC = le.MAX_CONNECTIONS
-_FSDP_MESSAGE = "FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset."  # config.py:1102
-_UCC_MESSAGE = "UCC-backend requires CUDA_DEVICE_MAX_CONNECTIONS > 1"  # megatron/core/parallel_state.py:1205
+
 
 def _yaml_value(value: str):
     """env_vars values as Bridge's recipes write them: integers as integers."""
@@ -50,10 +50,6 @@ def _moved_by_env507(view) -> set:
     return {name for _, _, name, _ in le.misplaced(view)}
 
 
-def _short(value: str, limit: int = 60) -> str:
-    return value if len(value) <= limit else value[: limit - 1] + "…"
-
-
 def _entry(view, name: str):
     for e in le.plan(view):
         if e.name == name:
@@ -65,19 +61,6 @@ def _effective_string(e):
     if e is None:
         return None
     return e.shell_value if e.shell_value is not None else e.file_value
-
-
-def _one_is_fatal(view, f) -> str | None:
-    """The assertion that CUDA_DEVICE_MAX_CONNECTIONS=1 trips with this config, if any."""
-    if f.fsdp:
-        return _FSDP_MESSAGE
-    if f.ucc:
-        return _UCC_MESSAGE
-    return None
-
-
-def _one_serialises_dp(f) -> bool:
-    return f.dp_overlap is True and f.tp == 1 and f.cp == 1
 
 
 @rule("ENV501", "max-connections-missing", "warning", "CUDA_DEVICE_MAX_CONNECTIONS is not set, and the target needs it", fix="overlap/unsafe")
@@ -192,7 +175,7 @@ def max_connections_mismatch(view):
         return
     if have == need.value:
         return
-    if have == "1" and (_one_is_fatal(view, f) or _one_serialises_dp(f)):
+    if have == "1" and (one_is_fatal(view, f) or one_serialises_dp(f)):
         return  # ENV503 / ENV504 say it better
     serious = need.value in ("1", "32") or have == "1"
     yield finding(
@@ -234,7 +217,7 @@ def max_connections_one_fatal(view):
     """
     e = _entry(view, _CDMC)
     f = le.facts(view)
-    message = _one_is_fatal(view, f)
+    message = one_is_fatal(view, f)
     if e is None or message is None or _effective_string(e) != "1":
         return
     where = "exported in the shell" if e.shell_value is not None else "set in env_vars"
@@ -282,7 +265,7 @@ def max_connections_one_dp(view):
     """
     e = _entry(view, _CDMC)
     f = le.facts(view)
-    if e is None or _effective_string(e) != "1" or not _one_serialises_dp(f) or _one_is_fatal(view, f):
+    if e is None or _effective_string(e) != "1" or not one_serialises_dp(f) or one_is_fatal(view, f):
         return
     fix = None
     if e.shell_value is None and e.need is not None and e.need.value is not None:
@@ -386,7 +369,3 @@ def high_priority(view):
         _anchor(view, le.HIGH_PRIORITY),
         _set_env(le.HIGH_PRIORITY, "1", e.need, f"add env_vars.{le.HIGH_PRIORITY}: 1"),
     )
-
-
-# ENV507-ENV510 (the env_vars section itself) live in a sibling module to keep each file readable.
-from overlap_cli.rules import env_section  # noqa: E402,F401  (registers its rules)

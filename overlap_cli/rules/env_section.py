@@ -1,15 +1,14 @@
 """ENV507-ENV510 — the env_vars section itself: launch variables in the wrong section, values and names
-Bridge rejects, and (with ``--env-from-shell``) exported variables that override it. Registered by
-rules/env.py, which imports this module.
+Bridge rejects, and (with ``--env-from-shell``) exported variables that override it.
 """
 
 from __future__ import annotations
 
 from overlap_cli.frameworks.bridge import launch_env as le
 from overlap_cli.check.results import Edit, Fix
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding
-from overlap_cli.rules.env import _CDMC, _one_is_fatal, _one_serialises_dp, _short
+from overlap_cli.rules.registry import rule
+from overlap_cli.rules.common import finding
+from overlap_cli.rules.env_common import one_is_fatal, one_serialises_dp, shorten
 
 
 @rule("ENV507", "launch-variable-misplaced", "error", "A launch variable is written under comm_overlap, ddp or model", fix="crash/unsafe")
@@ -171,7 +170,7 @@ def shell_overrides(view):
     for e in le.plan(view, all_variables=True):
         if e.shell_value is None:
             continue
-        if e.name == _CDMC and e.shell_value == "1" and (_one_is_fatal(view, f) or _one_serialises_dp(f)):
+        if e.name == le.MAX_CONNECTIONS and e.shell_value == "1" and (one_is_fatal(view, f) or one_serialises_dp(f)):
             continue  # ENV503 / ENV504
         need = e.need
         if need is not None and need.value is not None and not le.serves(need, e.shell_value):
@@ -179,7 +178,7 @@ def shell_overrides(view):
                 view,
                 "ENV510",
                 "warning",
-                f"{e.name}={_short(e.shell_value)} is exported in the shell and wins over env_vars; the target needs "
+                f"{e.name}={shorten(e.shell_value)} is exported in the shell and wins over env_vars; the target needs "
                 f"{need.value}: {need.reason}",
                 f"env_vars.{e.name}",
             )
@@ -188,8 +187,8 @@ def shell_overrides(view):
                 view,
                 "ENV510",
                 "info",
-                f"env_vars.{e.name}={_short(e.file_value)} is ignored: the shell exports "
-                f"{e.name}={_short(e.shell_value)}, and Bridge "
+                f"env_vars.{e.name}={shorten(e.file_value)} is ignored: the shell exports "
+                f"{e.name}={shorten(e.shell_value)}, and Bridge "
                 "applies env_vars with setdefault",
                 f"env_vars.{e.name}",
             )

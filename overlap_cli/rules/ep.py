@@ -9,9 +9,9 @@ crash log can be matched to the rule with ``overlap explain``.
 from __future__ import annotations
 
 from overlap_cli.check.results import Edit
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding, fmt, safe, set_, unsafe
-from overlap_cli.rules._launch import as_int, model_key, model_value, torch_version, unknown_version_text, version_status
+from overlap_cli.rules.registry import rule
+from overlap_cli.target import versions
+from overlap_cli.rules.common import as_int, finding, fmt, model_key, model_value, safe, set_, torch_version, unknown_version_text, unsafe
 
 _REQUEST = "comm_overlap.overlap_moe_expert_parallel_comm"
 _MODEL_FLAG = "model.overlap_moe_expert_parallel_comm"
@@ -49,7 +49,7 @@ def _drop_request(view, path: str):
 
 
 def _smallest_vpp(view):
-    from overlap_cli.rules.pp import _smallest_vpp as smallest  # the same choice PP201 offers
+    from overlap_cli.rules.pp import smallest_vpp as smallest  # the same choice PP201 offers
 
     return smallest(view.get_final("model", "num_layers"), view.pp)
 
@@ -181,7 +181,7 @@ def ep_overlap_prerequisites(view):
             else "overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model"
         )
         add(4, 9, err("the model is neither bf16 nor fp16 (after mixed precision)", quote))
-    status = version_status(torch_version(view), "2.6.0")
+    status = versions.status(torch_version(view), "2.6.0")
     if status != "ok":
         quote = "A2A Overlap encounters hang issue with torch version < 2.6.0"
         if status == "too-old":
@@ -281,7 +281,7 @@ def ep_overlap_mcore_only(view):
         return
     where = _REQUEST if ep_overlap_path(view) == "bridge" else _MODEL_FLAG
     if model_value(view, "cuda_graph_impl") == "transformer_engine":
-        from overlap_cli.rules._launch import graph_module_names
+        from overlap_cli.rules.common import graph_module_names
 
         for key in ("cuda_graph_modules", "cuda_graph_scope"):
             value = model_value(view, key)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from overlap_cli.target import versions
 from overlap_cli.check.results import Edit
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding, safe, set_, unsafe
-from overlap_cli.rules._launch import has_graph_module, model_key, model_value, te_version, unknown_version_text, version_status
+from overlap_cli.rules.registry import rule
+from overlap_cli.rules.common import finding, has_graph_module, model_key, model_value, safe, set_, te_version, unknown_version_text, unsafe
 from overlap_cli.rules.ep import ep_overlap_effective
 
 _DELAY = "comm_overlap.delay_wgrad_compute"
@@ -224,7 +223,7 @@ def delay_wgrad_te_version(view):
     if not reqs:
         return
     have = te_version(view)
-    status = {need: version_status(have, need) for need, _, _ in reqs}
+    status = {need: versions.status(have, need) for need, _, _ in reqs}
     if all(s == "unknown" for s in status.values()):
         top = max((need for need, _, _ in reqs), key=versions.sort_key)
         why = "; ".join(f">= {need} {reason}" for need, reason, _ in reqs)
@@ -348,7 +347,7 @@ def dispatch_backward_conflict(view):
             key, off,
         )
     have = te_version(view)
-    status = version_status(have, "2.3.0")
+    status = versions.status(have, "2.3.0")
     quote = "TE version >= 2.3.0 is required for overlap_dispatch_backward_with_experts_wgrad"
     if status == "too-old":
         yield finding(view, "EP708", "error", f"Transformer Engine {have} is older than 2.3.0: Megatron-Core asserts \"{quote}\"", key)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.check.results import Edit
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding, fmt, safe, unsafe
-from overlap_cli.rules._launch import te_version, unknown_version_text, version_status
+from overlap_cli.rules.registry import rule
+from overlap_cli.target import versions
+from overlap_cli.rules.common import finding, fmt, safe, te_version, unknown_version_text, unsafe
 
 _WATCHED = ("grad_reduce_in_fp32", "fp8_param_gather")
 
@@ -216,7 +216,7 @@ def fp4_te_version(view):
     if view.mp is None or not view.mp.get("fp4"):
         return
     have = te_version(view)
-    status = version_status(have, "2.7.0.dev0")
+    status = versions.status(have, "2.7.0.dev0")
     quote = "fp4 requires Transformer Engine >= 2.7.0.dev0 for NVFP4BlockScaling support."
     if status == "too-old":
         yield finding(view, "MP405", "error", f"Transformer Engine {have} with fp4: Bridge raises \"{quote}\"", _mp_key(view, "fp4"))

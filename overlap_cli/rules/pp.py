@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from overlap_cli.check.results import Edit
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding, remove, safe, set_, unsafe
+from overlap_cli.rules.registry import rule
+from overlap_cli.rules.common import finding, remove, safe, set_, unsafe
 
 
 _MAX_VPP = 1024
 
 
-def _smallest_vpp(num_layers, pp: int):
+def smallest_vpp(num_layers, pp: int):
     """Smallest VPP >= 2 with num_layers divisible by PP * VPP (None when there is none)."""
     if not isinstance(num_layers, int) or num_layers <= 0:
         return None
@@ -53,7 +53,7 @@ def p2p_choice(view):
         yield finding(view, "PP201", "info", msg, "model.pipeline_model_parallel_size")
         return
     fix = None
-    vpp = _smallest_vpp(view.get_final("model", "num_layers"), view.pp)
+    vpp = smallest_vpp(view.get_final("model", "num_layers"), view.pp)
     if vpp is not None and view.cfg.get(("comm_overlap", "overlap_p2p_comm")) is None:
         fix = unsafe(
             f"set model.virtual_pipeline_model_parallel_size: {vpp} (interleaved schedule, enables p2p overlap)",

@@ -8,8 +8,8 @@ Bridge's comm_overlap chose its pipeline defaults from the raw, null VPP. The st
 
 from __future__ import annotations
 
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding, safe, set_, unsafe
+from overlap_cli.rules.registry import rule
+from overlap_cli.rules.common import finding, safe, set_, unsafe
 
 _LAYOUT = "model.pipeline_model_parallel_layout"
 

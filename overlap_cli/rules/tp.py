@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding, safe, set_, unsafe
+from overlap_cli.rules.registry import rule
+from overlap_cli.rules.common import finding, safe, set_, unsafe
 
 _REQUEST = "comm_overlap.tp_comm_overlap"
 

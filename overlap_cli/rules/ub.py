@@ -10,8 +10,9 @@ from __future__ import annotations
 from overlap_cli.frameworks.bridge import preset_fit
 from overlap_cli.frameworks.bridge import presets
 from overlap_cli.check.results import Edit
-from overlap_cli.rules import rule
-from overlap_cli.rules._helpers import finding, safe, set_, unsafe
+from overlap_cli.rules.registry import rule
+from overlap_cli.rules.common import finding, safe, set_, te_version, unsafe
+from overlap_cli.target import versions
 
 _CO_KEY = "comm_overlap.tp_comm_overlap_cfg"
 
@@ -297,14 +298,9 @@ def te_method_constraints(view):
     if ub is None or ub.kind != "mapping" or not ub.tp_effective:
         return
     model = view.final.get("model", {})
-    te_version = view.target.get("te_version")
-    new_te = True
-    if te_version:
-        from overlap_cli.target import versions
-
-        # TE >= 2.8 allocates separate userbuffers for the BF16 first/last layers of an FP8 run; an
-        # unreadable version is treated as new, the common case.
-        new_te = versions.at_least(str(te_version), "2.8") is not False
+    # TE >= 2.8 allocates separate userbuffers for the BF16 first/last layers of an FP8 run; a version
+    # not given or unreadable is treated as new, the common case.
+    new_te = versions.status(te_version(view), "2.8") != "too-old"
     bf16_layers = bool(
         new_te and model.get("fp8") is not None and model.get("first_last_layers_bf16")
         and ((model.get("num_layers_at_start_in_bf16") or 0) > 0 or (model.get("num_layers_at_end_in_bf16") or 0) > 0)

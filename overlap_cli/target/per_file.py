@@ -127,7 +127,7 @@ def matching_tables(settings, config_file: str) -> tuple:
         return ()
     import os
 
-    from overlap_cli.check.selection import path_matches
+    from overlap_cli.target.settings import path_matches
 
     where = settings.path or "pyproject.toml"
     if not isinstance(raw, dict):

@@ -105,3 +105,18 @@ def find_settings(config_file: Optional[str], explicit: Optional[str] = None) ->
         return Settings(explicit, table)
     start = os.path.dirname(os.path.abspath(config_file)) if config_file else os.getcwd()
     return _settings_in(start)
+
+
+def path_matches(pattern: str, path: str, base: str) -> bool:
+    """Whether glob ``pattern`` (relative to folder ``base``, or a bare file name) matches ``path``: the
+    keys of ``per-file-ignores`` and ``per-file-target``."""
+    from fnmatch import fnmatchcase
+
+    absolute = os.path.abspath(path)
+    rel = os.path.relpath(absolute, base).replace(os.sep, "/") if base else path
+    pat = pattern.replace("\\", "/")
+    if pat.startswith("./"):
+        pat = pat[2:]
+    if fnmatchcase(rel, pat):
+        return True
+    return "/" not in pat and fnmatchcase(os.path.basename(absolute), pat)

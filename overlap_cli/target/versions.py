@@ -62,3 +62,11 @@ def at_least(have: Optional[str], need: str) -> Optional[bool]:
     if a is None or b is None:
         return None
     return a >= b
+
+
+def status(have: Optional[str], need: str) -> str:
+    """"ok" | "too-old" | "unknown" (not given, or not a version this tool can read)."""
+    ok = at_least(have, need)
+    if ok is None:
+        return "unknown"
+    return "ok" if ok else "too-old"

@@ -113,22 +113,23 @@ def test_no_file_is_a_usage_error(run_cli):
 def extra_rules():
     """Register throw-away rules (codes ZZ9xx) for one test, and take them out again afterwards."""
     from overlap_cli import rules
+    from overlap_cli.rules import registry
 
     rules.all_rules()
     added = []
 
     def register(code, check):
-        rules.rule(code, f"test-{code.lower()}", "warning", "test rule")(check)
+        registry.rule(code, f"test-{code.lower()}", "warning", "test rule")(check)
         added.append(code)
 
     yield register
     for code in added:
-        rules._RULES.pop(code, None)
+        registry.RULES.pop(code, None)
 
 
 def _flip(key: str, to):
     from overlap_cli.check.results import Edit, Fix
-    from overlap_cli.rules._helpers import finding
+    from overlap_cli.rules.common import finding
 
     def check(view):
         section, name = key.split(".")
@@ -152,7 +153,7 @@ def test_fixes_that_undo_each_other_are_reported_not_looped(extra_rules, run_cli
 def test_rounds_are_capped(extra_rules, run_cli, tmp_path):
     from overlap_cli.fix.loop import MAX_ROUNDS
     from overlap_cli.check.results import Edit, Fix
-    from overlap_cli.rules._helpers import finding
+    from overlap_cli.rules.common import finding
 
     def count_up(view):  # never satisfied: every round sets a new value
         n = view.cfg.get(("train", "n"))
@@ -169,7 +170,7 @@ def test_rounds_are_capped(extra_rules, run_cli, tmp_path):
 def test_a_fix_that_needs_another_round_gets_it(extra_rules, run_cli, tmp_path):
     """The second rule only fires once the first one's fix is in: both land, with their notes."""
     from overlap_cli.check.results import Edit, Fix
-    from overlap_cli.rules._helpers import finding
+    from overlap_cli.rules.common import finding
 
     def first(view):
         if view.cfg.get(("train", "a")) is not True:

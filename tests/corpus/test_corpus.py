@@ -87,8 +87,9 @@ def _crashing_rule_driver(tmp_path):
     driver.write_text(
         "import sys\n"
         "from overlap_cli import rules\n"
+        "from overlap_cli.rules.registry import rule\n"
         "rules.all_rules()\n"
-        "@rules.rule('ZZ999', 'test-crash', 'warning', 'raises on purpose')\n"
+        "@rule('ZZ999', 'test-crash', 'warning', 'raises on purpose')\n"
         "def crash(view):\n"
         "    '''Raises for files named *boom*.'''\n"
         "    if 'boom' in view.cfg.file:\n"

@@ -65,6 +65,44 @@ OPTIMIZER_DEFAULTS: dict = {
 
 SECTION_DEFAULTS = {"model": MODEL_DEFAULTS, "ddp": DDP_DEFAULTS, "optimizer": OPTIMIZER_DEFAULTS}
 
+# Megatron-Core 0.19.2 defaults of the model fields the launch-time rules read, beyond MODEL_DEFAULTS
+# (the resolver does not carry them)
+# (tc = megatron/core/transformer/transformer_config.py, mpc = megatron/core/model_parallel_config.py).
+LAUNCH_MODEL_DEFAULTS: dict = {
+    "num_moe_experts": None,  # tc:232 (also GPTModelProvider, gpt_provider.py:186)
+    "mtp_num_layers": None,  # tc:68
+    "moe_token_dispatcher_type": "allgather",  # tc:862
+    "moe_flex_dispatcher_backend": "deepep",  # tc:869
+    "moe_ncclep_static_shape": False,  # tc:952
+    "moe_flex_dispatcher_num_sms": None,  # tc:926
+    "moe_deepep_num_sms": None,  # tc:931 (deprecated)
+    "moe_hybridep_num_sms": None,  # tc:935 (deprecated)
+    "moe_shared_expert_intermediate_size": None,  # tc:680
+    "moe_shared_expert_overlap": False,  # tc:696
+    "recompute_granularity": None,  # tc:518
+    "recompute_method": None,  # tc:529
+    "recompute_num_layers": None,  # tc:537
+    "recompute_modules": None,  # tc:546; becomes ["core_attn"] in __post_init__ (tc:1763)
+    "multi_latent_attention": False,  # tc:281
+    "add_bias_linear": True,  # tc:205
+    "add_qkv_bias": False,  # tc:211
+    "cuda_graph_impl": "none",  # tc:1032
+    "cuda_graph_modules": "full",  # tc:1047 ("full" = whole layer = no named module)
+    "cuda_graph_scope": None,  # tc:1086 (deprecated)
+    "fine_grained_activation_offloading": False,  # tc:1229
+    "offload_modules": [],  # tc:1234
+    "cp_comm_type": None,  # tc:987 (Bridge reads None as "p2p")
+    "hierarchical_context_parallel_sizes": None,  # mpc:103
+    "overlap_dispatch_backward_with_experts_wgrad": False,  # mpc:351
+    "ep_overlap_early_attn_memory_release": False,  # mpc:360
+    "overlap_p2p_comm_warmup_flush": False,  # mpc:422
+    "pipeline_model_parallel_layout": None,  # tc:104
+    "num_layers_in_first_pipeline_stage": None,  # tc:96
+    "num_layers_in_last_pipeline_stage": None,  # tc:100
+    "account_for_embedding_in_pipeline_split": False,  # tc:130
+    "account_for_loss_in_pipeline_split": False,  # tc:134
+}
+
 # ----------------------------------------------------------------------------------------------
 # CommOverlapConfig (megatron/bridge/training/comm_overlap.py:376)
 # ----------------------------------------------------------------------------------------------
