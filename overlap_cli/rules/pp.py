@@ -190,7 +190,7 @@ def defer_without_limit(view):
 
 
 # ----------------------------------------------------------------------------------------------
-# Launch-time checks of Megatron-Core's ModelParallelConfig / TransformerConfig (issue 6)
+# Launch-time checks of Megatron-Core's ModelParallelConfig / TransformerConfig
 # ----------------------------------------------------------------------------------------------
 
 

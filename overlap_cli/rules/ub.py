@@ -1,7 +1,7 @@
 """UB6xx — the TP-overlap userbuffers config (``tp_comm_overlap_cfg``) and its presets.
 
-Codes follow the reference catalogue (shared/reference/bridge_overlap_rules.md, section 3): UB601 <-> UB-001
-and so on; UB608 and UB609 are this tool's own. The resolver recognises the config once
+UB601-UB607 mirror the userbuffers checks of Bridge and Transformer Engine (``initialize_ub``); UB608 and
+UB609 are about the config itself. The resolver recognises the config once
 (``view.ub``, a ``preset_fit.UbConfig``); Transformer Engine's checks live in ``te_userbuffers``.
 """
 

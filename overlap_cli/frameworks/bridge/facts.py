@@ -1,8 +1,7 @@
 """What Megatron-Bridge and Megatron-Core know, written down as data.
 
 Versions read: megatron-bridge 0.6.2 and megatron-core 0.19.2 (the wheels on the package index), checked
-against NVIDIA-NeMo/Megatron-Bridge@067f987 as catalogued in shared/reference/bridge_overlap_rules.md.
-Paths below are inside those packages. Nothing here imports them.
+against the source of NVIDIA-NeMo/Megatron-Bridge@067f987. Paths below are inside those packages. Nothing here imports them.
 """
 
 from __future__ import annotations
@@ -129,7 +128,7 @@ COMM_OVERLAP_FIELDS: dict = {
 
 # _CommOverlapConfig fields (everything above except tp_comm_overlap's required-ness and
 # data_parallel_size) and where ``_apply_cfgs`` lands them: it sets every field the destination has.
-# Verified against the sections of Bridge's own dumps (shared/reference/bridge_yaml_samples).
+# Verified against the sections of the configs Bridge itself writes (``ConfigContainer.to_yaml()``).
 LANDS_ON_MODEL = (
     "tp_comm_overlap",
     "tp_comm_overlap_cfg",

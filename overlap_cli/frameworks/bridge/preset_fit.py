@@ -28,7 +28,7 @@ from overlap_cli.records import dataclass, field  # not dataclasses: start-up ti
 
 #: Target GPUs (``--gpu``) and the preset family tuned on the same generation. H200 is an H100 die
 #: with more memory: same SM count, so the H100 tuning carries over. Bridge's own perf recipes use
-#: the b200 presets for B300, GB200 and GB300 (shared/reference UB-006). A100 has no presets.
+#: the b200 presets for B300, GB200 and GB300 (megatron/bridge/perf_recipes). A100 has no presets.
 GPU_FAMILY = {"h100": "h100", "h200": "h100", "b200": "b200", "b300": "b200", "gb200": "b200", "gb300": "b200"}
 
 FIELDS = ("precision", "tp", "cp", "hidden_size", "micro_batch_size", "seq_length", "gpu", "lora")
@@ -238,9 +238,7 @@ def describe_cfg(given: Any, key: str, shape: TrainingShape, tp_effective: bool)
             preset = "custom"
         te = None
         if tp_effective:  # what Transformer Engine receives
-            from overlap_cli.frameworks.bridge.te_userbuffers import bridge_te_config  # only for a mapping: start-up time
-
-            te = bridge_te_config(given)
+            te = presets.te_dict(given)
         return UbConfig(key, given, "mapping", shape, tp_effective, matches, preset, "_target_" in given, te)
     kind = "string" if isinstance(given, str) else "other"
     return UbConfig(key, given, kind, shape, tp_effective)

@@ -308,17 +308,17 @@ class Preset:
             out[gemm] = {key: item[key] for key in sorted(item)}
         return {key: out[key] for key in sorted(out)}
 
-    def te_dict(self) -> dict:
-        """The dict Bridge passes to Transformer Engine for this preset (``(False,)`` kept a tuple)."""
-        out: dict[str, dict] = {}
+    def built(self) -> dict:
+        """This preset as the Python recipe builds it: each entry names its dataclass, and an entry
+        whose ``fp8_buf`` is the upstream default leaves it out (the dataclass fills in ``(False,)``)."""
+        out: dict[str, Any] = {}
         for gemm in GEMM_NAMES:
             entry = self.gemms[gemm]
             if entry is None:
+                out[gemm] = None
                 continue
-            spec = OVERLAP_CLASSES[_CLASS_FOR_METHOD[entry["method"]]]
-            item = {key: entry[key] for key in spec}
-            if gemm in self.fp8_buf_defaulted:
-                item["fp8_buf"] = _FP8_BUF_TUPLE_DEFAULT
+            item = {"_target_": f"{TARGET_MODULE}.{_CLASS_FOR_METHOD[entry['method']]}"}
+            item.update((k, v) for k, v in entry.items() if not (k == "fp8_buf" and gemm in self.fp8_buf_defaulted))
             out[gemm] = item
         return out
 
@@ -604,27 +604,42 @@ def duplicate_groups() -> list[list[str]]:
 
 
 def te_dict(mapping: Any) -> dict:
-    """What Bridge hands to Transformer Engine for a ``tp_comm_overlap_cfg`` mapping or preset name.
+    """The dict Bridge passes to Transformer Engine's ``initialize_ub`` for a ``tp_comm_overlap_cfg``
+    mapping, a preset name or a ``Preset``.
 
-    Mirrors ``asdict()`` of the instantiated TransformerLayerTPOverlapCfg followed by dropping
-    the GEMMs whose value is ``None``: per-GEMM dicts with all dataclass fields (defaults filled,
-    no ``_target_``). ``fp8_buf`` is passed through as given -- a list stays a list, an omitted
-    PipelineOverlapCfg value is the tuple ``(False,)`` -- since TE only tests its truthiness.
+    An entry with a per-GEMM ``_target_`` becomes that dataclass: omitted fields take its defaults
+    (``fp8_buf`` of PipelineOverlapCfg is the tuple ``(False,)``) and unknown fields are dropped (the
+    lenient instantiation of ``ConfigContainer.from_yaml``, megatron/training/config/instantiate_utils.py).
+    An entry without ``_target_`` stays the plain mapping it is, and TE fills the gaps with its own
+    defaults. ``None`` entries and names that are not GEMMs are left out, as ``asdict`` + the None filter
+    leave them out (comm_overlap.py:626-632). ``fp8_buf`` is passed through as given (a list stays a
+    list), since TE only tests its truthiness.
     """
     if isinstance(mapping, str):
-        return get_preset(mapping).te_dict()
+        mapping = get_preset(mapping)
     if isinstance(mapping, Preset):
-        return mapping.te_dict()
+        mapping = mapping.built()
     if not isinstance(mapping, Mapping):
         raise MappingFormatError(f"tp_comm_overlap_cfg must be a mapping, got {type(mapping).__name__}")
-    out: dict[str, Any] = {}
-    for key, entry in mapping.items():
-        if key == "_target_" or entry is None:
+    out: dict = {}
+    for gemm in GEMM_NAMES:
+        entry = mapping.get(gemm)
+        if entry is None:
             continue
-        if key in GEMM_NAMES:
-            out[key], _cls = _fill_entry(key, entry)
-        else:
-            out[_plain(key)] = _plain(entry)
+        if not isinstance(entry, Mapping):
+            out[gemm] = entry
+            continue
+        cls = class_for_target(entry.get("_target_"))
+        if cls is None:
+            out[gemm] = {k: v for k, v in entry.items() if k != "_target_"}
+            continue
+        item = {}
+        for key, default in OVERLAP_CLASSES[cls].items():
+            if key in entry:
+                item[key] = entry[key]
+            elif default is not _REQUIRED:
+                item[key] = default
+        out[gemm] = item
     return out
 
 

@@ -21,10 +21,10 @@ from overlap_cli.frameworks.bridge.comm_overlap_setup import setup_comm_overlap
 from overlap_cli.config.document import Config
 from overlap_cli.check.results import BRIDGE_AUTO, DEFAULT, FORCED_OFF, MIXED_PRECISION, UNKNOWN, USER, Value
 from overlap_cli.frameworks.bridge.schema import validate_types
-from overlap_cli.frameworks.bridge.view import Overwrite, Resolved, user_wrote  # noqa: F401  (re-exported for rules)
+from overlap_cli.frameworks.bridge.view import Overwrite, Resolved, user_wrote
 from overlap_cli.target.profile import Target
 
-# The keys every result reports (issue: "effective holds at least these keys").
+# The keys every result's ``effective`` holds, whatever the file sets (the JSON contract in README).
 EFFECTIVE_KEYS = (
     "model.tensor_model_parallel_size",
     "model.pipeline_model_parallel_size",
@@ -217,7 +217,7 @@ def resolve(cfg: Config, target: Target) -> Resolved:
 
 
 def _describe_ub_cfg(r: Resolved, prov: dict) -> None:
-    """Recognise the userbuffers config against the shipped presets (UB6xx rules, issue 4).
+    """Recognise the userbuffers config against the shipped presets (for the UB6xx rules).
 
     The effective ``model.tp_comm_overlap_cfg`` becomes ``{"preset": NAME | "custom" | null, "matches":
     [...], "te_config": {...}}`` -- ``te_config`` is what Transformer Engine receives, None unless TP

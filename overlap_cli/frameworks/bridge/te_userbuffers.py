@@ -1,14 +1,9 @@
 """What Transformer Engine's ``initialize_ub`` does with the dict Bridge hands it -- facts for the UB rules.
 
-Sources (read, never imported):
-- Megatron-Bridge 0.6.2 ``megatron/bridge/training/comm_overlap.py``: the per-GEMM dataclasses (lines 37-78),
-  ``TransformerLayerTPOverlapCfg`` (81-94), ``asdict()`` + dropping ``None`` entries (626-632).
-- Megatron(-Core training) 0.19.2 ``megatron/training/config/instantiate_utils.py``: ``_target_`` mappings
-  are instantiated; in the lenient mode ``ConfigContainer.from_yaml`` uses, keyword arguments the target
-  does not take are dropped with a warning (``_filter_kwargs_for_target``).
+The dict itself is ``presets.te_dict`` (Bridge's per-GEMM dataclasses instantiated, ``asdict()``, ``None``
+entries dropped). Source read, never imported:
 - Transformer Engine ``transformer_engine/pytorch/module/base.py``, ``initialize_ub`` (2.8+; the same
-  checks since 1.x, catalogued in shared/reference/bridge_overlap_rules.md UB-002/UB-005 as
-  te_base.py:336-536 at TE d0067d0): per-GEMM defaults (``get_default_config``), then the user's keys
+  checks since 1.x, base.py:336-536 at TE d0067d0): per-GEMM defaults (``get_default_config``), then the user's keys
   are ``update``d over them and passed to ``add_ub(**cfg)``.
 
 Pure functions over plain mappings; nothing here touches the view.
@@ -50,37 +45,6 @@ class Problem:
     gemm: Optional[str]  # None: the mapping as a whole
     message: str
     field: Optional[str] = None  # the per-GEMM key the problem is about
-
-
-def bridge_te_config(mapping: dict) -> dict:
-    """The dict Bridge passes to ``initialize_ub`` for a ``tp_comm_overlap_cfg`` mapping.
-
-    An entry with a per-GEMM ``_target_`` becomes that dataclass: omitted fields take its defaults
-    (``fp8_buf`` of PipelineOverlapCfg is the tuple ``(False,)``) and unknown fields are dropped. An
-    entry without ``_target_`` stays the plain mapping it is, and TE fills the gaps with its own
-    defaults. ``None`` entries and names that are not GEMMs are left out, as ``asdict`` + the
-    None filter leave them out (comm_overlap.py:626-632).
-    """
-    out: dict = {}
-    for gemm in presets.GEMM_NAMES:
-        entry = mapping.get(gemm)
-        if entry is None:
-            continue
-        if not isinstance(entry, dict):
-            out[gemm] = entry
-            continue
-        cls = presets.class_for_target(entry.get("_target_"))
-        if cls is None:
-            out[gemm] = {k: v for k, v in entry.items() if k != "_target_"}
-            continue
-        item = {}
-        for key, default in presets.OVERLAP_CLASSES[cls].items():
-            if key in entry:
-                item[key] = entry[key]
-            elif default is not presets.REQUIRED:
-                item[key] = default
-        out[gemm] = item
-    return out
 
 
 def _method(gemm: str, entry: Any) -> Any:

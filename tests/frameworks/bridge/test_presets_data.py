@@ -562,13 +562,17 @@ def test_te_dict_drops_lora_wgrad_entries():
     assert len(te) == 8
 
 
-def test_te_dict_fills_defaults_of_hand_written_mapping():
-    te = P.te_dict({"proj_fprop": {"method": "pipeline", "num_sm": 8, "cga_size": 2, "num_splits": 4,
-                                   "set_sm_margin": True}, "qkv_fprop": {"method": "ring_exchange"}})  # fmt: skip
-    assert te["proj_fprop"]["fp8_buf"] == (False,) and te["proj_fprop"]["atomic_gemm"] is False
-    assert te["qkv_fprop"] == {
-        "aggregate": False, "method": "ring_exchange", "num_sm": 1, "cga_size": 1,
-        "set_sm_margin": False, "fp8_buf": False, "atomic_gemm": False,
+def test_te_dict_instantiates_the_named_dataclass_and_keeps_a_plain_entry_as_written():
+    """An entry naming its dataclass gets that dataclass's defaults and loses the fields it does not
+    have; an entry without ``_target_`` reaches TE as written (TE fills in its own defaults)."""
+    pipeline = "megatron.bridge.training.comm_overlap.PipelineOverlapCfg"
+    te = P.te_dict({"proj_fprop": {"_target_": pipeline, "num_sm": 8, "cga_size": 2, "num_splits": 4,
+                                   "set_sm_margin": True, "not_a_field": 1},
+                    "qkv_fprop": {"method": "ring_exchange"}, "qkv_dgrad": None, "extra": {"num_sm": 1}})  # fmt: skip
+    assert te == {
+        "qkv_fprop": {"method": "ring_exchange"},
+        "proj_fprop": {"num_sm": 8, "cga_size": 2, "num_splits": 4, "set_sm_margin": True, "fp8_buf": (False,),
+                       "atomic_gemm": False, "method": "pipeline"},
     }  # fmt: skip
 
 
