@@ -7,8 +7,6 @@ them in ``env_vars``, which ``apply_environment_variables`` installs with ``os.e
 (megatron/bridge/training/config.py:1832-1850 in megatron-bridge 0.6.2): a variable already exported in
 the shell wins. Values are stringified as Bridge does (``str(value)``: ``True`` -> "True", ``1.0`` -> "1.0");
 only the exact string "1" counts as 1 for the checks that read it (config.py:1102, parallel_state.py:1205).
-
-Facts used below are catalogued in shared/reference/bridge_overlap_rules.md section 11 (ENV-001..ENV-008).
 """
 
 from __future__ import annotations
