@@ -27,7 +27,8 @@ VARIANTS = {"plain": {}, "te-2.12": {"te_version": "2.12"}, "te-2.6": {"te_versi
 
 
 def run(rows, manifest: bool, variant: dict):
-    from overlap_cli.cli.check import UsageError, build_target
+    from overlap_cli.cli.check import UsageError, target_from_options
+    from overlap_cli.cli.options import TARGET, options
     from overlap_cli.check.engine import check_file
 
     severities: collections.Counter = collections.Counter()
@@ -35,10 +36,10 @@ def run(rows, manifest: bool, variant: dict):
     errors: collections.Counter = collections.Counter()
     for row in rows:
         try:
-            target = build_target(
-                row["world_size"] if manifest else None, None, None, variant.get("te"), None,
+            target = target_from_options(options(
+                TARGET, world_size=row["world_size"] if manifest else None, te=variant.get("te"),
                 gpu=row["gpu"] if manifest else None, te_version=variant.get("te_version"),
-            )  # fmt: skip
+            ))  # fmt: skip
         except UsageError as exc:
             errors[f"target refused: {exc}"[:120]] += 1
             continue

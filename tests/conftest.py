@@ -14,19 +14,35 @@ def root() -> Path:
     return ROOT
 
 
+def run_entry_point(*args, input=None):
+    """``overlap ARGS`` in this process, through the console script's function (cli.fast.main: ``check`` on
+    the fast path, everything else through it to Typer); returns (exit_code, stdout, stderr)."""
+    import io
+    import types
+
+    from overlap_cli.cli.fast import main
+
+    saved = sys.argv, sys.stdin, sys.stdout, sys.stderr, sys.modules["__main__"]
+    out, err = io.StringIO(), io.StringIO()
+    sys.argv = ["overlap", *(str(a) for a in args)]
+    sys.stdin, sys.stdout, sys.stderr = io.StringIO(input or ""), out, err
+    # The console script's __main__ is a plain script, so click names the program after argv[0] ("overlap");
+    # under `python -m pytest` it would otherwise say "python -m pytest".
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv, sys.stdin, sys.stdout, sys.stderr, sys.modules["__main__"] = saved
+    return code, out.getvalue(), err.getvalue()
+
+
 @pytest.fixture
 def run_cli():
-    """Run the CLI in-process (typer's CliRunner); returns (exit_code, stdout, stderr)."""
-    from typer.testing import CliRunner
-
-    from overlap_cli.cli.app import app
-
-    def run(*args, input=None):
-        runner = CliRunner()
-        res = runner.invoke(app, [str(a) for a in args], input=input, catch_exceptions=False)
-        return res.exit_code, res.stdout, res.stderr
-
-    return run
+    """Run the CLI in-process as users run it (run_entry_point); returns (exit_code, stdout, stderr)."""
+    return run_entry_point
 
 
 # Megatron-Bridge 0.6.2's own recipes, as its serializer writes them, with each one's world size and GPU

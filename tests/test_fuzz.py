@@ -1,7 +1,8 @@
 """Fuzz: example configs mutated by hypothesis, through the real CLI (in process).
 
-For every mutated file: no traceback (the CLI runner re-raises any exception); exit 0, 1 or 2; exit 2
-comes with exactly one line naming the file; ``check --format json`` prints valid JSON. ``fix --write``
+For every mutated file: no traceback and no exception out of a command (the entry point would report it as
+"overlap: internal error"); exit 0, 1 or 2; exit 2 comes with exactly one line naming the file;
+``check --format json`` prints valid JSON. ``fix --write``
 (with or without --no-comments) never leaves a file that no longer checks (if it checked before), never
 loses a comment (not even one on a key it removes; each as often as it was written), and never touches
 a file it could not read.
@@ -17,10 +18,9 @@ import os
 
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
 from bench.mutate import lost_comments, mutate, seeds
-from overlap_cli.cli.app import app
+from conftest import run_entry_point
 
 SEEDS = seeds()
 FUZZ = settings(
@@ -55,13 +55,13 @@ class HypothesisChooser:
 
 
 def run(*args):
-    res = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
-    return res.exit_code, res.stdout, res.stderr
+    return run_entry_point(*args)
 
 
 def assert_contract(code, out, err, path):
     assert code in (0, 1, 2), (code, out, err)
     assert "Traceback" not in out + err
+    assert not any(ln.startswith("overlap: internal error") for ln in err.splitlines()), err
     if code == 2:
         naming = [ln for ln in (out + err).splitlines() if ln.startswith(str(path))]
         assert len(naming) == 1, (out, err)

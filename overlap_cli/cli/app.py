@@ -1,7 +1,9 @@
 """Command line: ``overlap check``, ``overlap fix``, ... (Typer). Heavy modules load inside commands.
 
-The ``overlap`` entry point is fastcli.main: it runs ``check`` itself (no typer) whenever it can parse the
+The ``overlap`` entry point is cli.fast.main: it runs ``check`` itself (no typer) whenever it can parse the
 arguments exactly as this app would, and hands everything else -- help, other commands, errors -- to main().
+Every command is declared as rows in cli.options; ``command`` turns a command's rows into the parameters
+Typer reads, so the fast path and Typer parse from one table.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ import typer.core
 
 from overlap_cli import __version__
 from overlap_cli.cli import check as check_cmd
-from overlap_cli.cli.check import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INPUT, UsageError, exit_code, split_args  # noqa: F401  (used by cmd_*.py)
+from overlap_cli.cli import env, fix, presets, rules
+from overlap_cli.cli import options as table
+from overlap_cli.cli.check import EXIT_INPUT
+
 
 class OverlapGroup(typer.core.TyperGroup):
     """The app's click group: every usage error the parser raises (unknown option, missing value, bad
@@ -52,25 +57,6 @@ app = typer.Typer(
 )
 
 
-class Format(str, Enum):
-    text = "text"
-    concise = "concise"
-    json = "json"
-    sarif = "sarif"
-    github = "github"
-    auto = "auto"  # github under GitHub Actions, text elsewhere
-
-
-class Threshold(str, Enum):
-    warning = "warning"
-    error = "error"
-
-
-def usage_error(message: str) -> "typer.Exit":
-    sys.stderr.write(f"overlap: error: {message}\n")
-    return typer.Exit(EXIT_INPUT)
-
-
 def _version(value: bool):
     if value:
         typer.echo(f"overlap-cli {__version__}")
@@ -85,90 +71,109 @@ def main_callback(
 
 
 # ---------------------------------------------------------------------------------------------
-# Shared target options
+# Commands from the rows of cli.options
 # ---------------------------------------------------------------------------------------------
 
-WorldSize = typer.Option(None, "--world-size", min=1, help="Total GPUs of the launch (data-parallel size = world / (TP*PP*CP)).")
-Nodes = typer.Option(None, "--nodes", min=1, help="Number of nodes (with --gpus-per-node).")
-GpusPerNode = typer.Option(None, "--gpus-per-node", min=1, help="GPUs per node (with --nodes).")
-TE = typer.Option(None, "--te/--no-te", help="Whether Transformer Engine is present on the target (default: present).")
-GPU = typer.Option(None, "--gpu", help="Target GPU: a100|h100|h200|b200|b300|gb200|gb300|vr200|r100.")
-TEVersion = typer.Option(None, "--te-version", help="Transformer Engine version on the target, e.g. 2.7.")
-TorchVersion = typer.Option(None, "--torch-version", help="PyTorch version on the target, e.g. 2.6.")
+_CHOICE_TYPES: dict = {}
 
 
-SettingsPath = typer.Option(None, "--settings", metavar="PATH", help="Read [tool.overlap] from this TOML file instead of the nearest pyproject.toml.")
-Detect = typer.Option(False, "--detect", help="Read this machine: Transformer Engine and torch versions (package metadata), GPU model and count (through torch, if installed).")
-EnvFromShell = typer.Option(False, "--env-from-shell", help="Launch variables exported in this shell override env_vars (Bridge applies env_vars with setdefault).")
+def _choice_type(param) -> type:
+    """A str Enum of the row's choices: how typer declares a choice (its help lists them, its error names them)."""
+    if param.choices not in _CHOICE_TYPES:
+        _CHOICE_TYPES[param.choices] = Enum(param.dest.title().replace("_", ""), [(c, c) for c in param.choices], type=str)
+    return _CHOICE_TYPES[param.choices]
 
 
-def build_target(*args, **kwargs):
-    """check_cmd.build_target for the Typer commands (fix, env, presets): a usage error exits 2."""
-    try:
-        return check_cmd.build_target(*args, **kwargs)
-    except UsageError as exc:
-        raise usage_error(str(exc)) from None
+def _typer_parameter(param):
+    """(annotation, typer.Option/Argument) for one row, as a hand-written Typer signature would declare it."""
+    k = param.kind
+    if k == table.ARGUMENTS:
+        return List[str], typer.Argument(..., metavar=param.metavar, help=param.help)
+    if k == table.ARGUMENT:
+        return str, typer.Argument(..., metavar=param.metavar, help=param.help)
+    if k == table.CHOICE:
+        kind = _choice_type(param)
+        return kind, typer.Option(kind(param.default), *param.names, help=param.help)
+    annotation = {
+        table.INT: Optional[int] if param.default is None else int,
+        table.TEXT: Optional[str],
+        table.FLAG: bool,
+        table.SWITCH: Optional[bool],
+        table.MULTIPLE: Optional[List[str]],
+    }[k]
+    extra = {"min": param.minimum} if k == table.INT else {}
+    if param.metavar is not None:
+        extra["metavar"] = param.metavar
+    return annotation, typer.Option(param.default, *param.names, help=param.help, **extra)
 
 
-# ---------------------------------------------------------------------------------------------
-# overlap check
-# ---------------------------------------------------------------------------------------------
+def _plain(param, value):
+    """The value as the fast path gives it: a choice as its string, an absent repeatable option as None."""
+    if param.kind == table.CHOICE:
+        return value.value
+    if param.kind == table.MULTIPLE:
+        return list(value) if value else None
+    return list(value) if param.kind == table.ARGUMENTS else value
 
 
-@app.command()
-def check(
-    args: List[str] = typer.Argument(..., metavar="FILE... [OVERRIDES...]", help="Config files, then Hydra-style overrides (key=value, +key=value, ++key=value, ~key)."),
-    world_size: Optional[int] = WorldSize,
-    nodes: Optional[int] = Nodes,
-    gpus_per_node: Optional[int] = GpusPerNode,
-    te: Optional[bool] = TE,
-    gpu: Optional[str] = GPU,
-    te_version: Optional[str] = TEVersion,
-    torch_version: Optional[str] = TorchVersion,
-    settings: Optional[str] = SettingsPath,
-    detect: bool = Detect,
-    env_from_shell: bool = EnvFromShell,
-    format: Format = typer.Option(Format.text, "--format", "--output-format", "-f", help="Output format (auto: github under GitHub Actions, else text)."),
-    select: Optional[List[str]] = typer.Option(None, "--select", help="Only these rules: codes, prefixes (TP, DP3), rule names or ALL; comma-separated or repeated."),
-    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Rules not to report (codes, prefixes, names)."),
-    extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Rules to add to the selection."),
-    severity_threshold: Threshold = typer.Option(Threshold.warning, "--severity-threshold", help="Lowest severity that makes the exit code 1."),
-    exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even when findings are reported (input errors still exit 2)."),
-    jobs: int = typer.Option(1, "--jobs", "-j", min=0, help="Check files in N worker processes (0: one per CPU). Output order does not change."),
-    configs_only: bool = typer.Option(False, "--configs-only", help="Skip files without a model/ddp/comm_overlap/mixed_precision/optimizer section even when named (pre-commit)."),
-    annotate: bool = typer.Option(False, "--annotate", help="Print the config back with effective values and provenance comments (instead of the report)."),
-    output_file: Optional[str] = typer.Option(None, "-o", "--output-file", "--output", metavar="FILE", help="Write the report (with --annotate: the annotated config) to FILE instead of stdout; atomic, never over an input."),
-    annotate_output: Optional[str] = typer.Option(None, "--annotate-output", metavar="FILE", help="Also write the annotated config of the one input file to FILE; the report is printed as usual."),
-    show_info: bool = typer.Option(False, "--show-info", help="Text: also list info findings (they restate what Bridge does by default)."),
-    show_effective: bool = typer.Option(False, "--show-effective", help="Text: also print each file's effective overlap settings with provenance (always in JSON and --annotate)."),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="Print only warnings and errors: no summary, notes or hints."),
-    statistics: bool = typer.Option(False, "--statistics", help="Count findings per code instead of listing them (text or json)."),
-):
+def command(group, rows, name=None):
+    """Register ``body(opts) -> exit code`` on ``group`` with the parameters of ``rows`` (cli.options).
+
+    Typer reads a command's parameters with ``inspect.signature``, which honours ``__signature__``: the
+    registered function takes ``**values`` and carries a signature built from the rows. Its values become
+    the same ``Options`` record cli.fast builds, and the body runs under the same guard (cli.check.guarded)."""
+    import inspect
+
+    def register(body):
+        def run(**values):
+            given = {p.dest: _plain(p, values[p.dest]) for p in rows}
+            code = check_cmd.guarded(body, table.Options(rows, given), passthrough=(typer.Exit,))
+            raise typer.Exit(code or 0)
+
+        parameters = []
+        for p in rows:
+            annotation, default = _typer_parameter(p)
+            parameters.append(inspect.Parameter(p.dest, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+        run.__signature__ = inspect.Signature(parameters)
+        run.__name__ = run.__qualname__ = body.__name__
+        run.__doc__, run.__module__ = body.__doc__, body.__module__
+        group.command(name)(run)
+        return body
+
+    return register
+
+
+@command(app, table.CHECK)
+def check(opts):
     """Resolve the effective TP/DP/PP overlap settings and report findings with stable codes."""
-    # The body is check_cmd.run_check, shared with the typer-free fast path (fastcli.py).
-    raise typer.Exit(check_cmd.run_check(
-        args, world_size=world_size, nodes=nodes, gpus_per_node=gpus_per_node, te=te, gpu=gpu, te_version=te_version,
-        torch_version=torch_version, settings=settings, detect=detect, env_from_shell=env_from_shell,
-        format=format.value, select=select, ignore=ignore, extend_select=extend_select,
-        severity_threshold=severity_threshold.value, exit_zero=exit_zero, jobs=jobs, configs_only=configs_only,
-        annotate=annotate, output_file=output_file, annotate_output=annotate_output, show_info=show_info,
-        show_effective=show_effective, quiet=quiet, statistics=statistics,
-    ))
+    return check_cmd.run_check(opts)
 
 
-# Further commands live in their own modules of this package; importing one registers it on ``app``.
-# Those modules import only typer at top level, so this costs little at start-up.
-from overlap_cli.cli import env, fix, presets, rules  # noqa: E402,F401
+# The other commands' bodies live in their own modules of this package, which import neither typer nor
+# this module (and nothing heavy at top level); they are registered here in the order ``--help`` lists them.
+command(app, table.ENV)(env.env)
+command(app, table.FIX)(fix.fix)
+presets_app = typer.Typer(
+    cls=OverlapGroup,  # one-line usage errors in the sub-commands too
+    name="presets",
+    help="Megatron-Bridge's TP-overlap (userbuffers) presets: list them, print one, pick one for a config.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(presets_app, name="presets")
+command(presets_app, table.PRESETS_LIST, name="list")(presets.list_presets)
+command(presets_app, table.PRESETS_SHOW, name="show")(presets.show)
+command(presets_app, table.PRESETS_SUGGEST, name="suggest")(presets.suggest)
+command(app, table.RULES, name="rules")(rules.rules_command)
+command(app, table.EXPLAIN, name="explain")(rules.explain_command)
 
 
 def main() -> None:
     try:
         app()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before or after a command (a command's own: cli.check.guarded)
         sys.stderr.write("overlap: interrupted\n")
         sys.exit(130)
-    except Exception as exc:  # a bug in overlap-cli: one line and exit 2, never a traceback
-        from overlap_cli.check.results import internal_problem
-
-        sys.stderr.write("overlap: " + internal_problem("", exc).one_line().lstrip(": ") + "\n")
+    except Exception as exc:  # a bug in overlap-cli outside a command: one line and exit 2, never a traceback
+        check_cmd.report_internal_error(exc)
         sys.exit(EXIT_INPUT)

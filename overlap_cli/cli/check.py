@@ -1,9 +1,12 @@
 """``overlap check`` without a command-line framework: the one implementation behind both entry points.
 
-cli.py's Typer command and fastcli.py's own argument parser both call ``run_check``; neither adds
-behaviour of its own. Nothing here imports typer (its import and its per-option validators cost ~100 ms
-of every start). A usage error is ``UsageError``: one ``overlap: error: ...`` line on stderr,
-exit code 2. ``build_target`` also serves ``fix``, ``env`` and ``presets`` (through cli.build_target).
+The Typer command (cli.app) and the fast path's own parser (cli.fast) both build an ``Options`` record from
+``cli.options.CHECK`` and call ``run_check`` through ``guarded``; neither adds behaviour of its own. Nothing
+here imports typer (its import and its per-option validators cost ~100 ms of every start).
+
+Shared by every command: ``guarded`` (how a command ends: a usage error, Ctrl-C, a closed pipe, a bug),
+``target_from_options`` (the launch target from the ``cli.options.TARGET`` flags), ``split_args`` and
+the exit codes. A usage error is ``UsageError``: one ``overlap: error: ...`` line on stderr, exit code 2.
 """
 
 from __future__ import annotations
@@ -22,49 +25,70 @@ def report_usage_error(message: str) -> None:
     sys.stderr.write(f"overlap: error: {message}\n")
 
 
-def build_target(
-    world_size,
-    nodes,
-    gpus_per_node,
-    te,
-    config_file=None,
-    gpu=None,
-    te_version=None,
-    torch_version=None,
-    *,
-    settings=None,
-    detect: bool = False,
-    env_from_shell: bool = False,
-):
-    """The target profile: flags > --detect > [tool.overlap] (``settings`` or the pyproject.toml nearest to
-    ``config_file``, else to the working directory) > defaults. The returned target re-reads [tool.overlap]
-    per config file (``Target.for_file``, applied by engine.check_file). Bad flags or settings: UsageError."""
+def guarded(body, opts, passthrough=()) -> int:
+    """``body(opts)``'s exit code, however it ends, the same on both entry points: a usage error is one line
+    and 2; Ctrl-C is "overlap: interrupted" and 130 (the shell's code for SIGINT); a reader that went away
+    (``overlap check ... | head``) is 1 with nothing more said, as click's main loop does; a bug in
+    overlap-cli is one line and 2, never a traceback. ``passthrough``: exceptions that are the framework's
+    own way of ending a command (typer.Exit), raised on unchanged."""
+    try:
+        return body(opts)
+    except passthrough:
+        raise
+    except UsageError as exc:
+        report_usage_error(str(exc))
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        sys.stderr.write("overlap: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        # No second error when the interpreter flushes stdout on the way out.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FINDINGS
+    except Exception as exc:
+        report_internal_error(exc)
+        return EXIT_INPUT
+
+
+def report_internal_error(exc: BaseException) -> None:
+    from overlap_cli.check.results import internal_problem
+
+    sys.stderr.write("overlap: " + internal_problem("", exc).one_line().lstrip(": ") + "\n")
+
+
+def target_from_options(opts, config_file=None):
+    """The target profile from the ``cli.options.TARGET`` flags of ``opts``: flags > --detect >
+    [tool.overlap] (``--settings`` or the pyproject.toml nearest to ``config_file``, else to the working
+    directory) > defaults. The returned target re-reads [tool.overlap] per config file (``Target.for_file``,
+    applied by engine.check_file). Bad flags or settings: UsageError."""
     from overlap_cli.check.results import InputError
     from overlap_cli.target.settings import find_settings
     from overlap_cli.target.profile import check_version, normalize_gpu, profile
 
-    if world_size is not None and (nodes is not None or gpus_per_node is not None):
+    if opts.world_size is not None and (opts.nodes is not None or opts.gpus_per_node is not None):
         raise UsageError("give either --world-size or --nodes/--gpus-per-node, not both")
-    if (nodes is None) != (gpus_per_node is None):
+    if (opts.nodes is None) != (opts.gpus_per_node is None):
         raise UsageError("--nodes and --gpus-per-node go together")
     try:
-        gpu = normalize_gpu(gpu) if gpu is not None else None
-        te_version = check_version(te_version, "--te-version") if te_version is not None else None
-        torch_version = check_version(torch_version, "--torch-version") if torch_version is not None else None
+        gpu = normalize_gpu(opts.gpu) if opts.gpu is not None else None
+        te_version = check_version(opts.te_version, "--te-version") if opts.te_version is not None else None
+        torch_version = check_version(opts.torch_version, "--torch-version") if opts.torch_version is not None else None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     flags = {
-        "world_size": world_size,
-        "nodes": nodes,
-        "gpus_per_node": gpus_per_node,
-        "transformer_engine": te,
+        "world_size": opts.world_size,
+        "nodes": opts.nodes,
+        "gpus_per_node": opts.gpus_per_node,
+        "transformer_engine": opts.te,
         "gpu": gpu,
         "te_version": te_version,
         "torch_version": torch_version,
-        "env_from_shell": env_from_shell or None,
+        "env_from_shell": opts.env_from_shell or None,
     }
+    settings = opts.settings
     detection = None
-    if detect:
+    if opts.detect:
         from overlap_cli.target.detect import detect as read_machine
 
         detection = read_machine()
@@ -88,6 +112,17 @@ def split_args(args):
     return files, overrides
 
 
+def parse_overrides(raw) -> list:
+    """The dotlist overrides of the command line, parsed; a malformed one is a usage error."""
+    from overlap_cli.check.results import InputError
+    from overlap_cli.config.overrides import parse_override
+
+    try:
+        return [parse_override(o) for o in raw]
+    except InputError as exc:
+        raise UsageError(exc.problem.message) from None
+
+
 def exit_code(results, threshold: str = "warning") -> int:
     from overlap_cli.check.results import SEVERITY_RANK
 
@@ -99,73 +134,24 @@ def exit_code(results, threshold: str = "warning") -> int:
     return EXIT_CLEAN
 
 
-def run_check(
-    args,
-    *,
-    world_size=None,
-    nodes=None,
-    gpus_per_node=None,
-    te=None,
-    gpu=None,
-    te_version=None,
-    torch_version=None,
-    settings=None,
-    detect: bool = False,
-    env_from_shell: bool = False,
-    format: str = "text",
-    select=None,
-    ignore=None,
-    extend_select=None,
-    severity_threshold: str = "warning",
-    exit_zero: bool = False,
-    jobs: int = 1,
-    configs_only: bool = False,
-    annotate: bool = False,
-    output_file=None,
-    annotate_output=None,
-    show_info: bool = False,
-    show_effective: bool = False,
-    quiet: bool = False,
-    statistics: bool = False,
-) -> int:
-    """``overlap check ARGS`` with already-parsed options (the defaults are the command's); returns the exit
-    code. Writes the report to stdout (or ``output_file``), errors of unreadable files to stderr."""
-    view = {"show_info": show_info, "show_effective": show_effective, "quiet": quiet, "statistics": statistics}
-    try:
-        return _check(
-            list(args), world_size, nodes, gpus_per_node, te, gpu, te_version, torch_version, settings, detect,
-            env_from_shell, format, select, ignore, extend_select, severity_threshold, exit_zero, jobs,
-            configs_only, annotate, output_file, annotate_output, view,
-        )
-    except UsageError as exc:
-        report_usage_error(str(exc))
-        return EXIT_INPUT
-
-
-def _check(
-    args, world_size, nodes, gpus_per_node, te, gpu, te_version, torch_version, settings, detect, env_from_shell,
-    format, select, ignore, extend_select, severity_threshold, exit_zero, jobs, configs_only, annotate, output_file,
-    annotate_output, view,
-) -> int:
-    from overlap_cli.config.overrides import parse_override
-    from overlap_cli.check.results import InputError
-
-    files, raw_overrides = split_args(args)
+def run_check(opts) -> int:
+    """``overlap check`` with the ``Options`` record of ``cli.options.CHECK``; returns the exit code. Writes
+    the report to stdout (or ``--output-file``), errors of unreadable files to stderr. A usage error is
+    raised as UsageError (``guarded`` reports it)."""
+    view = {"show_info": opts.show_info, "show_effective": opts.show_effective, "quiet": opts.quiet,
+            "statistics": opts.statistics}  # fmt: skip
+    format, annotate, output_file, annotate_output = opts.format, opts.annotate, opts.output_file, opts.annotate_output
+    files, raw_overrides = split_args(opts.args)
     if not files:
         raise UsageError("no config file given")
-    check_output_options(format, annotate, annotate_output, view["statistics"])
-    try:
-        overrides = [parse_override(o) for o in raw_overrides]
-    except InputError as exc:
-        raise UsageError(exc.problem.message) from None
-    target = build_target(
-        world_size, nodes, gpus_per_node, te, files[0], gpu=gpu, te_version=te_version, torch_version=torch_version,
-        settings=settings, detect=detect, env_from_shell=env_from_shell,
-    )
+    check_output_options(format, annotate, annotate_output, opts.statistics)
+    overrides = parse_overrides(raw_overrides)
+    target = target_from_options(opts, files[0])
+    jobs = opts.jobs
 
     from overlap_cli.check.runner import check_files, progress_bar
 
-    files, skipped, selection, problems = gather_inputs(files, configs_only, select, ignore, extend_select, settings)
+    files, skipped, selection, problems = gather_inputs(files, opts)
     for path in (output_file, annotate_output):
         refuse_input_as_output(path, files)  # every config found, so a folder's files are covered too
     annotating = annotate or annotate_output is not None
@@ -190,8 +176,8 @@ def _check(
         buffer = io.StringIO()
         write(results, fmt, buffer, skipped, tty=False, **view)
         _atomic_write(output_file, buffer.getvalue())
-    code = exit_code(results, severity_threshold)
-    return EXIT_CLEAN if exit_zero and code == EXIT_FINDINGS else code
+    code = exit_code(results, opts.severity_threshold)
+    return EXIT_CLEAN if opts.exit_zero and code == EXIT_FINDINGS else code
 
 
 def check_output_options(format, annotate, annotate_output, statistics) -> None:
@@ -229,17 +215,19 @@ def _atomic_write(path, text) -> None:
         raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
-def gather_inputs(files, configs_only, select, ignore, extend_select, settings):
-    """What check and fix share: the rule selection, and FILE/DIR arguments expanded into config files
-    (skipped ones noted on stderr). Returns (files, skipped, selection, unreadable-file results)."""
+def gather_inputs(files, opts):
+    """What check and fix share: the rule selection (``opts.select``, ``ignore``, ``extend_select``, the
+    ``settings`` file), and FILE/DIR arguments expanded into config files (skipped ones noted on stderr; with
+    ``opts.configs_only`` also named files without a training section). Returns (files, skipped,
+    selection, unreadable-file results)."""
     from overlap_cli.check.runner import gather
     from overlap_cli.check.selection import SelectionError, cli_selection
 
     try:
-        selection = cli_selection(select, ignore, extend_select, settings)
+        selection = cli_selection(opts.select, opts.ignore, opts.extend_select, opts.settings)
     except SelectionError as exc:
         raise UsageError(str(exc)) from None
-    files, skipped, problems = gather(files, configs_only)
+    files, skipped, problems = gather(files, opts.configs_only)
     for path, reason in skipped:
         sys.stderr.write(f"note: {path}: skipped: {reason}\n")
     return files, skipped, selection, problems

@@ -1,73 +1,23 @@
 """``overlap env CONFIG``: the launch environment a config wants on its target, each variable with the reason.
 
-Only typer and the CLI module are imported at the top; the pipeline loads inside the command.
+The options are ``cli.options.ENV``; cli.app registers ``env`` as the command. The pipeline loads inside it.
 """
 
 from __future__ import annotations
 
 import sys
-from enum import Enum
-from typing import List, Optional
 
-import typer
-
-from overlap_cli.cli.app import (
-    EXIT_CLEAN,
-    EXIT_INPUT,
-    GPU,
-    TE,
-    Detect,
-    EnvFromShell,
-    GpusPerNode,
-    Nodes,
-    SettingsPath,
-    TEVersion,
-    TorchVersion,
-    WorldSize,
-    app,
-    build_target,
-    split_args,
-    usage_error,
-)
+from overlap_cli.cli.check import EXIT_CLEAN, EXIT_INPUT, UsageError, parse_overrides, split_args, target_from_options
 
 
-class EnvFormat(str, Enum):
-    shell = "shell"
-    dotenv = "dotenv"
-    json = "json"
-
-
-@app.command()
-def env(
-    args: List[str] = typer.Argument(..., metavar="CONFIG [OVERRIDES...]", help="One config file, then Hydra-style overrides."),
-    format: EnvFormat = typer.Option(EnvFormat.shell, "--format", "-f", help="shell: export lines with reasons; dotenv: NAME=VALUE; json."),
-    world_size: Optional[int] = WorldSize,
-    nodes: Optional[int] = Nodes,
-    gpus_per_node: Optional[int] = GpusPerNode,
-    te: Optional[bool] = TE,
-    gpu: Optional[str] = GPU,
-    te_version: Optional[str] = TEVersion,
-    torch_version: Optional[str] = TorchVersion,
-    settings: Optional[str] = SettingsPath,
-    detect: bool = Detect,
-    env_from_shell: bool = EnvFromShell,
-):
+def env(opts) -> int:
     """Print the launch environment (CUDA_DEVICE_MAX_CONNECTIONS, LayerNorm SM margins, ...) this config
     wants on the target, with the reason for each value. Exit 0, or 2 on input errors."""
-    from overlap_cli.config.overrides import parse_override
-    from overlap_cli.check.results import InputError
-
-    files, raw_overrides = split_args(args)
+    files, raw_overrides = split_args(opts.args)
     if len(files) != 1:
-        raise usage_error("overlap env takes exactly one config file" if files else "no config file given")
-    try:
-        overrides = [parse_override(o) for o in raw_overrides]
-    except InputError as exc:
-        raise usage_error(exc.problem.message) from None
-    target = build_target(
-        world_size, nodes, gpus_per_node, te, files[0], gpu=gpu, te_version=te_version, torch_version=torch_version,
-        settings=settings, detect=detect, env_from_shell=env_from_shell,
-    )
+        raise UsageError("overlap env takes exactly one config file" if files else "no config file given")
+    overrides = parse_overrides(raw_overrides)
+    target = target_from_options(opts, files[0])
 
     from overlap_cli.check.engine import check_file
     from overlap_cli.frameworks.bridge.launch_env import plan
@@ -75,11 +25,11 @@ def env(
     result = check_file(files[0], target, overrides)
     if result.error is not None:
         sys.stderr.write(result.error.one_line() + "\n")
-        raise typer.Exit(EXIT_INPUT)
+        return EXIT_INPUT
     view = result._view  # type: ignore[attr-defined]
     entries = [(e.name, e.wanted()) for e in plan(view, all_variables=True)]
     notes = [n for n in result.notes if n.startswith(("target from", "--detect"))]
-    if format == EnvFormat.json:
+    if opts.format == "json":
         import json
 
         doc = {
@@ -92,8 +42,8 @@ def env(
             doc["notes"] = notes
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
     else:
-        sys.stdout.write(render_lines(result, entries, notes, format == EnvFormat.shell))
-    raise typer.Exit(EXIT_CLEAN)
+        sys.stdout.write(render_lines(result, entries, notes, opts.format == "shell"))
+    return EXIT_CLEAN
 
 
 def _target_line(t: dict) -> str:

@@ -2,19 +2,20 @@
 
 A pre-commit hook starts ``overlap check`` on every commit. Typer costs ~100 ms of each start (its import,
 and the validators it builds for every option of ``check`` on each run), more than the check itself; so
-``check`` with options this module knows is parsed here, the way the Typer command parses it (the same
-names and short forms, ``--opt=value`` and ``--opt value``, options anywhere among the arguments, ``--``,
-the last value winning, repeatable --select/--ignore/--extend-select), and handed to the same
-implementation, ``check_cmd.run_check``. Anything else -- another command, ``--help``, an option or a
-value this parser is not sure of -- goes to ``cli.main()`` untouched, so typer's help and error messages
-stay exactly what they are. tests/cli/test_fastcli.py runs both paths side by side and compares them.
-
-Keep ``CHECK_OPTIONS`` in step with ``cli.check``: a test compares the two option tables.
+``check`` is parsed here from the same table the Typer command is built from (``cli.options.CHECK``): the
+same names and short forms, ``--opt=value`` and ``--opt value``, options anywhere among the arguments,
+``--``, the last value winning, repeatable --select/--ignore/--extend-select. The record it builds goes to
+the same body, ``cli.check.run_check``, through the same guard (``cli.check.guarded``) as the Typer
+command. Anything else -- another command, ``--help``, an option or a value this parser is not sure of --
+goes to ``cli.app.main()`` untouched, so typer's help and error messages stay exactly what they are.
+tests/cli/test_fastcli.py runs both paths side by side and compares them byte for byte.
 """
 
 from __future__ import annotations
 
 import sys
+
+from overlap_cli.cli import options
 
 # The only integers taken here: plain decimal digits, no sign, spaces, underscores or leading zeros.
 # Typer (pydantic) also accepts "+3", " 3", "3.0" and "1_0"; those, and every out-of-range value, go to
@@ -24,14 +25,6 @@ _MAX_DIGITS = 18
 
 class _Unsure(Exception):
     """This command line is not one the fast path can take exactly as typer would: let typer have it."""
-
-
-def _positive(text: str) -> int:
-    return _integer(text, 1)
-
-
-def _count(text: str) -> int:
-    return _integer(text, 0)
 
 
 def _integer(text: str, minimum: int) -> int:
@@ -56,49 +49,33 @@ def _text(text: str) -> str:
     return text
 
 
-_FLAG, _MULTIPLE = "flag", "multiple"
-
-#: Option name -> (parameter of run_check, converter | _FLAG with its value | _MULTIPLE). Mirrors cli.check.
-CHECK_OPTIONS: dict = {
-    "--world-size": ("world_size", _positive),
-    "--nodes": ("nodes", _positive),
-    "--gpus-per-node": ("gpus_per_node", _positive),
-    "--te": ("te", (_FLAG, True)),
-    "--no-te": ("te", (_FLAG, False)),
-    "--gpu": ("gpu", _text),
-    "--te-version": ("te_version", _text),
-    "--torch-version": ("torch_version", _text),
-    "--settings": ("settings", _text),
-    "--detect": ("detect", (_FLAG, True)),
-    "--env-from-shell": ("env_from_shell", (_FLAG, True)),
-    "--format": ("format", _choice("text", "concise", "json", "sarif", "github", "auto")),
-    "--output-format": ("format", _choice("text", "concise", "json", "sarif", "github", "auto")),
-    "--select": ("select", _MULTIPLE),
-    "--ignore": ("ignore", _MULTIPLE),
-    "--extend-select": ("extend_select", _MULTIPLE),
-    "--severity-threshold": ("severity_threshold", _choice("warning", "error")),
-    "--exit-zero": ("exit_zero", (_FLAG, True)),
-    "--jobs": ("jobs", _count),
-    "--configs-only": ("configs_only", (_FLAG, True)),
-    "--annotate": ("annotate", (_FLAG, True)),
-    "--output-file": ("output_file", _text),
-    "--output": ("output_file", _text),
-    "--annotate-output": ("annotate_output", _text),
-    "--show-info": ("show_info", (_FLAG, True)),
-    "--show-effective": ("show_effective", (_FLAG, True)),
-    "--quiet": ("quiet", (_FLAG, True)),
-    "--statistics": ("statistics", (_FLAG, True)),
-}
-SHORT_OPTIONS = {"-f": "--format", "-j": "--jobs", "-o": "--output-file", "-q": "--quiet"}
+def _converter(param):
+    if param.kind == options.INT:
+        return lambda text: _integer(text, param.minimum)
+    if param.kind == options.CHOICE:
+        return _choice(*param.choices)
+    return _text
 
 
-def parse_check(argv: list) -> tuple:
-    """(FILE... [OVERRIDES...], run_check keyword arguments) for ``check`` followed by ``argv``.
+def _spellings(table) -> dict:
+    """Option name (long and short) -> (row, value a flag sets | None, converter)."""
+    found = {}
+    for param in table:
+        for name, flag_value in param.spellings().items():
+            found[name] = (param, flag_value, _converter(param))
+    return found
+
+
+CHECK_SPELLINGS = _spellings(options.CHECK)
+
+
+def parse_check(argv: list):
+    """The ``Options`` record of ``overlap check`` followed by ``argv``.
 
     Raises _Unsure for anything typer should see: an unknown option (``--help`` included), a flag given a
     value, a missing or doubtful value, no positional argument (typer's "Missing argument")."""
     positional: list = []
-    options: dict = {}
+    given: dict = {}
     rest = list(argv)
     while rest:
         arg = rest.pop(0)
@@ -112,15 +89,14 @@ def parse_check(argv: list) -> tuple:
             name, eq, attached = arg.partition("=")
             explicit = attached if eq else None
         else:  # -f json, -fjson, -j2: everything after the letter is the value (typer: "-f=json" gives "=json")
-            name = SHORT_OPTIONS.get(arg[:2])
-            explicit = arg[2:] or None
-        if name not in CHECK_OPTIONS:
+            name, explicit = arg[:2], arg[2:] or None
+        if name not in CHECK_SPELLINGS:
             raise _Unsure
-        dest, kind = CHECK_OPTIONS[name]
-        if isinstance(kind, tuple):  # a flag: "--te=yes" is a typer usage error
+        param, flag_value, convert = CHECK_SPELLINGS[name]
+        if flag_value is not None:  # a flag: "--te=yes" is a typer usage error
             if explicit is not None:
                 raise _Unsure
-            options[dest] = kind[1]
+            given[param.dest] = flag_value
             continue
         if explicit is None:
             if not rest:
@@ -130,13 +106,14 @@ def parse_check(argv: list) -> tuple:
         # leave to it, rather than risk a different reading here.
         if explicit.startswith("-"):
             raise _Unsure
-        if kind == _MULTIPLE:
-            options.setdefault(dest, []).append(explicit)
+        if param.kind == options.MULTIPLE:
+            given.setdefault(param.dest, []).append(explicit)
         else:
-            options[dest] = kind(explicit)  # repeated: the last one wins, as in typer
+            given[param.dest] = convert(explicit)  # repeated: the last one wins, as in typer
     if not positional:
         raise _Unsure
-    return positional, options
+    given["args"] = positional
+    return options.Options(options.CHECK, given)
 
 
 def _typer_must_see(argv: list) -> bool:
@@ -170,27 +147,9 @@ def main() -> None:
 
         typer_main()
         return
-    from overlap_cli.cli.check import run_check
+    from overlap_cli.cli.check import guarded, run_check
 
-    try:
-        code = run_check(parsed[0], **parsed[1])
-    except KeyboardInterrupt:
-        sys.stderr.write("overlap: interrupted\n")
-        code = 130  # what typer does for an interrupted command
-    except BrokenPipeError:
-        # The reader went away (`overlap check ... | head`): exit 1 like typer, without a second error when
-        # the interpreter flushes stdout on the way out.
-        import os
-
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        code = 1
-    except Exception as exc:  # a bug in overlap-cli: one line and exit 2, never a traceback
-        from overlap_cli.check.results import internal_problem
-
-        sys.stderr.write("overlap: " + internal_problem("", exc).one_line().lstrip(": ") + "\n")
-        code = 2
-    sys.exit(code)
+    sys.exit(guarded(run_check, parsed))
 
 
 if __name__ == "__main__":

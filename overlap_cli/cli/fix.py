@@ -1,71 +1,26 @@
 """``overlap fix``: make the requested overlaps take effect. Without ``--write`` nothing is written.
 
-Only typer and the CLI module are imported at the top; the fixer loads inside the command.
+The options are ``cli.options.FIX``; cli.app registers ``fix`` as the command. The fixer loads inside it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from enum import Enum
-from typing import List, Optional
 
-import typer
-
-from overlap_cli.cli.app import (
+from overlap_cli.cli.check import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
     EXIT_INPUT,
-    GPU,
-    TE,
-    Detect,
-    EnvFromShell,
-    GpusPerNode,
-    Nodes,
-    SettingsPath,
-    TEVersion,
-    TorchVersion,
-    WorldSize,
-    app,
-    build_target,
+    UsageError,
     exit_code,
+    gather_inputs,
     split_args,
-    usage_error,
+    target_from_options,
 )
 
 
-class FixThreshold(str, Enum):
-    info = "info"
-    warning = "warning"
-    error = "error"
-
-
-@app.command()
-def fix(
-    args: List[str] = typer.Argument(..., metavar="FILE...", help="Config files to fix."),
-    write: bool = typer.Option(False, "--write", help="Apply the fixes in place (atomic write)."),
-    diff: bool = typer.Option(False, "--diff", help="Print a unified diff of what would change; write nothing."),
-    unsafe_fixes: bool = typer.Option(False, "--unsafe-fixes", help="Also apply fixes that change training behaviour, memory or checkpoint format."),
-    no_comments: bool = typer.Option(False, "--no-comments", help="Do not add `# overlap: CODE reason` comments to edited keys."),
-    world_size: Optional[int] = WorldSize,
-    nodes: Optional[int] = Nodes,
-    gpus_per_node: Optional[int] = GpusPerNode,
-    te: Optional[bool] = TE,
-    gpu: Optional[str] = GPU,
-    te_version: Optional[str] = TEVersion,
-    torch_version: Optional[str] = TorchVersion,
-    settings: Optional[str] = SettingsPath,
-    detect: bool = Detect,
-    env_from_shell: bool = EnvFromShell,
-    select: Optional[List[str]] = typer.Option(None, "--select", help="Only fix findings of these rules (codes, prefixes, names or ALL)."),
-    ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Do not fix findings of these rules."),
-    extend_select: Optional[List[str]] = typer.Option(None, "--extend-select", help="Rules to add to the selection."),
-    configs_only: bool = typer.Option(False, "--configs-only", help="Skip files without a model/ddp/comm_overlap/mixed_precision/optimizer section (pre-commit)."),
-    severity_threshold: FixThreshold = typer.Option(
-        FixThreshold.warning, "--severity-threshold",
-        help="Fix only findings of this severity or worse (the bar `overlap check` fails on, so the fix hook never edits a file the check hook passes).",
-    ),
-):
+def fix(opts) -> int:
     """Edit configs so that Bridge keeps the overlaps they ask for: safe fixes by default, comments and
     layout kept, checked again after every round.
 
@@ -76,29 +31,23 @@ def fix(
     with --write, 0 when no finding at or above the threshold is left, 1 when some remain that no fix
     removes; 2 on input errors (a file that does not parse is never edited) and on files that cannot be
     written."""
-    files, overrides = split_args(args)
+    files, overrides = split_args(opts.args)
     if overrides:
-        raise usage_error(
+        raise UsageError(
             f"fix edits the file as written; dotlist overrides are not part of it ({' '.join(overrides)}). "
             "Put the values in the file, or use `overlap check` with overrides"
         )
     if not files:
-        raise usage_error("no config file given")
-    if write and diff:
-        raise usage_error("--write and --diff exclude each other")
-    target = build_target(
-        world_size, nodes, gpus_per_node, te, files[0], gpu=gpu, te_version=te_version, torch_version=torch_version,
-        settings=settings, detect=detect, env_from_shell=env_from_shell,
-    )
+        raise UsageError("no config file given")
+    if opts.write and opts.diff:
+        raise UsageError("--write and --diff exclude each other")
+    target = target_from_options(opts, files[0])
 
-    from overlap_cli.cli.check import UsageError, gather_inputs
     from overlap_cli.fix.loop import Outcome, fix_file
 
-    try:
-        files, _skipped, selection, problems = gather_inputs(files, configs_only, select, ignore, extend_select, settings)
-    except UsageError as exc:
-        raise usage_error(str(exc)) from None
-    threshold = severity_threshold.value
+    files, _skipped, selection, problems = gather_inputs(files, opts)
+    threshold = opts.severity_threshold
+    unsafe_fixes = opts.unsafe_fixes
     out = sys.stdout
     from overlap_cli.check.runner import progress_bar
 
@@ -111,16 +60,16 @@ def fix(
             if real not in seen:  # the same file twice (or two links to it): fix it once
                 seen.add(real)
                 outcomes.append(fix_file(
-                    path, target, unsafe=unsafe_fixes, comments=not no_comments, selection=selection,
+                    path, target, unsafe=unsafe_fixes, comments=not opts.no_comments, selection=selection,
                     threshold=threshold,
                 ))
             bar.advance()
     for o in outcomes:
         _report_problems(o)
 
-    if write:
-        raise typer.Exit(_write_all(outcomes, out, threshold))
-    if diff:
+    if opts.write:
+        return _write_all(outcomes, out, threshold)
+    if opts.diff:
         for o in outcomes:
             if o.changed:
                 out.write(_unified_diff(o))
@@ -128,8 +77,8 @@ def fix(
         for o in outcomes:
             _list_fixes(o, out, unsafe_fixes)
     if any(o.error is not None for o in outcomes):
-        raise typer.Exit(EXIT_INPUT)
-    raise typer.Exit(EXIT_FINDINGS if any(o.changed or o.problem for o in outcomes) else EXIT_CLEAN)
+        return EXIT_INPUT
+    return EXIT_FINDINGS if any(o.changed or o.problem for o in outcomes) else EXIT_CLEAN
 
 
 def _report_problems(o) -> None:

@@ -1,50 +1,17 @@
 """``overlap presets list | show | suggest`` -- Megatron-Bridge's 19 TP-overlap (userbuffers) presets.
 
-Only typer and the CLI module are imported at the top: registering these commands costs nothing.
+The options are ``cli.options.PRESETS_LIST`` / ``PRESETS_SHOW`` / ``PRESETS_SUGGEST``; cli.app registers
+``list_presets``, ``show`` and ``suggest`` as the sub-commands. Which preset fits a config is
+``frameworks.bridge.preset_suggestion``; this module prints it.
 """
 
 from __future__ import annotations
 
 import sys
-from enum import Enum
-from typing import List, Optional
 
-import typer
-
-from overlap_cli.cli.app import (
-    OverlapGroup,
-    GPU,
-    TE,
-    Detect,
-    EnvFromShell,
-    Format,
-    GpusPerNode,
-    Nodes,
-    SettingsPath,
-    TEVersion,
-    TorchVersion,
-    WorldSize,
-    app,
-    build_target,
-    split_args,
-    usage_error,
-)
-
-presets_app = typer.Typer(
-    cls=OverlapGroup,  # one-line usage errors in the sub-commands too
-    name="presets",
-    help="Megatron-Bridge's TP-overlap (userbuffers) presets: list them, print one, pick one for a config.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-app.add_typer(presets_app, name="presets")
+from overlap_cli.cli.check import EXIT_INPUT, UsageError, parse_overrides, split_args, target_from_options
 
 EXIT_FIT, EXIT_NO_FIT = 0, 1
-
-
-class ShowFormat(str, Enum):
-    yaml = "yaml"
-    json = "json"
 
 
 def _fields_json(preset) -> dict:
@@ -80,29 +47,25 @@ def _json(doc) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-@presets_app.command("list")
-def list_presets(
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="Only presets for this GPU (h100|b200, or a target GPU: h200 uses h100 presets, b300/gb200/gb300 b200)."),
-    precision: Optional[str] = typer.Option(None, "--precision", help="Only presets of this precision: bf16|fp8."),
-    format: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
-):
+def list_presets(opts) -> None:
     """All shipped presets with the fields their names encode."""
     from overlap_cli.frameworks.bridge import presets
-    from overlap_cli.frameworks.bridge.preset_fit import GPU_FAMILY
+    from overlap_cli.frameworks.bridge.preset_suggestion import preset_family
 
+    gpu, precision = opts.gpu, opts.precision
     family = None
     if gpu is not None:
-        name = gpu.strip().lower()
-        if name not in GPU_FAMILY and name != "a100":
-            raise usage_error(f"unknown GPU {gpu!r}: expected h100|h200|b200|b300|gb200|gb300 (or a100, which has no presets)")
-        family = GPU_FAMILY.get(name, "none")
+        try:
+            family = preset_family(gpu)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     if precision is not None and precision not in ("bf16", "fp8"):
-        raise usage_error(f"unknown precision {precision!r}: expected bf16|fp8")
+        raise UsageError(f"unknown precision {precision!r}: expected bf16|fp8")
     chosen = [
         p for _, p in sorted(presets.load_presets().items())
         if (family is None or p.fields.gpu == family) and (precision is None or p.fields.precision == precision)
     ]  # fmt: skip
-    if format == Format.json:
+    if opts.format == "json":
         _json({"presets": [{**_fields_json(p), "same_values_as": _same_values(p.name), "gemms": p.normalized()} for p in chosen]})
         return
     header = ("name", "precision", "GPU", "hidden", "TP", "CP", "MBS", "seq", "LoRA")
@@ -130,7 +93,7 @@ def list_presets(
 # ---------------------------------------------------------------------------------------------
 
 
-def _unknown_preset(name: str) -> "typer.Exit":
+def _unknown_preset(name: str) -> UsageError:
     from overlap_cli.frameworks.bridge import presets
 
     why = ""
@@ -140,22 +103,19 @@ def _unknown_preset(name: str) -> "typer.Exit":
         why = f" ({exc})"
     close = presets.closest_names(name)
     hint = f"; closest: {', '.join(close)}" if close else "; `overlap presets list` shows them all"
-    return usage_error(f"unknown preset {name!r}{why}{hint}")
+    return UsageError(f"unknown preset {name!r}{why}{hint}")
 
 
-@presets_app.command("show")
-def show(
-    name: str = typer.Argument(..., metavar="NAME", help="Preset name, e.g. userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192."),
-    format: ShowFormat = typer.Option(ShowFormat.yaml, "--format", "-f", help="Output format."),
-):
+def show(opts) -> None:
     """One preset in Bridge's serialized form, ready to paste into the comm_overlap section."""
     from overlap_cli.frameworks.bridge import presets
 
+    name = opts.name
     if name not in presets.preset_names():
         raise _unknown_preset(name)
     preset = presets.get_preset(name)
     form = presets.serialized_form(name)
-    if format == ShowFormat.json:
+    if opts.format == "json":
         _json({**_fields_json(preset), "same_values_as": _same_values(name), "tp_comm_overlap_cfg": form})
         return
     import yaml
@@ -188,83 +148,30 @@ _NEAR = (
 )
 
 
-@presets_app.command("suggest")
-def suggest(
-    args: List[str] = typer.Argument(..., metavar="CONFIG [OVERRIDES...]", help="One config file, then Hydra-style overrides."),
-    world_size: Optional[int] = WorldSize,
-    nodes: Optional[int] = Nodes,
-    gpus_per_node: Optional[int] = GpusPerNode,
-    te: Optional[bool] = TE,
-    gpu: Optional[str] = GPU,
-    te_version: Optional[str] = TEVersion,
-    torch_version: Optional[str] = TorchVersion,
-    settings: Optional[str] = SettingsPath,
-    detect: bool = Detect,
-    env_from_shell: bool = EnvFromShell,
-    show_all: bool = typer.Option(False, "--all", help="Rank all presets (default: the best five)."),
-    format: Format = typer.Option(Format.text, "--format", "-f", help="Output format."),
-):
+def suggest(opts) -> int:
     """Rank the presets for a config (TP overlap must be effective), best fit first.
 
     Exit 0: a preset fits every known field; 1: none does, or TP overlap is off; 2: bad input.
     """
     from overlap_cli.check.engine import check_file
-    from overlap_cli.config.overrides import parse_override
-    from overlap_cli.check.results import InputError
+    from overlap_cli.frameworks.bridge.preset_suggestion import is_fit, suggestion
 
-    files, raw_overrides = split_args(args)
+    files, raw_overrides = split_args(opts.args)
     if len(files) != 1:
-        raise usage_error("give exactly one config file")
-    try:
-        overrides = [parse_override(o) for o in raw_overrides]
-    except InputError as exc:
-        raise usage_error(exc.problem.message) from None
-    target = build_target(
-        world_size, nodes, gpus_per_node, te, files[0], gpu=gpu, te_version=te_version, torch_version=torch_version,
-        settings=settings, detect=detect, env_from_shell=env_from_shell,
-    )  # fmt: skip
+        raise UsageError("give exactly one config file")
+    overrides = parse_overrides(raw_overrides)
+    target = target_from_options(opts, files[0])
     result = check_file(files[0], target, overrides)
     if result.error is not None:
         sys.stderr.write(result.error.one_line() + "\n")
-        raise typer.Exit(2)
+        return EXIT_INPUT
     report = suggestion(result._view)  # type: ignore[attr-defined]
     report["file"] = files[0]
-    if format == Format.json:
+    if opts.format == "json":
         _json(report)
     else:
-        _print_suggestion(report, show_all)
-    raise typer.Exit(EXIT_FIT if report["verdict"] in ("fit", "ambiguous") else EXIT_NO_FIT)
-
-
-def suggestion(view) -> dict:
-    """The ranking for one resolved config, as the JSON document ``suggest --format json`` prints."""
-    from overlap_cli.frameworks.bridge import preset_fit
-
-    ub = view.ub
-    shape = ub.shape
-    tp = view.effective["model.tp_comm_overlap"]
-    doc: dict = {
-        "tp_overlap_effective": bool(ub.tp_effective),
-        "tp_overlap_reason": tp.reason,
-        "run": shape.to_json(),
-        "not_compared": shape.unknown(),
-        "current": view.effective["model.tp_comm_overlap_cfg"].value,
-        "candidates": [],
-        "fits": [],
-    }
-    if not ub.tp_effective:
-        doc["verdict"] = "tp-overlap-off"
-        return doc
-    ranked = preset_fit.rank(shape)
-    doc["candidates"] = [c.to_json() for c in ranked]
-    doc["fits"] = [c.name for c in ranked if c.exact]
-    if preset_fit.single_exact_fit(shape):
-        doc["verdict"] = "fit"
-    elif doc["fits"]:
-        doc["verdict"] = "ambiguous"
-    else:
-        doc["verdict"] = "none"
-    return doc
+        _print_suggestion(report, opts.show_all)
+    return EXIT_FIT if is_fit(report) else EXIT_NO_FIT
 
 
 def _current_text(value) -> str:
@@ -281,6 +188,7 @@ def _current_text(value) -> str:
 
 def _print_suggestion(doc: dict, show_all: bool) -> None:
     from overlap_cli.frameworks.bridge.preset_fit import LABELS
+    from overlap_cli.frameworks.bridge.preset_suggestion import near_preset
 
     out = sys.stdout.write
     run = doc["run"]
@@ -316,10 +224,8 @@ def _print_suggestion(doc: dict, show_all: bool) -> None:
         missing = ", ".join(LABELS[f] for f in doc["not_compared"])
         out(f"{', '.join(doc['fits'])} all fit what is known; their values differ, so give the missing fields "
             f"({missing}) to choose.\n")
-    elif doc["candidates"] and doc["candidates"][0]["differences"] and all(
-        d["severity"] == "info" for d in doc["candidates"][0]["differences"]
-    ):
-        best = doc["candidates"][0]
+    elif near_preset(doc) is not None:
+        best = near_preset(doc)
         fields = ", ".join(LABELS[d["field"]] for d in best["differences"])
         out(_NEAR.format(name=best["name"], fields=fields) + "\n")
     else:

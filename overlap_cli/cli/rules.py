@@ -1,25 +1,17 @@
 """``overlap rules`` (the list of codes) and ``overlap explain CODE`` (one rule's documentation).
 
 ``overlap rules --format markdown`` also generates docs/rules.md; a test keeps that file in step.
-Only typer and the CLI module are imported at the top: registering these commands costs nothing.
+The options are ``cli.options.RULES`` and ``EXPLAIN``; cli.app registers ``rules_command`` and
+``explain_command``. The rules load inside them.
 """
 
 from __future__ import annotations
 
 import sys
-from enum import Enum
 
-import typer
-
-from overlap_cli.cli.app import app, usage_error
+from overlap_cli.cli.check import UsageError
 
 REGENERATE = "python -m overlap_cli rules --format markdown > docs/rules.md"
-
-
-class RulesFormat(str, Enum):
-    text = "text"
-    json = "json"
-    markdown = "markdown"
 
 
 def _family(r) -> str:
@@ -105,18 +97,15 @@ def rules_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-@app.command("rules")
-def rules_command(
-    format: RulesFormat = typer.Option(RulesFormat.text, "--format", "-f", help="text, json or markdown (docs/rules.md)."),
-):
+def rules_command(opts) -> None:
     """List every rule: code, severity, fix availability and title."""
-    if format == RulesFormat.json:
+    if opts.format == "json":
         import json
 
         # Every JSON document overlap prints opens with the format version, as check's does.
         sys.stdout.write(json.dumps({"version": 1, "rules": rules_json()}, indent=2, ensure_ascii=False) + "\n")
         return
-    if format == RulesFormat.markdown:
+    if opts.format == "markdown":
         sys.stdout.write(rules_markdown())
         return
     from overlap_cli.rules import all_rules
@@ -137,14 +126,13 @@ def find_rule(token: str):
     return rules.get(t.upper()) or next((r for r in rules.values() if r.name == t.lower()), None)
 
 
-@app.command("explain")
-def explain_command(code: str = typer.Argument(..., metavar="CODE", help="A rule code (TP102) or rule name.")):
+def explain_command(opts) -> None:
     """Print a rule's documentation: what it checks, what Bridge does at launch, an example, the fix."""
-    r = find_rule(code)
+    r = find_rule(opts.code)
     if r is None:
         from overlap_cli.check.selection import unknown_message
 
-        raise usage_error(unknown_message(code, "rule code"))
+        raise UsageError(unknown_message(opts.code, "rule code"))
     text = _header(r) + "\n\n" + (r.doc or "No documentation.") + "\n"
     if sys.stdout.isatty():
         from rich.console import Console

@@ -6,7 +6,7 @@ in the form of its own usage errors, and exits 2 as click does::
     overlap: error: no such option --wrld-size (did you mean --world-size?)
 
 ``OneLineErrors`` is a context manager the Typer group wraps around parsing and invocation
-(cli.OverlapGroup): a click UsageError passing through it is re-raised as ``OneLineUsageError``, whose
+(cli.app.OverlapGroup): a click UsageError passing through it is re-raised as ``OneLineUsageError``, whose
 ``show`` typer's main loop calls in place of click's. Only the command-line path imports this module.
 """
 
@@ -29,7 +29,7 @@ class OneLineUsageError(UsageError):
 
 
 # The command being parsed, for the hint of an error that carries no context (the option parser raises some
-# without one); cli.OverlapGroup.resolve_command sets it as each sub-command is resolved.
+# without one); cli.app.OverlapGroup.resolve_command sets it as each sub-command is resolved.
 current_command = ["overlap"]
 
 

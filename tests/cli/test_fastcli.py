@@ -1,8 +1,8 @@
-"""The typer-free entry point (overlap_cli/fastcli.py) against the Typer app, as real processes.
+"""The typer-free entry point (overlap_cli/cli/fast.py) against the Typer app, as real processes.
 
 Every case runs ``overlap ARGS`` twice from the same folder with the same environment: once through
-fastcli.main (the console script) and once through cli.main (the Typer app alone). Output and exit code
-must be identical, byte for byte, whichever of the two paths fastcli took. Further tests pin down which
+cli.fast.main (the console script) and once through cli.app.main (the Typer app alone). Output and exit code
+must be identical, byte for byte, whichever of the two paths cli.fast took. Further tests pin down which
 path it takes: the fast one must never import typer (nor rich when stdout is not a terminal).
 """
 
@@ -68,7 +68,7 @@ CHECK_CASES = [
     ["--world-size", "64", TUNED],
     ["--world-size=16", TUNED, "--gpu", "h100"],
     ["--nodes", "2", "--gpus-per-node", "8", TUNED],
-    ["--nodes", "2", TUNED],  # check_cmd's usage error
+    ["--nodes", "2", TUNED],  # a usage error of cli.check
     ["--world-size", "8", "--nodes", "1", "--gpus-per-node", "8", TUNED],
     ["--te", TUNED],
     ["--no-te", "--format", "concise", TUNED],
@@ -136,7 +136,7 @@ CHECK_CASES = [
     ["--help"],
     ["--world-size", "0", TUNED],
     ["--world-size", "abc", TUNED],
-    ["--world-size", "+8", "-f", "concise", TUNED],  # typer accepts it; fastcli leaves it to typer
+    ["--world-size", "+8", "-f", "concise", TUNED],  # typer accepts it; cli.fast leaves it to typer
     ["--world-size", "08", "-f", "concise", TUNED],
     ["--jobs", "-1", TUNED],
     ["--jobs", "2.0", "-f", "concise", TUNED],
@@ -305,19 +305,110 @@ def test_skipped_pyproject_is_walked_past(tmp_path):
 # -- the option table ---------------------------------------------------------------------------
 
 
-def test_option_table_matches_typer_command():
-    """Every option of `overlap check` is known to the fast path under the same names, and no other."""
+def typer_commands() -> dict:
+    """Command path -> (click command, rows of cli.options it was built from)."""
     import typer.main
 
-    from overlap_cli.cli import fast as fastcli
+    from overlap_cli.cli import options
     from overlap_cli.cli.app import app
 
-    command = typer.main.get_command(app).commands["check"]
-    names = set()
-    for p in command.params:
-        if p.param_type_name == "option":
-            names.update(o for o in (*p.opts, *p.secondary_opts) if o != "--help")
-    fast = set(fastcli.CHECK_OPTIONS) | set(fastcli.SHORT_OPTIONS)
-    assert fast == names
-    dests = {p.name for p in command.params if p.param_type_name == "option"}
-    assert {d for d, _ in fastcli.CHECK_OPTIONS.values()} == dests
+    group = typer.main.get_command(app)
+    presets = group.commands["presets"]
+    return {
+        "check": (group.commands["check"], options.CHECK),
+        "fix": (group.commands["fix"], options.FIX),
+        "env": (group.commands["env"], options.ENV),
+        "rules": (group.commands["rules"], options.RULES),
+        "explain": (group.commands["explain"], options.EXPLAIN),
+        "presets list": (presets.commands["list"], options.PRESETS_LIST),
+        "presets show": (presets.commands["show"], options.PRESETS_SHOW),
+        "presets suggest": (presets.commands["suggest"], options.PRESETS_SUGGEST),
+    }
+
+
+@pytest.mark.parametrize("path", list(typer_commands()))
+def test_typer_commands_are_the_option_table(path):
+    """Each Typer command has exactly the parameters of its rows, in their order, under their names, with
+    their help texts and defaults -- and the fast path answers to every name `check` has."""
+    from overlap_cli.cli import fast, options
+
+    command, rows = typer_commands()[path]
+    params = [p for p in command.params if p.name != "help"]
+    assert [p.name for p in params] == [r.dest for r in rows]
+    for p, r in zip(params, rows):
+        assert p.help == r.help
+        if r.positional:
+            assert p.param_type_name == "argument" and p.metavar == r.metavar
+            continue
+        spelt = [*p.opts, *p.secondary_opts]
+        assert set(spelt) == set(r.spellings())
+        default = getattr(p.default, "value", p.default)
+        assert default == (None if r.kind == options.MULTIPLE else r.default)
+    if path == "check":
+        names = {o for p in params if p.param_type_name == "option" for o in (*p.opts, *p.secondary_opts)}
+        assert set(fast.CHECK_SPELLINGS) == names
+
+
+def test_target_flags_are_declared_once():
+    """check, fix, env and presets suggest share the TARGET rows themselves, not copies of them."""
+    from overlap_cli.cli import options
+
+    for rows in (options.CHECK, options.FIX, options.ENV, options.PRESETS_SUGGEST):
+        shared = [r for r in rows if r.dest in {t.dest for t in options.TARGET}]
+        assert shared == list(options.TARGET) and all(a is b for a, b in zip(shared, options.TARGET))
+
+
+def typer_options(argv):
+    """The Options record Typer's parser gives for ``check ARGV`` (None when it refuses the line)."""
+    from overlap_cli.cli import app as typer_app
+    from overlap_cli.cli import options
+
+    command, rows = typer_commands()["check"]
+    try:
+        ctx = command.make_context("check", list(argv))
+    except Exception:
+        return None
+    return options.Options(rows, {r.dest: typer_app._plain(r, ctx.params[r.dest]) for r in rows})
+
+
+@pytest.mark.parametrize("args", CHECK_CASES, ids=lambda a: " ".join(a) or "(no args)")
+def test_fast_parser_reads_what_typer_reads(args):
+    """Wherever the fast path takes a command line, Typer's parser builds the same Options record from it."""
+    from overlap_cli.cli import fast
+
+    try:
+        parsed = fast.parse_check(args)
+    except fast._Unsure:
+        return
+    assert parsed == typer_options(args)
+
+
+# -- how a run ends: the same on both paths ------------------------------------------------------
+
+
+@pytest.mark.parametrize("code", [FAST, TYPER])
+@pytest.mark.parametrize("args", [["check", WARNS, "--show-effective"], ["env", TUNED]])
+def test_closed_pipe_ends_quietly_with_exit_1(code, args):
+    """The reader is gone before the report is written (`overlap check ... | head`): exit 1, nothing on
+    stderr, on the fast path and the Typer path alike."""
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], cwd=ROOT, env=environment(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert (proc.wait(timeout=120), err) == (1, b"")
+
+
+@pytest.mark.parametrize("code", [FAST, TYPER])
+def test_ctrl_c_prints_interrupted_on_both_paths(code, tmp_path):
+    import signal
+    import time
+
+    text = (ROOT / TUNED).read_text()
+    for i in range(6000):
+        (tmp_path / f"c{i}.yaml").write_text(text)
+    proc = subprocess.Popen([sys.executable, "-c", code, "check", "-q", str(tmp_path)], cwd=ROOT, env=environment(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.6)  # past the imports, inside the check of 6,000 files (seconds of work)
+    proc.send_signal(signal.SIGINT)
+    err = proc.stderr.read()
+    assert (proc.wait(timeout=120), err) == (130, "overlap: interrupted\n")

@@ -27,7 +27,7 @@ HANG_GUARD = 120  # seconds; a hang, not a measurement
 
 def overlap(*args, env=None, cwd=ROOT, python_prelude: str = ""):
     """Run the real CLI in a fresh interpreter: (exit code, stdout, stderr)."""
-    code = python_prelude + "import sys\nfrom overlap_cli.cli.app import main\nsys.argv = ['overlap'] + sys.argv[1:]\nmain()\n"
+    code = python_prelude + "import sys\nfrom overlap_cli.cli.fast import main\nsys.argv = ['overlap'] + sys.argv[1:]\nmain()\n"
     proc = subprocess.run(
         [sys.executable, "-c", code, *map(str, args)],
         capture_output=True, text=True, timeout=HANG_GUARD, cwd=cwd, env={**os.environ, **(env or {})},
@@ -333,7 +333,7 @@ def test_two_fix_processes_on_one_file_leave_one_complete_result(tmp_path):
     expected = reference.read_bytes()
     assert expected != source.read_bytes()  # there is something to fix, so both processes want to write
 
-    runner = "import sys\nfrom overlap_cli.cli.app import main\nsys.argv = ['overlap'] + sys.argv[1:]\nmain()\n"
+    runner = "import sys\nfrom overlap_cli.cli.fast import main\nsys.argv = ['overlap'] + sys.argv[1:]\nmain()\n"
     for round_ in range(8):
         target = tmp_path / f"shared_{round_}.yaml"
         target.write_text(source.read_text())

@@ -24,18 +24,19 @@ VARIANTS = {
 
 
 def _target(row, manifest: bool, variant: dict):
-    from overlap_cli.cli.check import build_target
+    from overlap_cli.cli.check import target_from_options
+    from overlap_cli.cli.options import TARGET, options
 
-    return build_target(
-        row["world_size"] if manifest else None, None, None, variant.get("te"), None,
+    return target_from_options(options(
+        TARGET, world_size=row["world_size"] if manifest else None, te=variant.get("te"),
         gpu=row["gpu"] if manifest else None, te_version=variant.get("te_version"),
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 @pytest.mark.parametrize("manifest", [False, True], ids=["no-target", "manifest-target"])
 @pytest.mark.parametrize("variant", list(VARIANTS), ids=list(VARIANTS))
 def test_no_internal_error_on_any_recipe(corpus, manifest, variant):
-    from overlap_cli.cli.presets import suggestion
+    from overlap_cli.frameworks.bridge.preset_suggestion import suggestion
     from overlap_cli.check.engine import check_file
     from overlap_cli.frameworks.bridge.launch_env import plan
 
@@ -139,11 +140,12 @@ def test_a_rule_that_raises_is_one_line_for_its_file_only(tmp_path):
 @pytest.mark.parametrize("value", ["9" * 400, "-1", "0", "3", "1e309", "true", "[1, 2]"])
 def test_extreme_bucket_size_on_a_real_dump_is_no_internal_error(corpus, value):
     """Found by bench/fuzz_long.py: DP301 sized a 400-digit bucket_size with a float division."""
-    from overlap_cli.cli.check import build_target
+    from overlap_cli.cli.check import target_from_options
+    from overlap_cli.cli.options import TARGET, options
     from overlap_cli.check.engine import check_file
 
     row = next(r for r in corpus if r["file"].startswith("nemotronh_56b_pretrain_64gpu_b200_fp8cs"))
     text = open(row["path"], encoding="utf-8").read().replace("\n  bucket_size: null\n", f"\n  bucket_size: {value}\n", 1)
     assert f"bucket_size: {value}" in text
-    r = check_file(row["path"], build_target(row["world_size"], None, None, None, None, gpu=row["gpu"]), text=text)
+    r = check_file(row["path"], target_from_options(options(TARGET, world_size=row["world_size"], gpu=row["gpu"])), text=text)
     assert r.error is None or not r.error.internal, r.error.one_line()

@@ -248,7 +248,8 @@ def _commented(text: str) -> str:
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_every_comment_survives_every_fix(path):
-    from overlap_cli.cli.app import build_target
+    from overlap_cli.cli.check import target_from_options
+    from overlap_cli.cli.options import TARGET, options
     from overlap_cli.fix.loop import fix_text
 
     sys.path.insert(0, str(ROOT / "tests"))
@@ -256,7 +257,7 @@ def test_every_comment_survives_every_fix(path):
 
     args = read_header(path)["args"] if path.parent.name == "cases" else []
     world = int(args[args.index("--world-size") + 1]) if "--world-size" in args else None
-    target = build_target(world, None, None, False if "--no-te" in args else None, str(path))
+    target = target_from_options(options(TARGET, world_size=world, te=False if "--no-te" in args else None), str(path))
     text = _commented(path.read_text(encoding="utf-8"))
     for notes in (True, False):
         out = fix_text(str(path), text, target, unsafe=True, comments=notes)

@@ -53,10 +53,11 @@ def _fix_copy(run_cli, src: Path, tmp_path: Path, *flags) -> tuple[int, str, Pat
 
 def _in_process_fix(path: Path, unsafe: bool) -> str:
     """The fixed text of ``path`` (what `fix --write` would write), computed without writing."""
-    from overlap_cli.cli.app import build_target
+    from overlap_cli.cli.check import target_from_options
+    from overlap_cli.cli.options import TARGET, options
     from overlap_cli.fix.loop import fix_file
 
-    target = build_target(None, None, None, None, str(path))
+    target = target_from_options(options(TARGET), str(path))
     return fix_file(str(path), target, unsafe=unsafe).fixed
 
 
@@ -136,14 +137,15 @@ def test_only_edited_keys_change(path, unsafe, tmp_path):
     import difflib
 
     from overlap_cli.fix import text as fixtext
-    from overlap_cli.cli.app import build_target
+    from overlap_cli.cli.check import target_from_options
+    from overlap_cli.cli.options import TARGET, options
     from overlap_cli.fix.loop import fix_file
     from overlap_cli.fix.tree import split_key
 
     args = _case_args(path)
     world = int(args[args.index("--world-size") + 1]) if "--world-size" in args else None
     te = False if "--no-te" in args else None
-    target = build_target(world, None, None, te, str(path))
+    target = target_from_options(options(TARGET, world_size=world, te=te), str(path))
     out = fix_file(str(path), target, unsafe=unsafe)
     if out.error is not None or not out.changed:
         return

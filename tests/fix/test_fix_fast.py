@@ -22,7 +22,8 @@ FILES += sorted((ROOT / "examples" / "bridge").glob("*.yaml"))
 
 
 def _fix(path: Path, unsafe: bool) -> str:
-    from overlap_cli.cli.check import build_target
+    from overlap_cli.cli.check import target_from_options
+    from overlap_cli.cli.options import TARGET, options
     from overlap_cli.fix.loop import fix_text
 
     args = read_header(path)["args"] if path.parent.name == "cases" else []
@@ -37,8 +38,9 @@ def _fix(path: Path, unsafe: bool) -> str:
         te = False if args[i] == "--no-te" else te
         i += 1
     world = int(flags["--world-size"]) if flags["--world-size"] else None
-    target = build_target(world, None, None, te, str(path), gpu=flags["--gpu"],
-                          te_version=flags["--te-version"], torch_version=flags["--torch-version"])  # fmt: skip
+    given = options(TARGET, world_size=world, te=te, gpu=flags["--gpu"], te_version=flags["--te-version"],
+                    torch_version=flags["--torch-version"])  # fmt: skip
+    target = target_from_options(given, str(path))
     return fix_text(str(path), path.read_text(encoding="utf-8"), target, unsafe=unsafe, threshold="info").fixed
 
 

@@ -1,0 +1,181 @@
+"""Every command's arguments and options, declared once, read by both parsers.
+
+A command is a tuple of ``Param`` rows. ``cli.fast`` parses ``overlap check`` from ``CHECK`` without
+importing typer (a pre-commit hook starts it on every commit, and typer's import and per-option validators
+cost ~100 ms of each start); ``cli.app.command`` turns each row into a ``typer.Option``/``typer.Argument``
+and gives the command a ``__signature__`` made of them, which is what Typer reads (``inspect.signature``
+honours ``__signature__``), so Typer stays the framework for help, errors and every other command. Both
+parsers hand the command body the same ``Options`` record: one attribute per row, the row's default
+when the option is absent, choices as plain strings.
+
+Why rows of data rather than a Typer signature the fast path inspects: the fast path must not import typer
+(nor ``inspect`` and ``typing``) to learn the options, so the declarations have to be plain data; and
+why not argparse for both: typer's help screens and click's error texts are the documented interface.
+
+A new flag is one row in its command's tuple (a target flag: one row in ``TARGET``, which ``check``,
+``fix``, ``env`` and ``presets suggest`` share). The order of a tuple is the order of ``--help``.
+"""
+
+from __future__ import annotations
+
+# Kinds of option: the value a row takes on the command line, and the Python value it gives.
+INT = "int"  # a whole number >= ``minimum``; absent: ``default``
+TEXT = "text"  # a string; absent: ``default``
+CHOICE = "choice"  # one of ``choices`` (case-sensitive, as typer's); absent: ``default``
+FLAG = "flag"  # ``--name`` alone: True; absent: False
+SWITCH = "switch"  # ``--name/--no-name``: True / False; absent: None
+MULTIPLE = "multiple"  # a string, repeatable: the list of them; absent: None
+ARGUMENTS = "arguments"  # positional: one or more strings (the list)
+ARGUMENT = "argument"  # positional: exactly one string
+
+
+class Param:
+    """One row: where the value goes (``dest``), how it is spelt, what it takes, its help line."""
+
+    __slots__ = ("dest", "names", "kind", "default", "help", "metavar", "choices", "minimum")
+
+    def __init__(self, dest, *names, kind, help, default=None, metavar=None, choices=(), minimum=None):
+        self.dest, self.names, self.kind, self.help = dest, names, kind, help
+        self.metavar, self.choices, self.minimum = metavar, tuple(choices), minimum
+        self.default = False if kind == FLAG else default
+
+    @property
+    def positional(self) -> bool:
+        return self.kind in (ARGUMENTS, ARGUMENT)
+
+    def spellings(self) -> dict:
+        """Each name this row answers to -> the value a flag sets (None for an option that takes one)."""
+        if self.kind == SWITCH:
+            on, off = self.names[0].split("/")
+            return {on: True, off: False}
+        return {n: (True if self.kind == FLAG else None) for n in self.names}
+
+
+class Options:
+    """The parsed command line of one command: an attribute per row of its table."""
+
+    def __init__(self, table, given: dict):
+        unknown = set(given) - {p.dest for p in table}
+        if unknown:
+            raise TypeError(f"no such option: {', '.join(sorted(unknown))}")
+        for p in table:
+            setattr(self, p.dest, given.get(p.dest, p.default))
+
+    def __repr__(self) -> str:
+        return f"Options({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Options) and vars(self) == vars(other)
+
+
+def options(table, **given) -> Options:
+    """An ``Options`` record of ``table`` with these values and the defaults for the rest."""
+    return Options(table, given)
+
+
+def _choices(*names):
+    return {"kind": CHOICE, "choices": names, "default": names[0]}
+
+
+# ---------------------------------------------------------------------------------------------
+# The launch target: shared by check, fix, env and presets suggest
+# ---------------------------------------------------------------------------------------------
+
+TARGET = (
+    Param("world_size", "--world-size", kind=INT, minimum=1, help="Total GPUs of the launch (data-parallel size = world / (TP*PP*CP))."),
+    Param("nodes", "--nodes", kind=INT, minimum=1, help="Number of nodes (with --gpus-per-node)."),
+    Param("gpus_per_node", "--gpus-per-node", kind=INT, minimum=1, help="GPUs per node (with --nodes)."),
+    Param("te", "--te/--no-te", kind=SWITCH, help="Whether Transformer Engine is present on the target (default: present)."),
+    Param("gpu", "--gpu", kind=TEXT, help="Target GPU: a100|h100|h200|b200|b300|gb200|gb300|vr200|r100."),
+    Param("te_version", "--te-version", kind=TEXT, help="Transformer Engine version on the target, e.g. 2.7."),
+    Param("torch_version", "--torch-version", kind=TEXT, help="PyTorch version on the target, e.g. 2.6."),
+    Param("settings", "--settings", kind=TEXT, metavar="PATH", help="Read [tool.overlap] from this TOML file instead of the nearest pyproject.toml."),
+    Param("detect", "--detect", kind=FLAG, help="Read this machine: Transformer Engine and torch versions (package metadata), GPU model and count (through torch, if installed)."),
+    Param("env_from_shell", "--env-from-shell", kind=FLAG, help="Launch variables exported in this shell override env_vars (Bridge applies env_vars with setdefault)."),
+)
+
+REPORT_FORMATS = ("text", "concise", "json", "sarif", "github", "auto")  # auto: github under GitHub Actions
+_CONFIG_AND_OVERRIDES = Param("args", kind=ARGUMENTS, metavar="CONFIG [OVERRIDES...]", help="One config file, then Hydra-style overrides.")
+
+# ---------------------------------------------------------------------------------------------
+# overlap check
+# ---------------------------------------------------------------------------------------------
+
+CHECK = (
+    Param("args", kind=ARGUMENTS, metavar="FILE... [OVERRIDES...]", help="Config files, then Hydra-style overrides (key=value, +key=value, ++key=value, ~key)."),
+    *TARGET,
+    Param("format", "--format", "--output-format", "-f", **_choices(*REPORT_FORMATS), help="Output format (auto: github under GitHub Actions, else text)."),
+    Param("select", "--select", kind=MULTIPLE, help="Only these rules: codes, prefixes (TP, DP3), rule names or ALL; comma-separated or repeated."),
+    Param("ignore", "--ignore", kind=MULTIPLE, help="Rules not to report (codes, prefixes, names)."),
+    Param("extend_select", "--extend-select", kind=MULTIPLE, help="Rules to add to the selection."),
+    Param("severity_threshold", "--severity-threshold", **_choices("warning", "error"), help="Lowest severity that makes the exit code 1."),
+    Param("exit_zero", "--exit-zero", kind=FLAG, help="Exit 0 even when findings are reported (input errors still exit 2)."),
+    Param("jobs", "--jobs", "-j", kind=INT, minimum=0, default=1, help="Check files in N worker processes (0: one per CPU). Output order does not change."),
+    Param("configs_only", "--configs-only", kind=FLAG, help="Skip files without a model/ddp/comm_overlap/mixed_precision/optimizer section even when named (pre-commit)."),
+    Param("annotate", "--annotate", kind=FLAG, help="Print the config back with effective values and provenance comments (instead of the report)."),
+    Param("output_file", "-o", "--output-file", "--output", kind=TEXT, metavar="FILE", help="Write the report (with --annotate: the annotated config) to FILE instead of stdout; atomic, never over an input."),
+    Param("annotate_output", "--annotate-output", kind=TEXT, metavar="FILE", help="Also write the annotated config of the one input file to FILE; the report is printed as usual."),
+    Param("show_info", "--show-info", kind=FLAG, help="Text: also list info findings (they restate what Bridge does by default)."),
+    Param("show_effective", "--show-effective", kind=FLAG, help="Text: also print each file's effective overlap settings with provenance (always in JSON and --annotate)."),
+    Param("quiet", "-q", "--quiet", kind=FLAG, help="Print only warnings and errors: no summary, notes or hints."),
+    Param("statistics", "--statistics", kind=FLAG, help="Count findings per code instead of listing them (text or json)."),
+)
+
+# ---------------------------------------------------------------------------------------------
+# overlap fix
+# ---------------------------------------------------------------------------------------------
+
+FIX = (
+    Param("args", kind=ARGUMENTS, metavar="FILE...", help="Config files to fix."),
+    Param("write", "--write", kind=FLAG, help="Apply the fixes in place (atomic write)."),
+    Param("diff", "--diff", kind=FLAG, help="Print a unified diff of what would change; write nothing."),
+    Param("unsafe_fixes", "--unsafe-fixes", kind=FLAG, help="Also apply fixes that change training behaviour, memory or checkpoint format."),
+    Param("no_comments", "--no-comments", kind=FLAG, help="Do not add `# overlap: CODE reason` comments to edited keys."),
+    *TARGET,
+    Param("select", "--select", kind=MULTIPLE, help="Only fix findings of these rules (codes, prefixes, names or ALL)."),
+    Param("ignore", "--ignore", kind=MULTIPLE, help="Do not fix findings of these rules."),
+    Param("extend_select", "--extend-select", kind=MULTIPLE, help="Rules to add to the selection."),
+    Param("configs_only", "--configs-only", kind=FLAG, help="Skip files without a model/ddp/comm_overlap/mixed_precision/optimizer section (pre-commit)."),
+    Param("severity_threshold", "--severity-threshold", kind=CHOICE, choices=("info", "warning", "error"), default="warning",
+          help="Fix only findings of this severity or worse (the bar `overlap check` fails on, so the fix hook never edits a file the check hook passes)."),
+)
+
+# ---------------------------------------------------------------------------------------------
+# overlap env
+# ---------------------------------------------------------------------------------------------
+
+ENV = (
+    _CONFIG_AND_OVERRIDES,
+    Param("format", "--format", "-f", **_choices("shell", "dotenv", "json"), help="shell: export lines with reasons; dotenv: NAME=VALUE; json."),
+    *TARGET,
+)
+
+# ---------------------------------------------------------------------------------------------
+# overlap presets list | show | suggest
+# ---------------------------------------------------------------------------------------------
+
+PRESETS_LIST = (
+    Param("gpu", "--gpu", kind=TEXT, help="Only presets for this GPU (h100|b200, or a target GPU: h200 uses h100 presets, b300/gb200/gb300 b200)."),
+    Param("precision", "--precision", kind=TEXT, help="Only presets of this precision: bf16|fp8."),
+    Param("format", "--format", "-f", **_choices(*REPORT_FORMATS), help="Output format."),
+)
+
+PRESETS_SHOW = (
+    Param("name", kind=ARGUMENT, metavar="NAME", help="Preset name, e.g. userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192."),
+    Param("format", "--format", "-f", **_choices("yaml", "json"), help="Output format."),
+)
+
+PRESETS_SUGGEST = (
+    _CONFIG_AND_OVERRIDES,
+    *TARGET,
+    Param("show_all", "--all", kind=FLAG, help="Rank all presets (default: the best five)."),
+    Param("format", "--format", "-f", **_choices(*REPORT_FORMATS), help="Output format."),
+)
+
+# ---------------------------------------------------------------------------------------------
+# overlap rules | explain
+# ---------------------------------------------------------------------------------------------
+
+RULES = (Param("format", "--format", "-f", **_choices("text", "json", "markdown"), help="text, json or markdown (docs/rules.md)."),)
+
+EXPLAIN = (Param("code", kind=ARGUMENT, metavar="CODE", help="A rule code (TP102) or rule name."),)
