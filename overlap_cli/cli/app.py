@@ -107,7 +107,7 @@ def _typer_parameter(param):
     return annotation, typer.Option(param.default, *param.names, help=param.help, **extra)
 
 
-def _plain(param, value):
+def plain_value(param, value):
     """The value as the fast path gives it: a choice as its string, an absent repeatable option as None."""
     if param.kind == table.CHOICE:
         return value.value
@@ -126,7 +126,7 @@ def command(group, rows, name=None):
 
     def register(body):
         def run(**values):
-            given = {p.dest: _plain(p, values[p.dest]) for p in rows}
+            given = {p.dest: plain_value(p, values[p.dest]) for p in rows}
             code = check_cmd.guarded(body, table.Options(rows, given), passthrough=(typer.Exit,))
             raise typer.Exit(code or 0)
 

@@ -23,23 +23,23 @@ from overlap_cli.cli import options
 _MAX_DIGITS = 18
 
 
-class _Unsure(Exception):
+class Unsure(Exception):
     """This command line is not one the fast path can take exactly as typer would: let typer have it."""
 
 
 def _integer(text: str, minimum: int) -> int:
     if not (text.isascii() and text.isdigit()) or len(text) > _MAX_DIGITS or (len(text) > 1 and text[0] == "0"):
-        raise _Unsure
+        raise Unsure
     value = int(text)
     if value < minimum:
-        raise _Unsure  # typer's "not in the range" message
+        raise Unsure  # typer's "not in the range" message
     return value
 
 
 def _choice(*allowed: str):
     def convert(text: str) -> str:
         if text not in allowed:  # typer's enum choices are case-sensitive
-            raise _Unsure
+            raise Unsure
         return text
 
     return convert
@@ -72,7 +72,7 @@ CHECK_SPELLINGS = _spellings(options.CHECK)
 def parse_check(argv: list):
     """The ``Options`` record of ``overlap check`` followed by ``argv``.
 
-    Raises _Unsure for anything typer should see: an unknown option (``--help`` included), a flag given a
+    Raises Unsure for anything typer should see: an unknown option (``--help`` included), a flag given a
     value, a missing or doubtful value, no positional argument (typer's "Missing argument")."""
     positional: list = []
     given: dict = {}
@@ -91,27 +91,27 @@ def parse_check(argv: list):
         else:  # -f json, -fjson, -j2: everything after the letter is the value (typer: "-f=json" gives "=json")
             name, explicit = arg[:2], arg[2:] or None
         if name not in CHECK_SPELLINGS:
-            raise _Unsure
+            raise Unsure
         param, flag_value, convert = CHECK_SPELLINGS[name]
         if flag_value is not None:  # a flag: "--te=yes" is a typer usage error
             if explicit is not None:
-                raise _Unsure
+                raise Unsure
             given[param.dest] = flag_value
             continue
         if explicit is None:
             if not rest:
-                raise _Unsure  # typer: "Option '--gpu' requires an argument."
+                raise Unsure  # typer: "Option '--gpu' requires an argument."
             explicit = rest.pop(0)
         # A value that looks like an option ("--gpu --format") is taken by typer as the value: rare enough to
         # leave to it, rather than risk a different reading here.
         if explicit.startswith("-"):
-            raise _Unsure
+            raise Unsure
         if param.kind == options.MULTIPLE:
             given.setdefault(param.dest, []).append(explicit)
         else:
             given[param.dest] = convert(explicit)  # repeated: the last one wins, as in typer
     if not positional:
-        raise _Unsure
+        raise Unsure
     given["args"] = positional
     return options.Options(options.CHECK, given)
 
@@ -140,7 +140,7 @@ def main() -> None:
     if not _typer_must_see(argv):
         try:
             parsed = parse_check(argv[1:])
-        except _Unsure:
+        except Unsure:
             parsed = None
     if parsed is None:
         from overlap_cli.cli.app import main as typer_main

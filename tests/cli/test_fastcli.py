@@ -368,7 +368,7 @@ def typer_options(argv):
         ctx = command.make_context("check", list(argv))
     except Exception:
         return None
-    return options.Options(rows, {r.dest: typer_app._plain(r, ctx.params[r.dest]) for r in rows})
+    return options.Options(rows, {r.dest: typer_app.plain_value(r, ctx.params[r.dest]) for r in rows})
 
 
 @pytest.mark.parametrize("args", CHECK_CASES, ids=lambda a: " ".join(a) or "(no args)")
@@ -378,7 +378,7 @@ def test_fast_parser_reads_what_typer_reads(args):
 
     try:
         parsed = fast.parse_check(args)
-    except fast._Unsure:
+    except fast.Unsure:
         return
     assert parsed == typer_options(args)
 
