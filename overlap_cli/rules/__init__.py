@@ -28,7 +28,8 @@ def all_rules() -> dict[str, Rule]:
         # Each import registers its module's rules. cfg_suppressions holds CFG009, which the selection
         # step (not a family check) reports.
         from overlap_cli.rules import cfg, cfg_suppressions, cp, dp, dp_fsdp, dp_param_gather  # noqa: F401
-        from overlap_cli.rules import env, env_section, ep, ep_wgrad, mp, pp, pp_layout, tp, ub  # noqa: F401
+        from overlap_cli.rules import env, env_section, ep, ep_dispatcher, ep_wgrad, mp, pp, pp_layout  # noqa: F401
+        from overlap_cli.rules import tp, ub, ub_config  # noqa: F401
 
         _SORTED = dict(sorted(RULES.items(), key=lambda kv: code_sort_key(kv[0])))
     return dict(_SORTED)
