@@ -135,7 +135,14 @@ def _typer_must_see(argv: list) -> bool:
 
 
 def main() -> None:
-    argv = sys.argv[1:]
+    try:
+        _run(sys.argv[1:])
+    except KeyboardInterrupt:  # while modules load, before a command's own guard (cli.check.guarded) is in place
+        sys.stderr.write("overlap: interrupted\n")
+        sys.exit(130)
+
+
+def _run(argv: list) -> None:
     parsed = None
     if not _typer_must_see(argv):
         try:
