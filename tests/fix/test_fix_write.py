@@ -149,3 +149,31 @@ def test_installed_command_fixes_a_copy(tmp_path):
     assert (again.returncode, again.stdout) == (0, "")
     check = subprocess.run([exe, "check", str(path), "--format", "json"], capture_output=True, text=True, timeout=120)
     assert '"applicability": "safe"' not in check.stdout
+
+
+def test_report_to_a_pipe_writes_through_and_keeps_the_pipe(tmp_path):
+    """`-o FIFO` (or /dev/stdout, /dev/null) must write into it: replacing a device or a pipe with a
+    regular file is what a temp-file-and-rename write would do, and as root it would succeed."""
+    import stat
+    import threading
+
+    fifo = tmp_path / "report.pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, encoding="utf-8").read()))
+    reader.start()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    p = subprocess.run(
+        [sys.executable, "-m", "overlap_cli", "check", str(ROOT / "examples" / "pp_without_vpp.yaml"),
+         "--world-size", "64", "--format", "json", "-o", str(fifo)],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    reader.join(timeout=30)
+    assert p.returncode == 1, p.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert got and '"version": 1' in got[0]
+    p = subprocess.run(
+        [sys.executable, "-m", "overlap_cli", "check", str(ROOT / "examples" / "pp_without_vpp.yaml"), "-o", str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=60,
+    )
+    assert p.returncode == 2 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
