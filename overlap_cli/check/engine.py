@@ -1,4 +1,5 @@
-"""The pipeline for one file: load -> resolve -> rules. Returns a FileResult; never raises on bad input."""
+"""The pipeline for one file: load -> resolve -> rules. Returns a CheckedFile (the FileResult every report
+serialises, plus the resolved view annotate, fix, env and presets read); never raises on bad input."""
 
 from __future__ import annotations
 
@@ -6,13 +7,33 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
+    from overlap_cli.frameworks.bridge.view import Resolved
+
 from overlap_cli.check.results import SEVERITY_RANK, FileResult, InputError, InputProblem
+from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 from overlap_cli.target.profile import Target
+
+
+@dataclass
+class CheckedFile:
+    """One checked file: ``result`` is what every report writes; ``view`` is the resolved config behind it
+    (the parsed file, tens of KB of objects), or None when the file could not be checked
+    (``result.error`` is set). The view stays in this process: workers return only the result."""
+
+    result: FileResult
+    view: Optional[Resolved] = None
 
 
 def check_file(
     path: str, target: Target, overrides: Optional[list] = None, text: Optional[str] = None, selection=None
 ) -> FileResult:
+    """The FileResult of ``path``, for callers that need no view (see ``check``)."""
+    return check(path, target, overrides, text, selection).result
+
+
+def check(
+    path: str, target: Target, overrides: Optional[list] = None, text: Optional[str] = None, selection=None
+) -> CheckedFile:
     """``selection``: a selection.RuleSelection (command-line --select/--ignore); [tool.overlap] and inline
     ``# overlap: ignore[...]`` comments apply either way.
 
@@ -20,7 +41,7 @@ def check_file(
     ``internal=True``: one line for that file, exit 2, never a traceback."""
     result = FileResult(file=path, target=target.to_json(None))
     try:
-        return _check(result, path, target, overrides, text, selection)
+        return CheckedFile(result, _check(result, path, target, overrides, text, selection))
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # a bug in overlap-cli: this file gets one line, the others are still checked
@@ -32,11 +53,11 @@ def check_file(
         else:
             result.error = internal_problem(path, exc)
         result.effective, result.findings = None, []
-        result.__dict__.pop("_view", None)
-        return result
+        return CheckedFile(result)
 
 
-def _check(result: FileResult, path: str, target: Target, overrides, text, selection) -> FileResult:
+def _check(result: FileResult, path: str, target: Target, overrides, text, selection) -> Optional[Resolved]:
+    """Fill ``result``; return the resolved view, or None when the file is an input error."""
     from overlap_cli.config.loader import load_config
     from overlap_cli.frameworks.bridge.resolver import resolve
     from overlap_cli.rules import run_rules
@@ -50,10 +71,10 @@ def _check(result: FileResult, path: str, target: Target, overrides, text, selec
         view = resolve(cfg, target)
     except InputError as exc:
         result.error = exc.problem
-        return result
+        return None
     except RecursionError:
         result.error = InputProblem(path, "config nesting is too deep to check")
-        return result
+        return None
     result.target = target.to_json(view.dp)
     from overlap_cli.frameworks.bridge.launch_env import effective_entries
 
@@ -62,7 +83,7 @@ def _check(result: FileResult, path: str, target: Target, overrides, text, selec
         findings = filter_findings(run_rules(view), path, cfg.text, selection)
     except InputError as exc:  # an invalid [tool.overlap] selection table
         result.error = exc.problem
-        return result
+        return None
     result.findings = sorted(
         findings,
         key=lambda f: (f.line or 0, f.column or 0, -SEVERITY_RANK[f.severity], f.code),
@@ -81,5 +102,4 @@ def _check(result: FileResult, path: str, target: Target, overrides, text, selec
         result.notes.append("world size not given: data-parallel-dependent values are reported as unknown")
     if target.source("transformer_engine") == "default":
         result.notes.append("Transformer Engine assumed present on the target (use --no-te to model its absence)")
-    result._view = view  # type: ignore[attr-defined]  # kept for annotate/fix in the same process
-    return result
+    return view

@@ -14,16 +14,24 @@ if TYPE_CHECKING:
 
 # Below this many files per worker, starting processes costs more than it saves.
 _MIN_FILES_PER_JOB = 4
+# Tasks per worker: enough for an even share when files differ in size, and for results to stream back
+# (progress) while workers go on; each task is one list of paths out and one list of results back.
+_CHUNKS_PER_JOB = 8
+
+# What every file of a run shares (target, overrides, selection): handed to each worker once, when it starts.
+_shared: tuple = ()
 
 
-def _check_one(args):
+def _start_worker(target, overrides, selection) -> None:
+    global _shared
+    _shared = (target, overrides, selection)
+
+
+def _check_chunk(paths: list) -> list:
     from overlap_cli.check.engine import check_file
 
-    path, target, overrides, selection = args
-    result = check_file(path, target, overrides, selection=selection)
-    # The resolved view holds the parsed config: large, and only needed by --annotate in-process.
-    result.__dict__.pop("_view", None)
-    return result
+    target, overrides, selection = _shared
+    return [check_file(path, target, overrides, selection=selection) for path in paths]
 
 
 def effective_jobs(jobs: int, n_files: int) -> int:
@@ -33,48 +41,56 @@ def effective_jobs(jobs: int, n_files: int) -> int:
 
 
 def check_files(
-    files: list,
-    target,
-    overrides=None,
-    selection=None,
-    jobs: int = 1,
-    on_result: Optional[Callable] = None,
-    keep_views: bool = False,
+    files: list, target, overrides=None, selection=None, jobs: int = 1, on_result: Optional[Callable] = None
 ) -> list:
     """FileResults for ``files`` in input order. ``on_result`` is called once per finished file (progress).
 
-    ``keep_views``: keep each result's resolved view (the parsed config: tens of KB of objects per file)
-    for --annotate; otherwise it is dropped as soon as the file is checked, so memory stays flat over
-    thousands of files (1,000 Bridge dumps, measured: 452 MiB peak with the views kept, 76 MiB without)."""
+    Each file's resolved view (the parsed config: tens of KB of objects) is dropped as soon as the file is
+    checked, so memory stays flat over thousands of files (1,000 Bridge dumps, measured: 452 MiB peak with
+    the views kept, 76 MiB without); ``check_files_with_views`` keeps them."""
     from overlap_cli.check.engine import check_file
 
     overrides = overrides or []
     workers = effective_jobs(jobs, len(files))
+    results = []
+    for path in files[:1] if workers > 1 else files:
+        # With workers, the first file is checked here before they start: the modules it imports and
+        # the settings it reads (cached per folder) are then inherited by every forked worker, not
+        # loaded again in each.
+        results.append(check_file(path, target, overrides, selection=selection))
+        if on_result:
+            on_result(results[-1])
     if workers == 1:
-        results = []
-        for path in files:
-            results.append(check_file(path, target, overrides, selection=selection))
-            if not keep_views:
-                results[-1].__dict__.pop("_view", None)
-            if on_result:
-                on_result(results[-1])
         return results
 
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
 
     # fork keeps start-up cheap (no re-import of the package per worker) where the platform has it.
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-    # Small chunks: results stream back while workers go on; big ones serialise the unpickling at the end.
-    chunksize = max(1, min(8, len(files) // (workers * 4)))
-    results = []
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        for result in pool.map(_check_one, [(p, target, overrides, selection) for p in files], chunksize=chunksize):
-            results.append(result)
-            if on_result:
-                on_result(result)
+    rest = files[1:]
+    size = -(-len(rest) // (workers * _CHUNKS_PER_JOB))
+    chunks = [rest[i : i + size] for i in range(0, len(rest), size)]
+    with ctx.Pool(workers, initializer=_start_worker, initargs=(target, overrides, selection)) as pool:
+        for chunk in pool.imap(_check_chunk, chunks):  # imap keeps the input order
+            for result in chunk:
+                results.append(result)
+                if on_result:
+                    on_result(result)
     return results
+
+
+def check_files_with_views(files: list, target, overrides=None, selection=None, on_result=None) -> list:
+    """A CheckedFile per file, in input order, each with its resolved view (for --annotate). In this
+    process: a view does not travel between processes."""
+    from overlap_cli.check.engine import check
+
+    checked = []
+    for path in files:
+        checked.append(check(path, target, overrides or [], selection=selection))
+        if on_result:
+            on_result(checked[-1].result)
+    return checked
 
 
 def gather(args, configs_only: bool = False):

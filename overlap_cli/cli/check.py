@@ -158,12 +158,19 @@ def run_check(opts) -> int:
     if annotate_output is not None and len(files) != 1:
         raise UsageError("--annotate-output takes one input file")
     with progress_bar(len(files), sys.stderr.isatty() and not annotating) as bar:
-        results = problems + check_files(files, target, overrides, selection, 1 if annotating else jobs, bar.advance, keep_views=annotating)
+        if annotating:  # annotate reads each file's resolved view: checked in this process, views kept
+            from overlap_cli.check.engine import CheckedFile
+            from overlap_cli.check.runner import check_files_with_views
+
+            checked = [CheckedFile(p) for p in problems] + check_files_with_views(files, target, overrides, selection, bar.advance)
+            results = [c.result for c in checked]
+        else:
+            results = problems + check_files(files, target, overrides, selection, jobs, bar.advance)
 
     if annotate:
-        return _write_annotated(results, files, output_file, view["quiet"])
+        return _write_annotated(checked, files, output_file, view["quiet"])
     if annotate_output is not None:
-        _write_annotated(results, files, annotate_output, view["quiet"], errors_to_stderr=False)
+        _write_annotated(checked, files, annotate_output, view["quiet"], errors_to_stderr=False)
 
     from overlap_cli.report import resolve_format, write
 
@@ -233,20 +240,21 @@ def gather_inputs(files, opts):
     return files, skipped, selection, problems
 
 
-def _write_annotated(results, files, output, quiet=False, errors_to_stderr=True) -> int:
+def _write_annotated(checked, files, output, quiet=False, errors_to_stderr=True) -> int:
     """The config back with effective values and provenance comments: --annotate prints it (or writes it to
     -o FILE), --annotate-output FILE writes it beside the report. One input file when written to a file."""
     from overlap_cli.report.annotate import annotate_text
 
     if output is not None and len(files) != 1:
         raise UsageError("-o/--output-file with --annotate takes one input file")
+    results = [c.result for c in checked]
     chunks = []
-    for r in results:
-        if r.error is not None:
+    for c in checked:
+        if c.result.error is not None:
             if errors_to_stderr:  # with --annotate-output the report says it
-                sys.stderr.write(r.error.one_line() + "\n")
+                sys.stderr.write(c.result.error.one_line() + "\n")
             continue
-        chunks.append(annotate_text(r))
+        chunks.append(annotate_text(c))
     text = "".join(chunks)
     if output is not None:
         if not chunks:

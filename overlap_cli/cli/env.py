@@ -19,14 +19,15 @@ def env(opts) -> int:
     overrides = parse_overrides(raw_overrides)
     target = target_from_options(opts, files[0])
 
-    from overlap_cli.check.engine import check_file
+    from overlap_cli.check.engine import check
     from overlap_cli.frameworks.bridge.launch_env import plan
 
-    result = check_file(files[0], target, overrides)
+    checked = check(files[0], target, overrides)
+    result = checked.result
     if result.error is not None:
         sys.stderr.write(result.error.one_line() + "\n")
         return EXIT_INPUT
-    view = result._view  # type: ignore[attr-defined]
+    view = checked.view
     entries = [(e.name, e.wanted()) for e in plan(view, all_variables=True)]
     notes = [n for n in result.notes if n.startswith(("target from", "--detect"))]
     if opts.format == "json":

@@ -153,7 +153,7 @@ def suggest(opts) -> int:
 
     Exit 0: a preset fits every known field; 1: none does, or TP overlap is off; 2: bad input.
     """
-    from overlap_cli.check.engine import check_file
+    from overlap_cli.check.engine import check
     from overlap_cli.frameworks.bridge.preset_suggestion import is_fit, suggestion
 
     files, raw_overrides = split_args(opts.args)
@@ -161,11 +161,12 @@ def suggest(opts) -> int:
         raise UsageError("give exactly one config file")
     overrides = parse_overrides(raw_overrides)
     target = target_from_options(opts, files[0])
-    result = check_file(files[0], target, overrides)
+    checked = check(files[0], target, overrides)
+    result = checked.result
     if result.error is not None:
         sys.stderr.write(result.error.one_line() + "\n")
         return EXIT_INPUT
-    report = suggestion(result._view)  # type: ignore[attr-defined]
+    report = suggestion(checked.view)
     report["file"] = files[0]
     if opts.format == "json":
         _json(report)

@@ -98,13 +98,13 @@ def fix_text(
 ) -> Outcome:
     """Fix ``text``. Only findings at or above ``threshold`` have their fixes applied: the same bar that
     makes ``overlap check`` exit 1, so ``fix`` never edits a file that ``check`` passes."""
-    from overlap_cli.check.engine import check_file
+    from overlap_cli.check.engine import CheckedFile, check as check_text
     from overlap_cli.check.results import SEVERITY_RANK
 
     bar = SEVERITY_RANK[threshold]
 
-    def check(t: str) -> FileResult:
-        return check_file(path, target, None, text=t, selection=selection)
+    def check(t: str) -> CheckedFile:
+        return check_text(path, target, None, text=t, selection=selection)
 
     # Work on "\n" line ends and a final newline (what ruamel writes); put the file's own style back last.
     crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
@@ -114,10 +114,12 @@ def fix_text(
         work += "\n"
 
     out = Outcome(path, text, text, threshold=threshold)
-    result = check(work)
+    checked = check(work)
+    result = checked.result
     if result.error is not None:
         out.error, out.result = result.error, result
         return out
+    cfg = checked.view.cfg  # the parsed config the round's edits apply to
     seen = {work}
     notes: dict = {}  # path tuple -> "CODE reason" of the last change there
     current = work
@@ -130,7 +132,7 @@ def fix_text(
         if not wanted:
             break
         try:
-            new, applied, skipped = apply_round(current, wanted, result._view.cfg, comments)  # type: ignore[attr-defined]
+            new, applied, skipped = apply_round(current, wanted, cfg, comments)
         except fixtext.Unmappable as exc:
             out.problem = f"not fixed: {exc}; the file is left untouched"
             break
@@ -153,8 +155,8 @@ def fix_text(
             out.problem = f"fixes undo each other ({codes}); the file is left untouched"
             break
         after = check(new)
-        if after.error is not None:  # cannot happen when the edits are type-correct; never write it
-            out.problem = f"a fix produced a config that does not check ({after.error.message}); the file is left untouched"
+        if after.result.error is not None:  # cannot happen when the edits are type-correct; never write it
+            out.problem = f"a fix produced a config that does not check ({after.result.error.message}); the file is left untouched"
             break
         for a in applied:
             a.round = rnd
@@ -167,17 +169,17 @@ def fix_text(
                     why = _own_words(getattr(e, "comment", None)) or reason(a.finding.fix.message)
                     notes[p] = f"{a.finding.code} {why}"
         seen.add(new)
-        current, result = new, after
+        current, result, cfg = new, after.result, after.view.cfg
 
     if out.problem is not None:
         out.applied = []
-        out.result = check(work)
+        out.result = check(work).result
         return out
     if comments and notes and current != work:
         noted = fixtext.add_notes(current, sorted(notes.items(), key=lambda kv: kv[0]))
         if _parse(noted) is not None and fixtext.same(_parse(noted), _parse(current)):
             current = noted
-            result = check(current)
+            result = check(current).result
     if current != work:
         if add_newline:
             current = current[:-1] if current.endswith("\n") else current

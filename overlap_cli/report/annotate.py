@@ -89,24 +89,25 @@ def _spell_nulls(y, data, found: dict, usual: str) -> None:
     walk(data)
 
 
-def annotate_text(result) -> str:
-    view = getattr(result, "_view", None)
-    text = view.cfg.text if view is not None else open(result.file, encoding="utf-8").read()
+def annotate_text(checked) -> str:
+    """The config of ``checked`` (an engine.CheckedFile that checked without error) with its effective
+    values written in and a comment on each overlap-relevant key."""
+    result, view = checked.result, checked.view
+    text = view.cfg.text
     y, data = yamlrt.load(text)
     if data is None:
         return ""
     null_spellings, usual_null = _null_spellings(data, text.splitlines())
     # command-line overrides are part of the effective config
-    if view is not None:
-        for path in sorted(view.cfg.override_paths, key=len):
-            if view.cfg.has(path):
-                parent = yamlrt.ensure_mapping(data, path[:-1])
-                if parent is not None:
-                    parent[path[-1]] = yamlrt.to_rt(view.cfg.get(path))
-            else:
-                parent = yamlrt.get_node(data, path[:-1])
-                if isinstance(parent, dict) and path[-1] in parent:
-                    del parent[path[-1]]
+    for path in sorted(view.cfg.override_paths, key=len):
+        if view.cfg.has(path):
+            parent = yamlrt.ensure_mapping(data, path[:-1])
+            if parent is not None:
+                parent[path[-1]] = yamlrt.to_rt(view.cfg.get(path))
+        else:
+            parent = yamlrt.get_node(data, path[:-1])
+            if isinstance(parent, dict) and path[-1] in parent:
+                del parent[path[-1]]
     codes: dict = {}
     for f in result.findings:
         if f.key:
@@ -122,7 +123,7 @@ def annotate_text(result) -> str:
         if parent is None:
             continue
         leaf = path[-1]
-        if not isinstance(v.value, (dict, list)) and not (view is not None and path in view.cfg.interpolated_paths):
+        if not isinstance(v.value, (dict, list)) and path not in view.cfg.interpolated_paths:
             if v.source != "unknown" or leaf not in parent:
                 parent[leaf] = v.value
         elif leaf not in parent:

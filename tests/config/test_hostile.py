@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.hostile import HOSTILE
-from overlap_cli.check.engine import check_file
+from overlap_cli.check.engine import check, check_file
 from overlap_cli.target.profile import Target
 from conftest import ROOT as ROOT_DIR  # noqa: E402
 
@@ -225,13 +225,14 @@ def test_unknown_resolver_is_left_unresolved_and_never_registered(tmp_path):
         "  my_shell: ${os.system:touch pwned}\n"
         "  my_layers: ${model.tensor_model_parallel_size}\n"
     )
-    r = check_file(str(cfg), Target())
+    checked = check(str(cfg), Target())
+    r = checked.result
     assert r.error is None, r.error
     notes = "\n".join(r.notes)
     assert "model.my_note: ${foo:bar} left unresolved: 'foo' is not one of OmegaConf's built-in resolvers" in notes
     assert "model.my_copy: ${model.my_note} left unresolved" in notes
     assert "'os.system' is not one of" in notes
-    view = r._view
+    view = checked.view
     assert view.cfg.get(("model", "my_note")) == "${foo:bar}"
     assert view.cfg.get(("model", "my_layers")) == 2  # the built-in interpolation still resolves
     assert not OmegaConf.has_resolver("foo") and not OmegaConf.has_resolver("os.system")
@@ -263,10 +264,11 @@ def test_env_interpolation_unset_here_is_left_unresolved(tmp_path):
     cfg = tmp_path / "env_unset.yaml"
     cfg.write_text("model:\n  tensor_model_parallel_size: 2\n  sequence_parallel: true\n  my_path: ${oc.env:OVERLAP_SURELY_UNSET_VAR}\n")
     assert "OVERLAP_SURELY_UNSET_VAR" not in os.environ
-    r = check_file(str(cfg), Target())
+    checked = check(str(cfg), Target())
+    r = checked.result
     assert r.error is None
     assert any("OVERLAP_SURELY_UNSET_VAR" in n and "not set on this machine" in n for n in r.notes)
-    assert r._view.cfg.get(("model", "my_path")) == "${oc.env:OVERLAP_SURELY_UNSET_VAR}"
+    assert checked.view.cfg.get(("model", "my_path")) == "${oc.env:OVERLAP_SURELY_UNSET_VAR}"
 
 
 def test_missing_interpolation_key_is_an_input_error_with_its_line(tmp_path):

@@ -37,16 +37,17 @@ def _target(row, manifest: bool, variant: dict):
 @pytest.mark.parametrize("variant", list(VARIANTS), ids=list(VARIANTS))
 def test_no_internal_error_on_any_recipe(corpus, manifest, variant):
     from overlap_cli.frameworks.bridge.preset_suggestion import suggestion
-    from overlap_cli.check.engine import check_file
+    from overlap_cli.check.engine import check
     from overlap_cli.frameworks.bridge.launch_env import plan
 
     problems = collections.defaultdict(list)
     for row in corpus:
-        r = check_file(row["path"], _target(row, manifest, VARIANTS[variant]))
+        checked = check(row["path"], _target(row, manifest, VARIANTS[variant]))
+        r = checked.result
         if r.error is not None:
             problems[r.error.one_line().split(": ", 1)[1]].append(row["file"])
             continue
-        view = r._view
+        view = checked.view
         plan(view, all_variables=True)  # overlap env
         suggestion(view)  # overlap presets suggest
     assert not problems, {k: (len(v), v[:3]) for k, v in problems.items()}

@@ -340,10 +340,9 @@ def env_vars_items(view) -> list:
 def plan(view, all_variables: bool = False) -> list:
     """EnvEntry per tracked variable that has a need or a value; with ``all_variables`` also every other
     env_vars entry (the full launch environment for ``overlap env``)."""
-    cached = getattr(view, "_launch_env_plan", None)
+    cached = view.launch_env_plan
     if cached is None:
-        cached = _plan(view)
-        view._launch_env_plan = cached  # a pure function of the view: computing it once is enough
+        cached = view.launch_env_plan = _plan(view)  # a pure function of the view: computing it once is enough
     return [e for e in cached if all_variables or e.name in TRACKED]
 
 

@@ -57,6 +57,8 @@ class Resolved:
     vpp_final: Optional[int] = None  # VPP after Megatron-Core's model finalize (layout-derived when null)
     ub: Optional[Any] = None  # preset_fit.UbConfig: the userbuffers config, recognised against the presets
     megatron_fsdp: bool = False  # dist.use_megatron_fsdp or ddp.use_megatron_fsdp
+    # launch_env.plan's EnvEntry list, computed on first use: a pure function of the fields above.
+    launch_env_plan: Optional[list] = field(default=None, repr=False, compare=False)
 
     @property
     def vp(self) -> int:
