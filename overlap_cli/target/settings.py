@@ -98,13 +98,24 @@ def _settings_in(folder: str) -> Settings:
 def find_settings(config_file: Optional[str], explicit: Optional[str] = None) -> Settings:
     """Settings for one config file: ``explicit`` if given, else the nearest pyproject.toml with [tool.overlap]."""
     if explicit:
-        doc = _load_toml(explicit)
-        table = doc.get("tool", {}).get("overlap", {})
-        if not isinstance(table, dict):
-            raise InputError(InputProblem(explicit, "[tool.overlap] must be a table"))
-        return Settings(explicit, table)
+        try:
+            st = os.stat(explicit)
+            stamp = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None  # _load_toml says why it cannot be read
+        return _explicit_settings(explicit, stamp)
     start = os.path.dirname(os.path.abspath(config_file)) if config_file else os.getcwd()
     return _settings_in(start)
+
+
+@lru_cache(maxsize=16)
+def _explicit_settings(path: str, stamp) -> Settings:
+    """``--settings PATH``, parsed once while the file is unchanged (``stamp``: its mtime and size): it is
+    consulted for every config file of a run, and a per-file-target table can be hundreds of entries."""
+    table = _load_toml(path).get("tool", {}).get("overlap", {})
+    if not isinstance(table, dict):
+        raise InputError(InputProblem(path, "[tool.overlap] must be a table"))
+    return Settings(path, table)
 
 
 def path_matches(pattern: str, path: str, base: str) -> bool:
@@ -113,10 +124,16 @@ def path_matches(pattern: str, path: str, base: str) -> bool:
     from fnmatch import fnmatchcase
 
     absolute = os.path.abspath(path)
-    rel = os.path.relpath(absolute, base).replace(os.sep, "/") if base else path
+    rel = _relative(absolute, base) if base else path
     pat = pattern.replace("\\", "/")
     if pat.startswith("./"):
         pat = pat[2:]
     if fnmatchcase(rel, pat):
         return True
     return "/" not in pat and fnmatchcase(os.path.basename(absolute), pat)
+
+
+@lru_cache(maxsize=1024)
+def _relative(absolute: str, base: str) -> str:
+    """``absolute`` relative to ``base`` with ``/``: asked once per pattern of a table for the same file."""
+    return os.path.relpath(absolute, base).replace(os.sep, "/")
