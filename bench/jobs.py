@@ -3,6 +3,7 @@
     python bench/jobs.py DIR                       # text and json, --jobs 1 and 2, 7 interleaved rounds
     python bench/jobs.py DIR --jobs 1 2 4 --rounds 11 --format json
     python bench/jobs.py DIR --checkout PATH       # time another checkout of the package (PYTHONPATH=PATH)
+    python bench/jobs.py DIR --settings pyproject.toml   # e.g. with a per-file-target table
 
 Each round runs every (format, jobs) pair once, in a fresh process, in a rotated order, so a burst of load
 on the machine hits every variant alike; the table gives the median wall time and the median CPU time
@@ -47,21 +48,23 @@ def main() -> None:
     ap.add_argument("--format", nargs="+", default=["text", "json"])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--checkout", default=str(ROOT), help="the checkout whose overlap_cli is timed")
+    ap.add_argument("--settings", help="passed on to overlap check (e.g. a per-file-target table)")
     args = ap.parse_args()
     args.folder, args.checkout = str(Path(args.folder).resolve()), str(Path(args.checkout).resolve())
 
     env = {**os.environ, "PYTHONPATH": args.checkout}
+    extra = ["--settings", str(Path(args.settings).resolve())] if args.settings else []
     variants = [(fmt, jobs) for fmt in args.format for jobs in args.jobs]
     walls: dict = {v: [] for v in variants}
     cpus: dict = {v: [] for v in variants}
     reference: dict = {}
     for fmt in args.format:  # warm-up (page cache, .pyc files) and the reference output
-        cmd = [sys.executable, "-m", "overlap_cli", "check", args.folder, "-f", fmt, "--jobs", "1"]
+        cmd = [sys.executable, "-m", "overlap_cli", "check", args.folder, "-f", fmt, "--jobs", "1", *extra]
         reference[fmt] = run(cmd, env)[2]
     for r in range(args.rounds):
         order = variants[r % len(variants):] + variants[: r % len(variants)]
         for fmt, jobs in order:
-            cmd = [sys.executable, "-m", "overlap_cli", "check", args.folder, "-f", fmt, "--jobs", str(jobs)]
+            cmd = [sys.executable, "-m", "overlap_cli", "check", args.folder, "-f", fmt, "--jobs", str(jobs), *extra]
             wall, cpu, data = run(cmd, env)
             if data != reference[fmt]:
                 sys.exit(f"--format {fmt} --jobs {jobs}: output differs from --jobs 1")

@@ -12,8 +12,10 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Callable, Optional
 
-# Below this many files per worker, starting processes costs more than it saves.
-_MIN_FILES_PER_JOB = 4
+# Below this many files per worker, starting processes costs more than it saves: the pool costs ~50 ms of
+# CPU (multiprocessing's import, forks, result transfer), about 12 Bridge dumps' worth of checking
+# (bench/jobs.py: 12 dumps take 0.14 s with one job, 0.16 s with two; 24 break even; 48: 0.28 s vs 0.24 s).
+_MIN_FILES_PER_JOB = 16
 # Tasks per worker: enough for an even share when files differ in size, and for results to stream back
 # (progress) while workers go on; each task is one list of paths out and one list of results back.
 _CHUNKS_PER_JOB = 8

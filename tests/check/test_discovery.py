@@ -153,7 +153,7 @@ def test_jobs_do_not_change_the_result(run_cli, tmp_path):
     assert doc["summary"]["warning"] + doc["summary"]["error"] > 50  # the folder has real findings to compare
 
 
-@pytest.mark.parametrize("jobs, n, expected", [(2, 200, 2), (8, 10, 2), (4, 3, 1), (1, 500, 1)])
+@pytest.mark.parametrize("jobs, n, expected", [(2, 200, 2), (8, 40, 2), (8, 10, 1), (4, 3, 1), (1, 500, 1), (4, 64, 4)])
 def test_effective_jobs(jobs, n, expected):
     from overlap_cli.check.runner import effective_jobs
 

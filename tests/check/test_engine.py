@@ -9,7 +9,7 @@ import pytest
 
 from overlap_cli.check.engine import CheckedFile, check, check_file
 from overlap_cli.check.results import FileResult
-from overlap_cli.check.runner import check_files, check_files_with_views
+from overlap_cli.check.runner import check_files, check_files_with_views, effective_jobs
 from overlap_cli.frameworks.bridge.view import Resolved
 from overlap_cli.target.profile import Target
 
@@ -47,7 +47,7 @@ def _crash_on_marker(original):
     return method
 
 
-def _folder(tmp_path, n=12, crash_at=5):
+def _folder(tmp_path, n=40, crash_at=5):  # 40 files: enough for two workers (see effective_jobs)
     folder = tmp_path / "configs"
     folder.mkdir()
     files = []
@@ -69,6 +69,7 @@ def test_a_rule_that_raises_fails_only_its_file(tmp_path, monkeypatch, jobs):
     # inside a rule's check and the engine names that rule.
     monkeypatch.setattr(Resolved, "get_final", _crash_on_marker(Resolved.get_final))
     files = _folder(tmp_path)
+    assert effective_jobs(jobs, len(files)) == jobs
     results = check_files(files, Target(), jobs=jobs)
     assert [r.file for r in results] == files
     crashed = results[5]
@@ -96,11 +97,12 @@ def test_jobs_give_the_same_results_in_input_order(tmp_path, root):
     folder.mkdir()
     sources = sorted((root / "examples").glob("*.yaml")) + sorted((root / "examples" / "bridge").glob("*.yaml"))
     files = []
-    for i in range(40):  # enough for two workers (see effective_jobs)
+    for i in range(40):
         src = sources[i % len(sources)]
         dst = folder / f"{39 - i:02d}_{src.name}"  # names do not sort in input order
         shutil.copy(src, dst)
         files.append(str(dst))
+    assert effective_jobs(2, len(files)) == 2
     seen = []
     one = check_files(files, Target(world_size=64), jobs=1)
     two = check_files(files, Target(world_size=64), jobs=2, on_result=lambda r: seen.append(r.file))
