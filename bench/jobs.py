@@ -52,7 +52,8 @@ def main() -> None:
     args = ap.parse_args()
     args.folder, args.checkout = str(Path(args.folder).resolve()), str(Path(args.checkout).resolve())
 
-    env = {**os.environ, "PYTHONPATH": args.checkout}
+    # .pyc files written and used, as on an installed package (PYTHONDONTWRITEBYTECODE would time compiling)
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONPATH": args.checkout}
     extra = ["--settings", str(Path(args.settings).resolve())] if args.settings else []
     variants = [(fmt, jobs) for fmt in args.format for jobs in args.jobs]
     walls: dict = {v: [] for v in variants}
