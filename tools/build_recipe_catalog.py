@@ -49,29 +49,51 @@ def from_bridge() -> tuple[dict, dict]:
     import importlib
     from importlib import metadata
 
+    import pkgutil
+    import tempfile
+
     texts: dict = {}
     for package in ("megatron.bridge.recipes", "megatron.bridge.perf_recipes"):
         try:
-            module = importlib.import_module(package)
+            root = importlib.import_module(package)
         except ImportError as exc:
-            print(f"note: {package}: {exc}", file=sys.stderr)
-            continue
-        for name in sorted(dir(module)):
-            func = getattr(module, name)
-            if not (name.endswith("_config") and callable(func)) or name in texts:
-                continue
-            try:
-                cfg = func()
-            except Exception as exc:  # a recipe that needs arguments or a GPU: say so, keep going
-                print(f"note: {name}: not built ({type(exc).__name__}: {exc})"[:200], file=sys.stderr)
-                continue
-            if not hasattr(cfg, "to_yaml"):
-                continue
-            import tempfile
+            # The package's __init__ imports every family at once; one missing optional dependency there
+            # (e.g. modelopt) would hide all recipes. Stand an empty package in for it, so each submodule
+            # is imported (and can fail) on its own.
+            import importlib.util
+            import types
 
-            with tempfile.NamedTemporaryFile("r", suffix=".yaml") as fh:
-                cfg.to_yaml(fh.name)
-                texts[name] = Path(fh.name).read_text(encoding="utf-8")
+            spec = importlib.util.find_spec(package)
+            if spec is None or not spec.submodule_search_locations:
+                print(f"note: {package}: {exc}", file=sys.stderr)
+                continue
+            print(f"note: {package}: {exc}; importing its modules one by one", file=sys.stderr)
+            root = types.ModuleType(package)
+            root.__path__ = list(spec.submodule_search_locations)
+            sys.modules[package] = root
+        # Module by module: a model family whose optional dependency is missing here costs only its own
+        # recipes (each is reported), not the whole package.
+        for mod in pkgutil.walk_packages(root.__path__, package + "."):
+            try:
+                module = importlib.import_module(mod.name)
+            except Exception as exc:
+                print(f"note: {mod.name}: not imported ({type(exc).__name__}: {exc})"[:200], file=sys.stderr)
+                continue
+            for name, func in sorted(vars(module).items()):
+                if not (name.endswith("_config") and callable(func) and getattr(func, "__module__", "") == mod.name):
+                    continue
+                if name in texts or name.startswith("_"):
+                    continue
+                try:
+                    cfg = func()
+                except Exception as exc:  # a recipe that needs arguments or a GPU: say so, keep going
+                    print(f"note: {name}: not built ({type(exc).__name__}: {exc})"[:200], file=sys.stderr)
+                    continue
+                if not hasattr(cfg, "to_yaml"):
+                    continue
+                with tempfile.NamedTemporaryFile("r", suffix=".yaml") as fh:
+                    cfg.to_yaml(fh.name)
+                    texts[name] = Path(fh.name).read_text(encoding="utf-8")
     versions = {"megatron-bridge": metadata.version("megatron-bridge"), "megatron-core": metadata.version("megatron-core")}
     return texts, versions
 
