@@ -17,7 +17,7 @@ import typer.core
 
 from overlap_cli import __version__
 from overlap_cli.cli import check as check_cmd
-from overlap_cli.cli import env, fix, presets, rules
+from overlap_cli.cli import env, fix, presets, recipes, rules
 from overlap_cli.cli import options as table
 from overlap_cli.cli.check import EXIT_INPUT
 
@@ -59,7 +59,10 @@ app = typer.Typer(
 
 def _version(value: bool):
     if value:
-        typer.echo(f"overlap-cli {__version__}")
+        from overlap_cli.frameworks.bridge.recipes import versions
+
+        v = versions()
+        typer.echo(f"overlap-cli {__version__} (Megatron-Bridge {v['megatron-bridge']}, Megatron-Core {v['megatron-core']})")
         raise typer.Exit()
 
 
@@ -164,6 +167,16 @@ app.add_typer(presets_app, name="presets")
 command(presets_app, table.PRESETS_LIST, name="list")(presets.list_presets)
 command(presets_app, table.PRESETS_SHOW, name="show")(presets.show)
 command(presets_app, table.PRESETS_SUGGEST, name="suggest")(presets.suggest)
+recipes_app = typer.Typer(
+    cls=OverlapGroup,
+    name="recipes",
+    help="Megatron-Bridge's own recipes, shipped with overlap-cli as Bridge writes them: list them, print one.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(recipes_app, name="recipes")
+command(recipes_app, table.RECIPES_LIST, name="list")(recipes.list_recipes)
+command(recipes_app, table.RECIPES_SHOW, name="show")(recipes.show)
 command(app, table.RULES, name="rules")(rules.rules_command)
 command(app, table.EXPLAIN, name="explain")(rules.explain_command)
 

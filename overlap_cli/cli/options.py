@@ -176,6 +176,15 @@ PRESETS_SUGGEST = (
 # overlap rules | explain
 # ---------------------------------------------------------------------------------------------
 
+RECIPES_LIST = (
+    Param("gpu", "--gpu", kind=TEXT, help="Only recipes tuned for this GPU (h100|b200|b300|gb200|gb300|vr200|r100)."),
+    Param("format", "--format", "-f", **_choices("text", "json"), help="Output format."),
+)
+
+RECIPES_SHOW = (
+    Param("name", kind=ARGUMENT, metavar="NAME", help="Bridge's recipe function name, e.g. llama3_70b_pretrain_64gpu_h100_bf16_config (the _config may be left out)."),
+)
+
 RULES = (Param("format", "--format", "-f", **_choices("text", "json", "markdown"), help="text, json or markdown (docs/rules.md)."),)
 
 EXPLAIN = (Param("code", kind=ARGUMENT, metavar="CODE", help="A rule code (TP102) or rule name."),)

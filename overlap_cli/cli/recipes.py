@@ -1,0 +1,56 @@
+"""``overlap recipes list | show``: the Megatron-Bridge recipes shipped with the tool (cli.options
+RECIPES_LIST / RECIPES_SHOW). The catalog itself is ``frameworks.bridge.recipes``."""
+
+from __future__ import annotations
+
+import sys
+
+from overlap_cli.cli.check import UsageError
+
+
+def _unknown(name: str) -> UsageError:
+    from overlap_cli.frameworks.bridge import recipes
+
+    close = recipes.closest(name)
+    hint = f"; closest: {', '.join(close)}" if close else "; `overlap recipes list` shows them all"
+    return UsageError(f"unknown recipe {name!r}{hint}")
+
+
+def list_recipes(opts) -> None:
+    """Every recipe of the catalog with the launch it is tuned for (world size and GPU, from its name)."""
+    from overlap_cli.frameworks.bridge import recipes
+
+    gpu = opts.gpu.strip().lower() if opts.gpu else None
+    rows = [recipes.info(n) for n in recipes.names()]
+    if gpu is not None:
+        known = sorted({r["gpu"] for r in rows if r["gpu"]})
+        if gpu not in known:
+            raise UsageError(f"no recipe is tuned for GPU {opts.gpu!r}: the catalog has {'|'.join(known)}")
+        rows = [r for r in rows if r["gpu"] == gpu]
+    versions = recipes.versions()
+    if opts.format == "json":
+        import json
+
+        doc = {"version": 1, "versions": versions, "recipes": rows}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    width = max(len(r["name"]) for r in rows)
+    sys.stdout.write(f"{'name':<{width}}  {'GPUs':>5}  GPU\n")
+    for r in rows:
+        gpus = str(r["world_size"]) + ("" if r["world_size_from"] == "name" else "*")
+        sys.stdout.write(f"{r['name']:<{width}}  {gpus:>5}  {r['gpu'] or '-'}\n")
+    sys.stdout.write(f"\n{len(rows)} recipe(s) of Megatron-Bridge {versions['megatron-bridge']}")
+    if any(r["world_size_from"] != "name" for r in rows):
+        sys.stdout.write("; * no GPU count in the name: TP·PP·CP·8")
+    sys.stdout.write("\n")
+
+
+def show(opts) -> None:
+    """The recipe exactly as Bridge writes it (``ConfigContainer.to_yaml()``)."""
+    from overlap_cli.frameworks.bridge import recipes
+
+    try:
+        text = recipes.text(opts.name)
+    except KeyError:
+        raise _unknown(opts.name) from None
+    sys.stdout.write(text)
