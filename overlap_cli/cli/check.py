@@ -123,6 +123,21 @@ def parse_overrides(raw) -> list:
         raise UsageError(exc.problem.message) from None
 
 
+def check_one_config(opts, too_many: str):
+    """The single config (plus dotlist overrides) of ``env`` and ``presets suggest``, checked with its
+    target: the CheckedFile, or None after printing its input error (the command then exits 2)."""
+    from overlap_cli.check.engine import check
+
+    files, raw_overrides = split_args(opts.args)
+    if len(files) != 1:
+        raise UsageError(too_many if files else "no config file given")
+    checked = check(files[0], target_from_options(opts, files[0]), parse_overrides(raw_overrides))
+    if checked.result.error is not None:
+        sys.stderr.write(checked.result.error.one_line() + "\n")
+        return None
+    return checked
+
+
 def exit_code(results, threshold: str = "warning") -> int:
     from overlap_cli.check.results import SEVERITY_RANK
 

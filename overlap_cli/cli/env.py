@@ -7,27 +7,18 @@ from __future__ import annotations
 
 import sys
 
-from overlap_cli.cli.check import EXIT_CLEAN, EXIT_INPUT, UsageError, parse_overrides, split_args, target_from_options
+from overlap_cli.cli.check import EXIT_CLEAN, EXIT_INPUT, check_one_config
 
 
 def env(opts) -> int:
     """Print the launch environment (CUDA_DEVICE_MAX_CONNECTIONS, LayerNorm SM margins, ...) this config
     wants on the target, with the reason for each value. Exit 0, or 2 on input errors."""
-    files, raw_overrides = split_args(opts.args)
-    if len(files) != 1:
-        raise UsageError("overlap env takes exactly one config file" if files else "no config file given")
-    overrides = parse_overrides(raw_overrides)
-    target = target_from_options(opts, files[0])
-
-    from overlap_cli.check.engine import check
     from overlap_cli.frameworks.bridge.launch_env import plan
 
-    checked = check(files[0], target, overrides)
-    result = checked.result
-    if result.error is not None:
-        sys.stderr.write(result.error.one_line() + "\n")
+    checked = check_one_config(opts, "overlap env takes exactly one config file")
+    if checked is None:
         return EXIT_INPUT
-    view = checked.view
+    result, view = checked.result, checked.view
     entries = [(e.name, e.wanted()) for e in plan(view, all_variables=True)]
     notes = [n for n in result.notes if n.startswith(("target from", "--detect"))]
     if opts.format == "json":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from overlap_cli.cli.check import EXIT_INPUT, UsageError, parse_overrides, split_args, target_from_options
+from overlap_cli.cli.check import EXIT_INPUT, UsageError, check_one_config
 
 EXIT_FIT, EXIT_NO_FIT = 0, 1
 
@@ -153,21 +153,14 @@ def suggest(opts) -> int:
 
     Exit 0: a preset fits every known field; 1: none does, or TP overlap is off; 2: bad input.
     """
-    from overlap_cli.check.engine import check
     from overlap_cli.frameworks.bridge.preset_suggestion import is_fit, suggestion
 
-    files, raw_overrides = split_args(opts.args)
-    if len(files) != 1:
-        raise UsageError("give exactly one config file")
-    overrides = parse_overrides(raw_overrides)
-    target = target_from_options(opts, files[0])
-    checked = check(files[0], target, overrides)
-    result = checked.result
-    if result.error is not None:
-        sys.stderr.write(result.error.one_line() + "\n")
+    checked = check_one_config(opts, "give exactly one config file")
+    if checked is None:
         return EXIT_INPUT
+    result = checked.result
     report = suggestion(checked.view)
-    report["file"] = files[0]
+    report["file"] = result.file
     if opts.format == "json":
         _json(report)
     else:
