@@ -17,7 +17,7 @@ import typer.core
 
 from overlap_cli import __version__
 from overlap_cli.cli import check as check_cmd
-from overlap_cli.cli import env, fix, presets, recipes, rules
+from overlap_cli.cli import diff, env, fix, presets, recipes, rules
 from overlap_cli.cli import options as table
 from overlap_cli.cli.check import EXIT_INPUT
 
@@ -156,6 +156,7 @@ def check(opts):
 # this module (and nothing heavy at top level); they are registered here in the order ``--help`` lists them.
 command(app, table.ENV)(env.env)
 command(app, table.FIX)(fix.fix)
+command(app, table.DIFF, name="diff")(diff.diff)
 presets_app = typer.Typer(
     cls=OverlapGroup,  # one-line usage errors in the sub-commands too
     name="presets",

@@ -94,6 +94,19 @@ TARGET = (
     Param("env_from_shell", "--env-from-shell", kind=FLAG, help="Launch variables exported in this shell override env_vars (Bridge applies env_vars with setdefault)."),
 )
 
+# The flags that say where one side of ``overlap diff`` runs, and their ``--vs-`` twins for the other side
+# (--vs-world-size, --vs-te/--vs-no-te, ...): a new target flag in this list is one name, its twin follows.
+PER_SIDE = ("world_size", "nodes", "gpus_per_node", "te", "gpu", "te_version", "torch_version")
+
+
+def _vs(row: Param) -> Param:
+    names = tuple("/".join("--vs-" + n[2:] for n in spelt.split("/")) for spelt in row.names)
+    return Param("vs_" + row.dest, *names, kind=row.kind, minimum=row.minimum, metavar=row.metavar,
+                 help=f"{row.names[0]} of the NEW side (unset: the same as the OLD side's).")
+
+
+VS_TARGET = tuple(_vs(p) for p in TARGET if p.dest in PER_SIDE)
+
 REPORT_FORMATS = ("text", "concise", "json", "sarif", "github", "auto")  # auto: github under GitHub Actions
 _CONFIG_AND_OVERRIDES = Param("args", kind=ARGUMENTS, metavar="CONFIG [OVERRIDES...]", help="One config file, then Hydra-style overrides.")
 
@@ -148,6 +161,17 @@ ENV = (
     _CONFIG_AND_OVERRIDES,
     Param("format", "--format", "-f", **_choices("shell", "dotenv", "json"), help="shell: export lines with reasons; dotenv: NAME=VALUE; json."),
     *TARGET,
+)
+
+# ---------------------------------------------------------------------------------------------
+# overlap diff
+# ---------------------------------------------------------------------------------------------
+
+DIFF = (
+    Param("args", kind=ARGUMENTS, metavar="OLD [NEW]", help="Two config files, or one file compared under two targets (--vs-* flags)."),
+    *TARGET,
+    *VS_TARGET,
+    Param("format", "--format", "-f", **_choices("text", "json"), help="Output format."),
 )
 
 # ---------------------------------------------------------------------------------------------

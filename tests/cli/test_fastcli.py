@@ -318,6 +318,7 @@ def typer_commands() -> dict:
         "check": (group.commands["check"], options.CHECK),
         "fix": (group.commands["fix"], options.FIX),
         "env": (group.commands["env"], options.ENV),
+        "diff": (group.commands["diff"], options.DIFF),
         "rules": (group.commands["rules"], options.RULES),
         "explain": (group.commands["explain"], options.EXPLAIN),
         "presets list": (presets.commands["list"], options.PRESETS_LIST),
@@ -353,7 +354,7 @@ def test_target_flags_are_declared_once():
     """check, fix, env and presets suggest share the TARGET rows themselves, not copies of them."""
     from overlap_cli.cli import options
 
-    for rows in (options.CHECK, options.FIX, options.ENV, options.PRESETS_SUGGEST):
+    for rows in (options.CHECK, options.FIX, options.ENV, options.PRESETS_SUGGEST, options.DIFF):
         shared = [r for r in rows if r.dest in {t.dest for t in options.TARGET}]
         assert shared == list(options.TARGET) and all(a is b for a, b in zip(shared, options.TARGET))
 

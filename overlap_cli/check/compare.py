@@ -1,0 +1,105 @@
+"""What differs between two checked runs: the effective settings (values and provenance), the findings, the
+target. A pure function over two ``FileResult``s; where each side came from (a file, one file under
+another target) is the caller's business, so any input the engine can check can be a side."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+    from overlap_cli.check.results import FileResult, Finding, Value
+
+from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
+
+# Target fields a difference line names, with their labels, in the order they are shown.
+TARGET_FIELDS = (
+    ("world_size", "world size"),
+    ("data_parallel_size", "DP"),
+    ("nodes", "nodes"),
+    ("gpus_per_node", "GPUs per node"),
+    ("gpu", "GPU"),
+    ("compute_capability", "compute capability"),
+    ("transformer_engine", "Transformer Engine"),
+    ("te_version", "TE version"),
+    ("torch_version", "torch version"),
+    ("env_from_shell", "env from shell"),
+)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One effective key whose value or provenance differs; a side is None where the key is absent."""
+
+    key: str
+    old: Optional[Value]
+    new: Optional[Value]
+
+
+@dataclass
+class Comparison:
+    old: FileResult
+    new: FileResult
+    effective: list[Change] = field(default_factory=list)
+    appeared: list[Finding] = field(default_factory=list)  # in NEW, not in OLD (by code, key and message)
+    disappeared: list[Finding] = field(default_factory=list)  # in OLD, not in NEW
+    target: list[tuple[str, Any, Any]] = field(default_factory=list)  # (field, old value, new value)
+
+    @property
+    def differs(self) -> bool:
+        """Whether the run Bridge would launch differs: the settings or findings (a target difference alone,
+        e.g. another GPU that changes nothing, does not)."""
+        return bool(self.effective or self.appeared or self.disappeared)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    # YAML's true and 1 compare equal in Python; as settings they are different values.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
+
+
+def _same_setting(a: Value, b: Value) -> bool:
+    return same_value(a.value, b.value) and a.source == b.source and a.reason == b.reason
+
+
+def _identity(f: Finding) -> tuple:
+    return (f.code, f.key, f.message)  # not the line: the same finding moves when lines are added above it
+
+
+def _only_in(these: list, others: list) -> list:
+    """The findings of ``these`` not matched one-for-one in ``others``, in their order."""
+    left: dict = {}
+    for f in others:
+        left[_identity(f)] = left.get(_identity(f), 0) + 1
+    out = []
+    for f in these:
+        ident = _identity(f)
+        if left.get(ident):
+            left[ident] -= 1
+        else:
+            out.append(f)
+    return out
+
+
+def compare(old: FileResult, new: FileResult) -> Comparison:
+    """The differences between two results that both checked (neither has ``error``). Effective keys in
+    OLD's order, then the keys only NEW has in NEW's."""
+    if old.error is not None or new.error is not None:
+        raise ValueError("compare() takes two checked results; an input error has nothing to compare")
+    a, b = old.effective or {}, new.effective or {}
+    changes = [Change(k, v, b.get(k)) for k, v in a.items() if k not in b or not _same_setting(v, b[k])]
+    changes += [Change(k, None, v) for k, v in b.items() if k not in a]
+    target = [
+        (name, old.target.get(name), new.target.get(name))
+        for name, _ in TARGET_FIELDS
+        if not same_value(old.target.get(name), new.target.get(name))
+    ]
+    return Comparison(
+        old=old,
+        new=new,
+        effective=changes,
+        appeared=_only_in(new.findings, old.findings),
+        disappeared=_only_in(old.findings, new.findings),
+        target=target,
+    )

@@ -1,0 +1,82 @@
+"""``overlap diff OLD NEW``: what differs in the settings Bridge will run with between two configs, or one
+config under two targets. The options are ``cli.options.DIFF``; the comparison is ``check.compare``, the
+output ``report.diff``. Exit 0: nothing differs; 1: something does; 2: bad input (as ``diff``)."""
+
+from __future__ import annotations
+
+import sys
+
+from overlap_cli.cli.check import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INPUT, UsageError, target_from_options
+from overlap_cli.cli.options import PER_SIDE
+
+# Flags that state the launch size together: the NEW side takes all of them from its --vs- flags as soon
+# as one is given, so --world-size 64 --vs-nodes 8 --vs-gpus-per-node 8 is not "both ways at once".
+_WORLD = ("world_size", "nodes", "gpus_per_node")
+
+
+class _NewSide:
+    """The NEW side's view of the options: each target flag from its ``--vs-`` twin where given, else the
+    OLD side's value; everything else (--settings, --detect, ...) shared."""
+
+    def __init__(self, opts):
+        self._opts = opts
+        world_from_vs = any(getattr(opts, "vs_" + name) is not None for name in _WORLD)
+        for name in PER_SIDE:
+            twin = getattr(opts, "vs_" + name)
+            if name in _WORLD:
+                value = twin if world_from_vs else getattr(opts, name)
+            else:
+                value = twin if twin is not None else getattr(opts, name)
+            setattr(self, name, value)
+
+    def __getattr__(self, name):
+        return getattr(self._opts, name)
+
+
+def _vs_given(opts) -> bool:
+    return any(getattr(opts, "vs_" + name) is not None for name in PER_SIDE)
+
+
+def _check_side(path: str, opts):
+    """One side, checked with the usual per-file target resolution (flags > directive > per-file-target >
+    [tool.overlap] > --detect): its FileResult."""
+    from overlap_cli.check.engine import check_file
+
+    return check_file(path, target_from_options(opts, path))
+
+
+def diff(opts) -> int:
+    """Print what differs between two configs (or one config under two targets) in the effective overlap
+    settings and launch environment, with both values and provenances, and the findings that appear or
+    disappear. Exit 0 when nothing differs, 1 when something does, 2 on bad input."""
+    from overlap_cli.cli.check import split_args
+
+    files, overrides = split_args(opts.args)
+    if overrides:
+        raise UsageError(f"overlap diff takes config files, not overrides: {overrides[0]}")
+    if len(files) not in (1, 2):
+        raise UsageError("overlap diff takes OLD and NEW, or one file with --vs-* target flags")
+    if len(files) == 1 and not _vs_given(opts):
+        raise UsageError("one file compares against itself: give NEW, or a --vs-* target flag (e.g. --vs-world-size)")
+    old_path, new_path = files[0], files[-1]
+    old = _check_side(old_path, opts)
+    new = _check_side(new_path, _NewSide(opts))
+    errors = []
+    for result in (old, new):
+        if result.error is not None and result.error.one_line() not in errors:
+            errors.append(result.error.one_line())
+    if errors:
+        sys.stderr.write("".join(e + "\n" for e in errors))
+        return EXIT_INPUT
+
+    from overlap_cli.check.compare import compare
+    from overlap_cli.report import diff as render
+
+    comparison = compare(old, new)
+    if opts.format == "json":
+        import json
+
+        sys.stdout.write(json.dumps(render.to_json(comparison), indent=2, default=str) + "\n")
+    else:
+        sys.stdout.write(render.render_text(comparison))
+    return EXIT_FINDINGS if comparison.differs else EXIT_CLEAN
