@@ -8,6 +8,8 @@ same names and short forms, ``--opt=value`` and ``--opt value``, options anywher
 the same body, ``cli.check.run_check``, through the same guard (``cli.check.guarded``) as the Typer
 command. Anything else -- another command, ``--help``, an option or a value this parser is not sure of --
 goes to ``cli.app.main()`` untouched, so typer's help and error messages stay exactly what they are.
+``overlap diff`` (two checks, held to the same budget) is parsed the same way from ``cli.options.DIFF`` and
+runs ``cli.diff.diff``.
 tests/cli/test_fastcli.py runs both paths side by side and compares them byte for byte.
 """
 
@@ -67,10 +69,21 @@ def _spellings(table) -> dict:
 
 
 CHECK_SPELLINGS = _spellings(options.CHECK)
+DIFF_SPELLINGS = _spellings(options.DIFF)
 
 
 def parse_check(argv: list):
-    """The ``Options`` record of ``overlap check`` followed by ``argv``.
+    """The ``Options`` record of ``overlap check`` followed by ``argv`` (see ``parse``)."""
+    return parse(options.CHECK, CHECK_SPELLINGS, argv)
+
+
+def parse_diff(argv: list):
+    """The ``Options`` record of ``overlap diff`` followed by ``argv`` (two checks: the same budget)."""
+    return parse(options.DIFF, DIFF_SPELLINGS, argv)
+
+
+def parse(table, spellings: dict, argv: list):
+    """The ``Options`` record of the command of ``table`` followed by ``argv``.
 
     Raises Unsure for anything typer should see: an unknown option (``--help`` included), a flag given a
     value, a missing or doubtful value, no positional argument (typer's "Missing argument")."""
@@ -90,9 +103,9 @@ def parse_check(argv: list):
             explicit = attached if eq else None
         else:  # -f json, -fjson, -j2: everything after the letter is the value (typer: "-f=json" gives "=json")
             name, explicit = arg[:2], arg[2:] or None
-        if name not in CHECK_SPELLINGS:
+        if name not in spellings:
             raise Unsure
-        param, flag_value, convert = CHECK_SPELLINGS[name]
+        param, flag_value, convert = spellings[name]
         if flag_value is not None:  # a flag: "--te=yes" is a typer usage error
             if explicit is not None:
                 raise Unsure
@@ -113,11 +126,11 @@ def parse_check(argv: list):
     if not positional:
         raise Unsure
     given["args"] = positional
-    return options.Options(options.CHECK, given)
+    return options.Options(table, given)
 
 
 def _typer_must_see(argv: list) -> bool:
-    if not argv or argv[0] != "check":
+    if not argv or argv[0] not in ("check", "diff"):
         return True
     import os
 
@@ -146,7 +159,7 @@ def _run(argv: list) -> None:
     parsed = None
     if not _typer_must_see(argv):
         try:
-            parsed = parse_check(argv[1:])
+            parsed = (parse_check if argv[0] == "check" else parse_diff)(argv[1:])
         except Unsure:
             parsed = None
     if parsed is None:
@@ -156,6 +169,10 @@ def _run(argv: list) -> None:
         return
     from overlap_cli.cli.check import guarded, run_check
 
+    if argv[0] == "diff":
+        from overlap_cli.cli.diff import diff as run_diff
+
+        sys.exit(guarded(run_diff, parsed))
     sys.exit(guarded(run_check, parsed))
 
 

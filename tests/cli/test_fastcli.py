@@ -212,6 +212,29 @@ def test_pyproject_settings_same_as_typer(tmp_path):
     assert fast[0] == 2
 
 
+DIFF_CASES = [
+    [TUNED, WARNS],
+    [TUNED, TUNED],
+    ["--format", "json", TUNED, WARNS, "--world-size", "64"],
+    [TUNED, "--world-size", "64", "--vs-world-size=128", "-f", "json"],
+    [TUNED, "--world-size", "64", "--vs-nodes", "16", "--vs-gpus-per-node", "8"],
+    [WARNS, "--gpu", "h100", "--vs-gpu", "b200", "--vs-no-te"],
+    [TUNED, "--vs-te-version", "2.7", "--vs-torch-version", "2.6"],
+    [TUNED],  # one file, no --vs- flag: a usage error of cli.diff
+    [TUNED, "examples/invalid_parallel_size.yaml"],
+    [TUNED, "--vs-world-size", "0"],  # typer's range error
+    [TUNED, "--vs-bogus", "1"],
+    ["--help"],
+    [],
+]
+
+
+@pytest.mark.parametrize("args", DIFF_CASES, ids=lambda a: " ".join(a) or "(no args)")
+def test_diff_same_as_typer(args):
+    fast, typer = both(["diff", *args])
+    assert fast == typer
+
+
 @pytest.mark.parametrize("args", [["--version"], ["rules"], ["fix", "--diff", WARNS], ["presets", "list"], ["explain", "TP101"], ["check"]])
 def test_other_commands_go_to_typer(args):
     fast, typer = both(args)
@@ -233,6 +256,7 @@ def modules_of(args, cwd=ROOT) -> set:
     ["check", "--annotate", TUNED],
     ["check", "missing.yaml"],
     ["check", "--gpu", "xyz", TUNED],
+    ["diff", TUNED, WARNS, "--world-size", "64", "-f", "json"],
 ])
 def test_fast_path_never_imports_typer_or_rich(args):
     modules = modules_of(args)
@@ -345,9 +369,9 @@ def test_typer_commands_are_the_option_table(path):
         assert set(spelt) == set(r.spellings())
         default = getattr(p.default, "value", p.default)
         assert default == (None if r.kind == options.MULTIPLE else r.default)
-    if path == "check":
+    if path in ("check", "diff"):
         names = {o for p in params if p.param_type_name == "option" for o in (*p.opts, *p.secondary_opts)}
-        assert set(fast.CHECK_SPELLINGS) == names
+        assert set(fast.CHECK_SPELLINGS if path == "check" else fast.DIFF_SPELLINGS) == names
 
 
 def test_target_flags_are_declared_once():
