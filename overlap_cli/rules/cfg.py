@@ -153,6 +153,10 @@ def model_overwritten(view):
     next round. **Unsafe** for any other move (the p2p mode, a backend, a deferral limit, an overlap
     switched off): it changes what runs without a crash or an overlap to show for it.
 
+    At DP = 1 an overlap switched on in ddp/optimizer and off by Bridge is info, not a warning: there is no
+    data-parallel communication for it to hide, so nothing is lost (Bridge's recipes are written for
+    several sizes and say "on" for the sizes where it counts).
+
     When `comm_overlap` sets the same field itself, the file holds two different requests and Bridge
     obeys the `comm_overlap` one; the fix removes the dead `model` value instead of overruling it.
     **Safe — every effective value stays**: the run does not change, and the file stops saying something that never happens.
@@ -261,12 +265,25 @@ def dp_overwritten(view):
         other = "optimizer" if ow.section == "ddp" else "ddp"
         if ow.key == "overlap_param_gather" and view.cfg.has((other, ow.key)):
             extra.append(remove(f"{other}.{ow.key}"))
+        if view.dp == 1 and ow.file_value is True and ow.new_value is False:
+            # DP = 1: no data-parallel communication to overlap, so Bridge's "off" loses nothing; a tuned
+            # recipe written for several sizes says "on" for the sizes where it counts.
+            severity = "info"
+            message = (
+                f"{ow.section}.{ow.key}: true is overwritten by comm_overlap's data-parallel path with false: "
+                "at DP=1 there is no data-parallel communication to overlap"
+            )
+        else:
+            severity = "warning"
+            message = (
+                f"{ow.section}.{ow.key}: {fmt(ow.file_value)} is overwritten by comm_overlap's data-parallel path "
+                f"with {fmt(ow.new_value)}; set it in comm_overlap.{ow.key} to make it effective"
+            )
         yield finding(
             view,
             "CFG005",
-            "warning",
-            f"{ow.section}.{ow.key}: {fmt(ow.file_value)} is overwritten by comm_overlap's data-parallel path "
-            f"with {fmt(ow.new_value)}; set it in comm_overlap.{ow.key} to make it effective",
+            severity,
+            message,
             f"{ow.section}.{ow.key}",
             _move_into_comm_overlap(view, ow.section, ow.key, ow.file_value, *extra, new_value=ow.new_value),
         )
