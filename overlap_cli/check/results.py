@@ -11,6 +11,16 @@ if TYPE_CHECKING:
 
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
+# The version every JSON document overlap prints opens with ({"version": 1, ...}); bump it only when a
+# field changes meaning or goes away (adding fields is not a new version).
+JSON_VERSION = 1
+
+
+def json_document(**fields) -> dict:
+    """A JSON document of any command: the version first, then ``fields`` in order."""
+    return {"version": JSON_VERSION, **fields}
+
+
 SEVERITIES = ("info", "warning", "error")
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 

@@ -24,12 +24,9 @@ def env(opts) -> int:
     if opts.format == "json":
         import json
 
-        doc = {
-            "version": 1,  # every JSON document overlap prints opens with the format version, as check's does
-            "file": result.file,
-            "target": result.target,
-            "env": {name: v.to_json() for name, v in entries},
-        }
+        from overlap_cli.check.results import json_document
+
+        doc = json_document(file=result.file, target=result.target, env={name: v.to_json() for name, v in entries})
         if notes:
             doc["notes"] = notes
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")

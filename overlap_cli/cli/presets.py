@@ -39,7 +39,9 @@ def _json(doc) -> None:
     """Every JSON document overlap prints opens with the format version, as check's does."""
     import json
 
-    sys.stdout.write(json.dumps({"version": 1, **doc}, indent=2, default=list) + "\n")
+    from overlap_cli.check.results import json_document
+
+    sys.stdout.write(json.dumps(json_document(**doc), indent=2, default=list) + "\n")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,7 +31,9 @@ def list_recipes(opts) -> None:
     if opts.format == "json":
         import json
 
-        doc = {"version": 1, "versions": versions, "recipes": rows}
+        from overlap_cli.check.results import json_document
+
+        doc = json_document(versions=versions, recipes=rows)
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
     width = max(len(r["name"]) for r in rows)

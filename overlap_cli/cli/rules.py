@@ -102,8 +102,9 @@ def rules_command(opts) -> None:
     if opts.format == "json":
         import json
 
-        # Every JSON document overlap prints opens with the format version, as check's does.
-        sys.stdout.write(json.dumps({"version": 1, "rules": rules_json()}, indent=2, ensure_ascii=False) + "\n")
+        from overlap_cli.check.results import json_document
+
+        sys.stdout.write(json.dumps(json_document(rules=rules_json()), indent=2, ensure_ascii=False) + "\n")
         return
     if opts.format == "markdown":
         sys.stdout.write(rules_markdown())

@@ -10,19 +10,20 @@ _LABELS = dict(TARGET_FIELDS)
 def to_json(c) -> dict:
     """{"version": 1, "old": {file, target}, "new": {...}, "effective": [{key, old, new}],
     "findings": {"appeared": [...], "disappeared": [...]}}; a side of a change is null where the key is absent."""
-    return {
-        "version": 1,  # every JSON document overlap prints opens with the format version
-        "old": {"file": c.old.file, "target": c.old.target},
-        "new": {"file": c.new.file, "target": c.new.target},
-        "effective": [
+    from overlap_cli.check.results import json_document
+
+    return json_document(
+        old={"file": c.old.file, "target": c.old.target},
+        new={"file": c.new.file, "target": c.new.target},
+        effective=[
             {"key": ch.key, "old": ch.old.to_json() if ch.old else None, "new": ch.new.to_json() if ch.new else None}
             for ch in c.effective
         ],
-        "findings": {
+        findings={
             "appeared": [f.to_json() for f in c.appeared],
             "disappeared": [f.to_json() for f in c.disappeared],
         },
-    }
+    )
 
 
 def _show(value) -> str:

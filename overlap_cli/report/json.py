@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from overlap_cli.check.results import json_document
 from overlap_cli.report.common import by_code, summary
 
 
@@ -14,7 +15,7 @@ def render(results, skipped=()) -> str:
     s["by_code"] = {}
     for code, _severity, n in by_code(results):
         s["by_code"][code] = s["by_code"].get(code, 0) + n
-    doc = {"version": 1, "results": [r.to_json() for r in results], "summary": s}
+    doc = json_document(results=[r.to_json() for r in results], summary=s)
     if skipped:
         doc["skipped"] = [{"file": path, "reason": reason} for path, reason in skipped]
     return json.dumps(doc, indent=2, default=str)

@@ -70,7 +70,9 @@ def render_text(results, out: IO[str], skipped=(), *, show_info=False, quiet=Fal
 def render_json(results, skipped=()) -> str:
     import json
 
-    doc = {"version": 1, "statistics": statistics(results, True), "summary": summary(results)}
+    from overlap_cli.check.results import json_document
+
+    doc = json_document(statistics=statistics(results, True), summary=summary(results))
     if skipped:
         doc["skipped"] = [{"file": path, "reason": reason} for path, reason in skipped]
     return json.dumps(doc, indent=2, ensure_ascii=False)
