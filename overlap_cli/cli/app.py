@@ -157,25 +157,20 @@ def check(opts):
 command(app, table.ENV)(env.env)
 command(app, table.FIX)(fix.fix)
 command(app, table.DIFF, name="diff")(diff.diff)
-presets_app = typer.Typer(
-    cls=OverlapGroup,  # one-line usage errors in the sub-commands too
-    name="presets",
-    help="Megatron-Bridge's TP-overlap (userbuffers) presets: list them, print one, pick one for a config.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-app.add_typer(presets_app, name="presets")
+
+
+def sub_app(name: str, help: str) -> typer.Typer:
+    """A command group (``overlap presets ...``) with the app's one-line usage errors."""
+    group = typer.Typer(cls=OverlapGroup, name=name, help=help, no_args_is_help=True, rich_markup_mode=None)
+    app.add_typer(group, name=name)
+    return group
+
+
+presets_app = sub_app("presets", "Megatron-Bridge's TP-overlap (userbuffers) presets: list them, print one, pick one for a config.")
 command(presets_app, table.PRESETS_LIST, name="list")(presets.list_presets)
 command(presets_app, table.PRESETS_SHOW, name="show")(presets.show)
 command(presets_app, table.PRESETS_SUGGEST, name="suggest")(presets.suggest)
-recipes_app = typer.Typer(
-    cls=OverlapGroup,
-    name="recipes",
-    help="Megatron-Bridge's own recipes, shipped with overlap-cli as Bridge writes them: list them, print one.",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-app.add_typer(recipes_app, name="recipes")
+recipes_app = sub_app("recipes", "Megatron-Bridge's own recipes, shipped with overlap-cli as Bridge writes them: list them, print one.")
 command(recipes_app, table.RECIPES_LIST, name="list")(recipes.list_recipes)
 command(recipes_app, table.RECIPES_SHOW, name="show")(recipes.show)
 command(app, table.RULES, name="rules")(rules.rules_command)
