@@ -130,6 +130,9 @@ def _yaml_error(file: str, exc: Exception) -> InputError:
     return InputError(InputProblem(file, msg))
 
 
+yaml_error = _yaml_error  # the one-line InputError of a PyYAML error, for readers composing nodes themselves
+
+
 # Runs of block-sequence or complex-key indicators at the start of a line ("- - - - x", also after a
 # "---" document marker) nest without indentation. Anchored on a literal newline, which re finds fast.
 _COMPACT_NESTING = re.compile(r"\n(?:---)?[ \t]*(?:[-?][ \t]+){%d,}" % (MAX_DEPTH + 1))

@@ -1,0 +1,99 @@
+"""What a launch reader hands on: the words after the training script, the launch environment, the world size.
+
+Two readers produce it: ``config.shell`` (a launch script, parsed, never run) and ``config.mlm_yaml``
+(Megatron-LM's functional-test YAML). Neither knows argparse; ``frameworks.megatron_lm.args`` gives the
+words Megatron-LM's meaning. Every word keeps where it was written and whether that text can be edited
+in place, so a fix can tell "this flag is literally here" from "this flag comes through a variable".
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
+from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
+
+
+class _Unknown:
+    """A value that cannot be known statically (``$(...)``, a variable from outside the script, ``${DATA_PATH}``)."""
+
+    __slots__ = ()
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = object.__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+    def __bool__(self) -> bool:
+        # Neither true nor false: a rule that forgets to test ``is UNKNOWN`` first fails loudly in tests.
+        raise TypeError("UNKNOWN has no truth value; test `value is UNKNOWN` first")
+
+    def __reduce__(self):  # one instance across pickling (the --jobs workers)
+        return (_Unknown, ())
+
+
+UNKNOWN = _Unknown()
+
+# Where a word came from, as Token.origin / Arg.origin spell it.
+LAUNCH_LINE = "launch line"
+MODEL_ARGS = "MODEL_ARGS"
+
+
+def variable_origin(name: str, line: int) -> str:
+    return f"variable {name} (line {line})"
+
+
+@dataclass
+class Token:
+    """One word of the launch's argument list (after the training script)."""
+
+    text: Optional[str]  # None: not known statically (``what`` says why)
+    line: Optional[int]  # 1-based line and column of the word's first character in the file
+    column: Optional[int]
+    origin: str  # LAUNCH_LINE | "variable NAME (line N)" | MODEL_ARGS
+    # The word is exactly this text, written once in the file at ``span`` (quotes included): editing that
+    # span edits this word and nothing else. False for a word built by expansion or joined from parts.
+    literal: bool = False
+    span: Optional[tuple] = None  # (line, col_start, col_end), 1-based, end exclusive, when literal
+    multi: bool = False  # an unknown unquoted expansion: it may be any number of words, none included
+    what: str = ""  # for an unknown word: the expression (``$NUM_NODES``, ``$(nproc)``)
+
+
+@dataclass
+class EnvVar:
+    """A variable of the launch environment."""
+
+    name: str
+    value: object  # str, or UNKNOWN
+    line: Optional[int]
+    column: Optional[int]
+    # "export" (export NAME=... before the launch), "prefix" (NAME=... torchrun ...), "ENV_VARS" (the
+    # functional-test YAML), "assignment" (NAME=... without export: the launched process sees it only if
+    # the caller's environment already exports NAME).
+    how: str
+    # The assignment text NAME=value is written literally at (line, col_start, col_end) (end exclusive).
+    span: Optional[tuple] = None
+
+
+@dataclass
+class LaunchText:
+    """A reader's result, before argparse semantics."""
+
+    file: str
+    text: str
+    kind: str  # "shell" | "yaml"
+    script: Optional[str]  # basename of the training script, e.g. "pretrain_gpt.py"
+    launch_line: Optional[int]
+    tokens: list = field(default_factory=list)  # Token, in order
+    env: dict = field(default_factory=dict)  # NAME -> EnvVar
+    world_size: Optional[int] = None
+    world_size_line: Optional[int] = None
+    unknowns: list = field(default_factory=list)  # sentences, each naming its line
+    # Where a new flag can be inserted on the launch: (line, column) just after the training script word
+    # (shell), or the line after the last MODEL_ARGS key (yaml); None when there is no such place.
+    insert_at: Optional[tuple] = None

@@ -1,0 +1,364 @@
+"""Megatron-LM's command line with argparse's meaning, without argparse (or Megatron) at run time.
+
+The option table ``arguments.json`` is generated from the real parser of megatron-core 0.19.2
+(``tools/build_mlm_arguments.py``): ``parse_args`` builds ``argparse.ArgumentParser(allow_abbrev=False)``
+and fills it with ``add_megatron_arguments`` (megatron/training/arguments.py:116-121), and the training
+scripts add optional groups through ``extra_args_provider`` (``pretrain_gpt.py`` the ModelOpt arguments of
+megatron/post_training/arguments.py, ``pretrain_vlm.py`` its VLM arguments, ``train_rl.py`` the inference
+arguments). All of them are recognised here.
+
+What mirrors argparse (Lib/argparse.py, Python 3.11), for a parser with no positionals:
+- a flag is one of its exact spellings: ``allow_abbrev=False`` turns prefix matching off, but
+  ``--flag=value`` still splits at the first ``=``;
+- a word starting with ``-`` is an option unless it looks like a negative number or contains a space
+  (``_parse_optional``); an option word that is no flag is collected and reported at the end as
+  "unrecognized arguments", like any word no option consumed;
+- values by ``nargs`` (None: one, ``?``, ``*``, ``+``, N); a value may not look like an option;
+- ``store_true`` / ``store_false`` / ``store_const`` take no value (``--flag=x`` is an error);
+  ``BooleanOptionalAction`` spells ``--x`` / ``--no-x``;
+- each value is converted by the option's type, then checked against its choices; the last occurrence
+  wins (``append`` accumulates).
+argparse prints usage and exits 2 on the first error; here that error is one line with the file, the
+line and column of the flag, the flag, and (for an unknown flag) the closest spelling.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
+from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.config.argv import LAUNCH_LINE, MODEL_ARGS, UNKNOWN, EnvVar, LaunchText, Token
+from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
+
+__all__ = ["UNKNOWN", "Arg", "EnvVar", "Launch", "Token", "load_launch", "parse_tokens", "defaults", "option",
+           "options_for", "table", "LAUNCH_LINE", "MODEL_ARGS"]
+
+TABLE_PATH = os.path.join(os.path.dirname(__file__), "arguments.json")
+
+
+@dataclass
+class Arg:
+    """One option the launch gives (the last occurrence of its dest)."""
+
+    dest: str  # argparse dest, e.g. "tensor_model_parallel_size"
+    value: object  # converted as argparse would (int, float, bool, list, str, None) or UNKNOWN
+    flag: str  # the spelling used, e.g. "--tensor-model-parallel-size"
+    line: Optional[int]  # 1-based line/column of the flag word in the file
+    column: Optional[int]
+    origin: str  # "launch line" | "variable NAME (line N)" | "MODEL_ARGS"
+    # The flag word and its value words are literal text on the launch line (or the YAML key and its
+    # value), so a fix can edit exactly them.
+    placeable: bool
+    value_span: Optional[tuple] = None  # (line, col_start, col_end) of the value word(s) when placeable; end exclusive
+    flag_span: Optional[tuple] = None  # (line, col_start, col_end) of the flag word as written, when literal
+    literal: bool = False  # flag and value words are literal text somewhere in the file (launch line or a variable's definition)
+    occurrences: int = 1  # how many times the dest was given (the last wins)
+
+
+@dataclass
+class Launch:
+    file: str
+    text: str
+    kind: str  # "shell" | "yaml"
+    script: Optional[str]  # e.g. "pretrain_gpt.py"
+    launch_line: Optional[int]
+    args: dict = field(default_factory=dict)  # dest -> Arg, only what the launch gives (last occurrence wins)
+    env: dict = field(default_factory=dict)  # NAME -> EnvVar
+    world_size: Optional[int] = None
+    world_size_line: Optional[int] = None
+    argv: list = field(default_factory=list)  # the words after the script, as strings; an unknown word as None
+    unknowns: list = field(default_factory=list)  # what could not be known statically, with lines
+    tokens: list = field(default_factory=list)  # config.argv.Token for each word of argv (positions, origins)
+    insert_at: Optional[tuple] = None  # (line, column) where a new flag goes on the launch (see LaunchText)
+
+
+# --- the option table -------------------------------------------------------------------------------
+
+_TABLE: Optional[dict] = None
+
+
+def table() -> dict:
+    """The generated table: {"megatron_core", "parser", "groups", "options": [row...]} plus lookups."""
+    global _TABLE
+    if _TABLE is None:
+        with open(TABLE_PATH, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        by_flag: dict = {}
+        by_dest: dict = {}
+        for row in doc["options"]:
+            if row["action"] == "help":
+                continue
+            for spelling in row["flags"]:
+                by_flag[spelling] = row
+            by_dest.setdefault(row["dest"], []).append(row)
+        doc["by_flag"], doc["by_dest"] = by_flag, by_dest
+        _TABLE = doc
+    return _TABLE
+
+
+def option(dest: str) -> Optional[dict]:
+    """The table row of a dest (action, type, nargs, choices, default, flags, group), or None.
+
+    A dest two options share (a deprecated spelling kept as its own action) gives the first one's row;
+    ``options_for`` gives them all."""
+    rows = table()["by_dest"].get(dest)
+    return rows[0] if rows else None
+
+
+def options_for(dest: str) -> list:
+    return list(table()["by_dest"].get(dest, ()))
+
+
+def defaults() -> dict:
+    """dest -> the value argparse gives when the flag is absent (string defaults converted by the type, as
+    argparse does)."""
+    out: dict = {}
+    for dest, rows in table()["by_dest"].items():
+        row = rows[0]
+        value = row.get("default")
+        if isinstance(value, str) and row.get("type") in ("int", "float"):
+            try:
+                value = int(value) if row["type"] == "int" else float(value)
+            except ValueError:
+                pass
+        out[dest] = value
+    return out
+
+
+def flag_spellings() -> list:
+    return list(table()["by_flag"])
+
+
+# --- loading ----------------------------------------------------------------------------------------
+
+
+def load_launch(path: str, text: Optional[str] = None) -> Launch:
+    """Read a launch script or a functional-test YAML and give its Megatron-LM arguments.
+
+    Raises InputError (one line: file:line:col, flag, message) for input Megatron-LM or the reader
+    refuses: no launch line, an unknown flag, a value of the wrong type, a non-integer size."""
+    if text is None:
+        from overlap_cli.config.safe_read import read_text
+
+        text = read_text(path)
+    if is_yaml_path(path):
+        from overlap_cli.config.mlm_yaml import read_mlm_yaml
+
+        found = read_mlm_yaml(path, text)
+    else:
+        from overlap_cli.config.shell import read_launch_script
+
+        found = read_launch_script(path, text)
+    return launch_from_text(found)
+
+
+def is_yaml_path(path: str) -> bool:
+    return path.lower().endswith((".yaml", ".yml"))
+
+
+def launch_from_text(found: LaunchText) -> Launch:
+    unknowns = list(found.unknowns)
+    args = parse_tokens(found.file, found.tokens, unknowns)
+    return Launch(
+        file=found.file, text=found.text, kind=found.kind, script=found.script, launch_line=found.launch_line,
+        args=args, env=found.env, world_size=found.world_size, world_size_line=found.world_size_line,
+        argv=[t.text for t in found.tokens], unknowns=unknowns, tokens=list(found.tokens), insert_at=found.insert_at,
+    )
+
+
+# --- argparse semantics -----------------------------------------------------------------------------
+
+
+def _negative_number(text: str) -> bool:
+    # argparse's _negative_number_matcher: '^-\d+$|^-\d*\.\d+$' (Python 3.11)
+    body = text[1:]
+    if body.isdigit() and body.isascii():
+        return True
+    whole, dot, frac = body.partition(".")
+    return bool(dot) and (not whole or (whole.isdigit() and whole.isascii())) and frac.isdigit() and frac.isascii()
+
+
+def _classify(token: Token, by_flag: dict):
+    """("O", row, flag, explicit) for an option word, ("U", None, word, None) for an unknown option word,
+    ("A", ...) for a value-like word (argparse's 'A'), ("?", ...) for a word not known statically."""
+    text = token.text
+    if text is None:
+        return ("?", None, None, None)
+    if not text or text[0] != "-" or text == "-":
+        return ("A", None, None, None)
+    if text == "--":
+        return ("--", None, None, None)
+    row = by_flag.get(text)
+    if row is not None:
+        return ("O", row, text, None)
+    if "=" in text:
+        name, _, explicit = text.partition("=")
+        row = by_flag.get(name)
+        if row is not None:
+            return ("O", row, name, explicit)
+    if _negative_number(text) or " " in text:
+        return ("A", None, None, None)
+    return ("U", None, text.partition("=")[0], None)
+
+
+class _Fail(Exception):
+    def __init__(self, token: Token, flag: Optional[str], message: str):
+        super().__init__(message)
+        self.token, self.flag, self.message = token, flag, message
+
+
+def _convert(row: dict, flag: str, raw: str, token: Token):
+    kind = row.get("type")
+    try:
+        if kind == "int":
+            value = int(raw)
+        elif kind == "float":
+            value = float(raw)
+        elif kind == "bool":
+            value = bool(raw)  # argparse calls bool(str): any non-empty word is True
+        elif kind in ("moe_freq_type", "la_freq_type", "no_rope_freq_type"):
+            # megatron/training/arguments.py:303-374: an int, or a Python list expression kept as written
+            # (Megatron evaluates it; a pattern string is all a static reader needs).
+            value = raw if "[" in raw else int(raw)
+        elif kind == "tuple_type":
+            value = [int(i) for i in raw.strip("()").split(",")]  # arguments.py:376 tuple_type
+        else:  # str, enum (by member name, checked against the choices), and types kept as text
+            value = raw
+    except ValueError:
+        raise _Fail(token, flag, f"invalid {kind} value: {raw!r}") from None
+    choices = row.get("choices")
+    if choices is not None and value not in choices:
+        shown = ", ".join(repr(c) for c in choices)
+        raise _Fail(token, flag, f"invalid choice: {raw!r} (choose from {shown})")
+    return value
+
+
+def _is_value(token: Token, by_flag: dict) -> bool:
+    kind = _classify(token, by_flag)[0]
+    return kind in ("A", "?")
+
+
+def _span_of(tokens: list) -> Optional[tuple]:
+    if not tokens or not all(t.literal and t.span for t in tokens):
+        return None
+    line = tokens[0].span[0]
+    if any(t.span[0] != line for t in tokens):
+        return None
+    return (line, tokens[0].span[1], tokens[-1].span[2])
+
+
+def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None) -> dict:
+    """dest -> Arg for the argument words of a launch, with argparse's meaning; InputError on what
+    argparse rejects. Words not known statically give UNKNOWN values; where one could be flags (an
+    unquoted unknown expansion), a sentence goes to ``unknowns``."""
+    by_flag = table()["by_flag"]
+    out: dict = {}
+    unrecognized: list = []  # argparse reports them after everything else parsed
+    notes = unknowns if unknowns is not None else []
+    i, n = 0, len(tokens)
+    try:
+        while i < n:
+            tok = tokens[i]
+            kind, row, flag, explicit = _classify(tok, by_flag)
+            if kind == "?":
+                if tok.multi:
+                    notes.append(f"line {tok.line}: {tok.what or 'a word'} expands to words not known statically; flags in it are not seen")
+                else:
+                    notes.append(f"line {tok.line}: {tok.what or 'a word'} is not known statically; if it is a flag, it is not seen")
+                i += 1
+                continue
+            if kind == "--":
+                unrecognized.extend(tokens[i + 1:] or [tok])
+                break
+            if kind in ("A", "U"):
+                unrecognized.append(tok)
+                i += 1
+                continue
+            i += 1
+            action = row["action"]
+            nargs = row.get("nargs")
+            values: list = []
+            if action in ("store_true", "store_false", "store_const", "append_const", "count", "boolean_optional"):
+                if explicit is not None:
+                    raise _Fail(tok, flag, f"ignored explicit argument {explicit!r}")
+            elif explicit is not None:
+                if nargs not in (None, "?", "*", "+", 1):
+                    raise _Fail(tok, flag, f"expected {nargs} arguments")
+                # The value part of ``--flag=value``: exactly placeable when the word was written as is
+                # (no quotes or escapes, so the word's span is its text).
+                exact = tok.literal and tok.span is not None and tok.span[2] - tok.span[1] == len(tok.text)
+                values = [Token(explicit, tok.line, None if tok.column is None else tok.column + len(flag) + 1, tok.origin,
+                                literal=exact, span=(tok.span[0], tok.span[1] + len(flag) + 1, tok.span[2]) if exact else None)]
+            else:
+                want_min, want_max = {None: (1, 1), "?": (0, 1), "*": (0, None), "+": (1, None)}.get(nargs, (nargs, nargs))
+                while (want_max is None or len(values) < want_max) and i < n and _is_value(tokens[i], by_flag):
+                    values.append(tokens[i])
+                    i += 1
+                if len(values) < want_min:
+                    if nargs is None:
+                        raise _Fail(tok, flag, "expected one argument")
+                    if nargs == "+":
+                        raise _Fail(tok, flag, "expected at least one argument")
+                    raise _Fail(tok, flag, f"expected {nargs} arguments")
+            value = _action_value(row, flag, values, out.get(row["dest"]))
+            previous = out.get(row["dest"])
+            literal = tok.literal and all(v.literal and v.origin == tok.origin for v in values)
+            out[row["dest"]] = Arg(
+                dest=row["dest"], value=value, flag=flag, line=tok.line, column=tok.column, origin=tok.origin,
+                placeable=literal and tok.origin in (LAUNCH_LINE, MODEL_ARGS),
+                value_span=_span_of(values) if values and literal else None, flag_span=tok.span if tok.literal else None,
+                literal=literal, occurrences=(previous.occurrences + 1) if previous else 1,
+            )
+    except _Fail as exc:
+        raise InputError(InputProblem(file, exc.message, key=exc.flag, line=exc.token.line, column=exc.token.column)) from None
+    if unrecognized:
+        first = unrecognized[0]
+        words = " ".join(t.text if t.text is not None else "?" for t in unrecognized)
+        message = f"unrecognized arguments: {words}"
+        key = None
+        if first.text and first.text.startswith("-") and not _negative_number(first.text):
+            key = first.text.partition("=")[0]
+            import difflib
+
+            close = difflib.get_close_matches(key, list(by_flag), n=1, cutoff=0.6)
+            message = "no such Megatron-LM flag (argparse exits 2: unrecognized arguments)"
+            if close:
+                message += f"; did you mean {close[0]}?"
+        raise InputError(InputProblem(file, message, key=key, line=first.line, column=first.column))
+    return out
+
+
+def _action_value(row: dict, flag: str, values: list, previous: Optional[Arg]):
+    action = row["action"]
+    if action == "store_true":
+        return True
+    if action == "store_false":
+        return False
+    if action == "store_const":
+        return row.get("const")
+    if action == "boolean_optional":
+        return not flag.startswith("--no-")
+    if action == "count":
+        before = previous.value if previous is not None and isinstance(previous.value, int) else 0
+        return before + 1
+    nargs = row.get("nargs")
+    if any(v.text is None for v in values):
+        converted: object = UNKNOWN
+    elif nargs is None:
+        converted = _convert(row, flag, values[0].text, values[0])
+    elif nargs == "?":
+        converted = _convert(row, flag, values[0].text, values[0]) if values else row.get("const")
+    else:
+        converted = [_convert(row, flag, v.text, v) for v in values]
+    if action == "append":
+        before = previous.value if previous is not None and isinstance(previous.value, list) else list(row.get("default") or [])
+        return UNKNOWN if converted is UNKNOWN or before is UNKNOWN else before + [converted]
+    if action == "append_const":
+        before = previous.value if previous is not None and isinstance(previous.value, list) else []
+        return before + [row.get("const")]
+    return converted

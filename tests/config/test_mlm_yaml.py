@@ -1,0 +1,80 @@
+"""Megatron-LM's functional-test YAML as the harness turns it into a command line."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from overlap_cli.check.results import InputError
+from overlap_cli.config.argv import UNKNOWN
+from overlap_cli.config.mlm_yaml import looks_like_mlm_yaml, read_mlm_yaml
+
+TEXT = textwrap.dedent("""\
+    ENV_VARS:
+      CUDA_DEVICE_MAX_CONNECTIONS: 1
+      CUBLAS_WORKSPACE_CONFIG: :4096:8
+      OUT: ${OUTPUT_PATH}/x
+    MODEL_ARGS:
+      --num-layers: 12
+      --sequence-parallel: true
+      --data-path: ${DATA_PATH}/text/my-gpt3_00_text_document
+      --recompute-modules: "[core_attn mlp]"
+      --moe-layer-freq: ([0]*3+[1]*11)
+      --pipeline-model-parallel-layout: Et*2|(tt|)*5t|tmL
+      --min-lr: 1.0e-5
+      --dist-ckpt-strictness: log_all # a comment
+      --empty: ""
+    TEST_TYPE: regular
+    """)
+
+
+def test_words_as_the_harness_builds_them():
+    found = read_mlm_yaml("model_config.yaml", TEXT)
+    assert [t.text for t in found.tokens] == [
+        "--num-layers", "12", "--sequence-parallel", "--data-path", None, "--recompute-modules", "core_attn", "mlp",
+        "--moe-layer-freq", "([0]*3+[1]*11)", "--pipeline-model-parallel-layout", "Et*2|(tt|)*5t|tmL",
+        "--min-lr", "1.0e-5", "--dist-ckpt-strictness", "log_all",
+    ]
+    assert found.tokens[4].what == "${DATA_PATH}"
+    assert found.kind == "yaml" and found.launch_line == 5 and found.script is None
+    assert any("--empty has an empty value" in u for u in found.unknowns)
+
+
+def test_positions_and_spans():
+    found = read_mlm_yaml("model_config.yaml", TEXT)
+    flag, value = found.tokens[0], found.tokens[1]
+    assert (flag.line, flag.column, flag.span) == (6, 3, (6, 3, 15))
+    assert (value.line, value.column, value.span, value.literal) == (6, 17, (6, 17, 19), True)
+    assert found.tokens[6].literal is False  # one of two words split out of "[core_attn mlp]"
+
+
+def test_env_vars():
+    env = read_mlm_yaml("model_config.yaml", TEXT).env
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"].value == "1" and env["CUDA_DEVICE_MAX_CONNECTIONS"].how == "ENV_VARS"
+    assert env["CUBLAS_WORKSPACE_CONFIG"].value == ":4096:8"
+    assert env["OUT"].value is UNKNOWN
+
+
+def test_merge_keys_written_key_wins():
+    text = "BASE: &base\n  --num-layers: 2\n  --hidden-size: 64\nMODEL_ARGS:\n  <<: *base\n  --num-layers: 4\n"
+    found = read_mlm_yaml("m.yaml", text)
+    assert [t.text for t in found.tokens] == ["--hidden-size", "64", "--num-layers", "4"]
+    assert found.tokens[0].literal is False and found.tokens[2].literal is True
+
+
+def test_missing_model_args():
+    with pytest.raises(InputError) as err:
+        read_mlm_yaml("m.yaml", "ENV_VARS: {A: 1}\n")
+    assert err.value.problem.one_line().startswith("m.yaml: no top-level MODEL_ARGS: mapping")
+
+
+def test_invalid_yaml_is_one_line():
+    with pytest.raises(InputError) as err:
+        read_mlm_yaml("m.yaml", "MODEL_ARGS:\n  --a: [1\n")
+    assert err.value.problem.one_line().startswith("m.yaml:3:1: invalid YAML")
+
+
+def test_looks_like():
+    assert looks_like_mlm_yaml(TEXT)
+    assert not looks_like_mlm_yaml("model:\n  tensor_model_parallel_size: 2\n")

@@ -1,0 +1,175 @@
+"""The launch-script reader: bash's quoting, continuations, assignments and expansions, up to the launch line."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from overlap_cli.check.results import InputError
+from overlap_cli.config.argv import LAUNCH_LINE, UNKNOWN
+from overlap_cli.config.shell import has_launch_line, read_launch_script
+
+
+def read(text: str, name: str = "train.sh"):
+    return read_launch_script(name, textwrap.dedent(text).lstrip("\n"))
+
+
+def words(found):
+    return [t.text for t in found.tokens]
+
+
+def test_continuations_quotes_and_comments():
+    found = read('''
+        # launch
+        torchrun --nproc_per_node 8 pretrain_gpt.py \\
+            --num-layers 2 \\
+            --data-path "/data/my corpus" 'a b'\\
+            --lr=1e-4   # trailing comment
+        ''')
+    assert found.script == "pretrain_gpt.py" and found.launch_line == 2
+    assert words(found) == ["--num-layers", "2", "--data-path", "/data/my corpus", "a b", "--lr=1e-4"]
+    quoted = found.tokens[3]
+    assert (quoted.line, quoted.column, quoted.literal, quoted.span) == (4, 17, True, (4, 17, 34))
+    assert found.world_size == 8 and found.world_size_line == 2
+
+
+def test_arrays_keep_the_line_of_each_element():
+    found = read('''
+        TP=2
+        MODEL_ARGS=(
+            --num-layers 24   # a comment inside the array
+            --tensor-model-parallel-size $TP
+        )
+        torchrun --nproc-per-node=4 --nnodes 2 pretrain_gpt.py "${MODEL_ARGS[@]}" --sequence-parallel
+        ''')
+    assert words(found) == ["--num-layers", "24", "--tensor-model-parallel-size", "2", "--sequence-parallel"]
+    flag = found.tokens[0]
+    assert (flag.line, flag.column, flag.origin, flag.literal) == (3, 5, "variable MODEL_ARGS (line 2)", True)
+    tp = found.tokens[3]
+    assert tp.line == 1 and tp.origin == "variable TP (line 1)"  # the text "2" is written on line 1
+    last = found.tokens[4]
+    assert last.origin == LAUNCH_LINE and last.literal and last.span == (6, 75, 94)
+    assert found.world_size == 8
+
+
+def test_unquoted_expansion_splits_and_quoted_does_not():
+    found = read('''
+        OPTS="--num-layers 4 --hidden-size 64"
+        python pretrain_gpt.py $OPTS "$OPTS"
+        ''')
+    assert words(found) == ["--num-layers", "4", "--hidden-size", "64", "--num-layers 4 --hidden-size 64"]
+    assert found.tokens[2].line == 1 and found.tokens[2].column == 22  # inside the string on line 1
+
+
+def test_default_expansion_and_unknowns_are_never_guessed():
+    found = read('''
+        TP=${TP:-4}
+        NODES=$(scontrol show hostnames | wc -l)
+        torchrun --nproc_per_node 8 --nnodes $NODES pretrain_gpt.py --tensor-model-parallel-size $TP --save $CKPT `date` $EXTRA
+        ''')
+    assert words(found) == ["--tensor-model-parallel-size", "4", "--save", None, None, None]
+    assert found.world_size is None
+    text = "\n".join(found.unknowns)
+    assert "${TP:-4} is '4' unless the environment sets TP" in text
+    assert "$(scontrol show hostnames | wc -l) is not known statically" in text
+    assert "$CKPT is not set in the script" in text
+    assert found.tokens[-1].multi and found.tokens[-1].what == "$EXTRA"
+    assert found.tokens[3].multi and found.tokens[4].what == "`date`"
+
+
+def test_assignment_inside_a_closed_block_is_unknown():
+    found = read('''
+        TP=1
+        if [ "$BIG" = 1 ]; then
+            TP=8
+        fi
+        torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size $TP
+        ''')
+    assert words(found)[-1] is None
+    assert any("$TP is set inside an if block (line 2)" in u for u in found.unknowns)
+
+
+def test_launch_environment_exports_and_prefixes():
+    found = read('''
+        export CUDA_DEVICE_MAX_CONNECTIONS=1
+        NCCL_DEBUG=INFO
+        NVTE_X=1; export NVTE_X
+        unset GONE
+        GONE=1
+        unset GONE
+        NVTE_FWD_LAYERNORM_SM_MARGIN=16 torchrun --nproc_per_node 2 pretrain_gpt.py
+        export AFTER=1
+        ''')
+    env = found.env
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"].value == "1" and env["CUDA_DEVICE_MAX_CONNECTIONS"].how == "export"
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"].line == 1
+    assert env["NCCL_DEBUG"].how == "assignment"
+    assert env["NVTE_X"].how == "export" and env["NVTE_X"].line == 3
+    assert env["NVTE_FWD_LAYERNORM_SM_MARGIN"].how == "prefix" and env["NVTE_FWD_LAYERNORM_SM_MARGIN"].value == "16"
+    assert "GONE" not in env and "AFTER" not in env
+
+
+def test_exported_unknown_value():
+    found = read('''
+        export CUDA_DEVICE_MAX_CONNECTIONS=$CONN
+        torchrun --nproc_per_node 2 pretrain_gpt.py
+        ''')
+    assert found.env["CUDA_DEVICE_MAX_CONNECTIONS"].value is UNKNOWN
+
+
+@pytest.mark.parametrize("line, kind", [
+    ("python -m torch.distributed.run --nproc_per_node 8 pretrain_gpt.py --num-layers 2", 8),
+    ("srun -N 2 --ntasks-per-node=1 --container-image img torchrun --nproc-per-node 4 --nnodes 2 pretrain_gpt.py --num-layers 2", 8),
+    ("python3 -u pretrain_bert.py --num-layers 2", None),
+    ("exec env A=1 python pretrain_gpt.py --num-layers 2", None),
+    ("uv run --no-sync python -m torch.distributed.run --nproc_per_node 2 $MEGATRON/pretrain_gpt.py --num-layers 2", 2),
+    ("torchrun --nproc 8 pretrain_gpt.py --num-layers 2", 8),  # torchrun's parser allows abbreviations
+])
+def test_launch_forms(line, kind):
+    found = read(line + "\n")
+    assert found.script in ("pretrain_gpt.py", "pretrain_bert.py")
+    assert words(found) == ["--num-layers", "2"]
+    assert found.world_size == kind
+
+
+@pytest.mark.parametrize("nnodes, note", [("1:4", "elastic"), ("$N", "not known statically")])
+def test_world_size_unknown(nnodes, note):
+    found = read(f"torchrun --nproc_per_node 8 --nnodes {nnodes} pretrain_gpt.py\n")
+    assert found.world_size is None and any(note in u for u in found.unknowns)
+
+
+def test_world_size_not_an_integer():
+    with pytest.raises(InputError) as err:
+        read("echo hi\ntorchrun --nproc_per_node eight pretrain_gpt.py\n")
+    assert err.value.problem.one_line() == "train.sh:2:27: --nproc-per-node: not an integer: 'eight' (torchrun exits: unsupported value)"
+
+
+def test_no_launch_line():
+    with pytest.raises(InputError) as err:
+        read("python tools/preprocess_data.py --input x\necho done\n")
+    assert err.value.problem.one_line().startswith("train.sh: no Megatron-LM launch line found")
+
+
+def test_unterminated_quote_is_one_line_error():
+    with pytest.raises(InputError) as err:
+        read('A="abc\ntorchrun pretrain_gpt.py\n')
+    assert err.value.problem.one_line() == "train.sh:1:3: unterminated double quote"
+
+
+def test_heredoc_body_is_skipped_and_only_first_launch_is_checked():
+    found = read('''
+        cat > cfg.txt <<EOF
+        torchrun --nproc_per_node 1 pretrain_gpt.py --num-layers 99
+        EOF
+        torchrun --nproc_per_node 2 pretrain_gpt.py --num-layers 2
+        torchrun --nproc_per_node 2 pretrain_gpt.py --num-layers 3
+        ''')
+    assert words(found) == ["--num-layers", "2"] and found.launch_line == 4
+    assert any("only the first (line 4)" in u for u in found.unknowns)
+
+
+def test_has_launch_line():
+    assert has_launch_line("torchrun pretrain_gpt.py\n")
+    assert not has_launch_line("#!/bin/bash\nmake -j8\n")
+    assert not has_launch_line("echo 'torchrun is great'\n")

@@ -1,0 +1,178 @@
+"""Build Megatron-LM's argparse table that overlap-cli ships: every option ``parse_args`` accepts, as data.
+
+    /tmp/bridge-env/bin/python tools/build_mlm_arguments.py [--mlm-source DIR|GITDIR@REF]
+
+Run it in an environment where megatron-core is importable (its wheel carries ``megatron/training``).
+The parser is the real one: ``argparse.ArgumentParser(allow_abbrev=False)`` filled by
+``megatron.training.arguments.add_megatron_arguments``, exactly as ``parse_args`` builds it
+(megatron/training/arguments.py:116-121). Every action is written with its spellings, dest, action kind,
+type, nargs, choices, const and default.
+
+The optional argument groups the training scripts add through ``extra_args_provider`` are not in the
+wheel; they are read from a Megatron-LM source tree (``--mlm-source``: a checkout, or a git directory and
+a ref, default the ``core_r0.19.0`` branch of a fetched mirror). Of such a file only the top-level imports
+(each tried; one that fails is skipped) and the provider function are executed, on a fresh copy of the
+core parser; the actions it adds form that group. Nothing of the rest of the script runs.
+
+Output: ``overlap_cli/frameworks/megatron_lm/arguments.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import enum
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "overlap_cli" / "frameworks" / "megatron_lm" / "arguments.json"
+DEFAULT_SOURCE = "/work/.mirror/NVIDIA+Megatron-LM/repo@core_r0.19.0"
+
+# (group, file in the Megatron-LM tree, provider function, the training scripts that pass it)
+PROVIDERS = (
+    ("modelopt", "megatron/post_training/arguments.py", "add_modelopt_args", ["pretrain_gpt.py", "pretrain_hybrid.py"]),
+    ("vlm", "pretrain_vlm.py", "add_vlm_extra_args", ["pretrain_vlm.py"]),
+    ("inference", "megatron/inference/utils.py", "add_inference_args", ["train_rl.py"]),
+)
+
+ACTION_KINDS = {
+    "_StoreAction": "store",
+    "_StoreTrueAction": "store_true",
+    "_StoreFalseAction": "store_false",
+    "_StoreConstAction": "store_const",
+    "_AppendAction": "append",
+    "_AppendConstAction": "append_const",
+    "_CountAction": "count",
+    "BooleanOptionalAction": "boolean_optional",
+    "_HelpAction": "help",
+    "_VersionAction": "version",
+}
+
+
+def read_source(source: str, rel: str) -> str | None:
+    if "@" in source:
+        gitdir, ref = source.rsplit("@", 1)
+        proc = subprocess.run(["git", "-C", gitdir, "show", f"{ref}:{rel}"], capture_output=True, text=True)
+        return proc.stdout if proc.returncode == 0 else None
+    path = Path(source) / rel
+    return path.read_text() if path.is_file() else None
+
+
+def provider_function(text: str, name: str, filename: str):
+    """The provider function of a module, defined after the module's top-level imports (each tried)."""
+    tree = ast.parse(text, filename)
+    namespace: dict = {"__name__": "mlm_provider"}
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            try:
+                exec(compile(ast.Module([node], []), filename, "exec"), namespace)
+            except Exception as exc:  # an optional dependency of the script, not of the provider
+                print(f"  {filename}: skipped import at line {node.lineno}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        elif isinstance(node, ast.FunctionDef) and node.name == name:
+            exec(compile(ast.Module([node], []), filename, "exec"), namespace)
+    return namespace.get(name)
+
+
+def type_name(t) -> str | None:
+    if t is None:
+        return None
+    name = getattr(t, "__name__", repr(t))
+    if name in ("int", "float", "str", "bool"):
+        return name
+    if name == "enum_type_handler":  # argument_utils.ArgumentGroupFactory._get_enum_kwargs: Enum[name]
+        return "enum"
+    return name  # la_freq_type, moe_freq_type, no_rope_freq_type, tuple_type, _parse_cuda_graph_modules_arg, ...
+
+
+def plain(value):
+    """A JSON value for a default/choice/const: enum members by name, tuples as lists."""
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def row(action, group: str) -> dict:
+    kind = ACTION_KINDS.get(type(action).__name__, type(action).__name__)
+    out = {"dest": action.dest, "flags": list(action.option_strings), "action": kind, "group": group}
+    t = type_name(action.type)
+    if t:
+        out["type"] = t
+    if action.nargs is not None and kind not in ("store_true", "store_false", "store_const", "count", "help"):
+        out["nargs"] = action.nargs
+    if action.choices is not None:
+        out["choices"] = plain(list(action.choices))
+    if action.const is not None:
+        out["const"] = plain(action.const)
+    if action.default is not argparse.SUPPRESS:
+        out["default"] = plain(action.default)
+    if action.required:
+        out["required"] = True
+    return out
+
+
+def core_parser():
+    from megatron.training.arguments import add_megatron_arguments
+
+    parser = argparse.ArgumentParser(description="Megatron-LM Arguments", allow_abbrev=False)
+    return add_megatron_arguments(parser)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mlm-source", default=os.environ.get("OVERLAP_MLM_SOURCE", DEFAULT_SOURCE))
+    ap.add_argument("-o", "--output", default=str(OUT))
+    opts = ap.parse_args()
+
+    import warnings
+
+    warnings.simplefilter("ignore")
+    from importlib import metadata
+
+    parser = core_parser()
+    rows = [row(a, "core") for a in parser._actions]
+    groups = {"core": {"source": "megatron/training/arguments.py:add_megatron_arguments", "scripts": "all"}}
+    for group, rel, func, scripts in PROVIDERS:
+        text = read_source(opts.mlm_source, rel)
+        if text is None:
+            print(f"  {rel}: not in {opts.mlm_source}; group {group} left out", file=sys.stderr)
+            continue
+        provider = provider_function(text, func, rel)
+        if provider is None:
+            print(f"  {rel}: no function {func}; group {group} left out", file=sys.stderr)
+            continue
+        fresh = core_parser()
+        known = set(map(id, fresh._actions))
+        try:
+            fresh = provider(fresh) or fresh
+        except Exception as exc:
+            print(f"  {rel}:{func} failed ({type(exc).__name__}: {exc}); group {group} left out", file=sys.stderr)
+            continue
+        added = [a for a in fresh._actions if id(a) not in known]
+        rows.extend(row(a, group) for a in added)
+        groups[group] = {"source": f"{rel}:{func}", "scripts": scripts, "options": len(added)}
+        print(f"  {group}: {len(added)} options from {rel}", file=sys.stderr)
+
+    doc = {
+        "megatron_core": metadata.version("megatron-core"),
+        "mlm_source": opts.mlm_source,
+        "parser": {"allow_abbrev": parser.allow_abbrev, "prefix_chars": parser.prefix_chars},
+        "groups": groups,
+        "options": rows,
+    }
+    Path(opts.output).write_text(json.dumps(doc, separators=(",", ":"), sort_keys=False) + "\n")
+    print(f"{opts.output}: {len(rows)} options (megatron-core {doc['megatron_core']})", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
