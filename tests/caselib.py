@@ -13,8 +13,12 @@ from conftest import ROOT
 
 CASES_DIR = ROOT / "tests" / "cases"
 FIXED_SUFFIX = ".fixed.yaml"
+# Megatron-LM launches: shell scripts and functional-test YAMLs, with the same headers (NAME.fixed.sh beside
+# a NAME.sh).
+LM_CASES_DIR = CASES_DIR / "megatron_lm"
 # The cases themselves; the expected fix outputs beside them are no cases (their header is the case's).
 CASES = sorted(p for p in CASES_DIR.glob("*.yaml") if not p.name.endswith(FIXED_SUFFIX))
+CASES += sorted(p for p in LM_CASES_DIR.glob("*") if p.suffix in (".sh", ".yaml") and ".fixed." not in p.name)
 
 _LISTS = ("expect", "absent", "effective")
 _LISTS += tuple(f"{form}-{key}" for form in ("fixed", "unsafe-fixed") for key in ("absent", "no-fix", "effective"))
@@ -40,7 +44,7 @@ def read_header(path: Path) -> dict:
 
 def fixed_path(case: Path, unsafe: bool) -> Path:
     """Where the expected `overlap fix` output of ``case`` lives (with --unsafe-fixes or without)."""
-    return case.with_name(case.stem + (".unsafe" if unsafe else "") + FIXED_SUFFIX)
+    return case.with_name(case.stem + (".unsafe" if unsafe else "") + ".fixed" + case.suffix)
 
 
 def parse_expected(token: str):

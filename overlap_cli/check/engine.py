@@ -58,6 +58,12 @@ def check(
 
 def _check(result: FileResult, path: str, target: Target, overrides, text, selection) -> Optional[Resolved]:
     """Fill ``result``; return the resolved view, or None when the file is an input error."""
+    from overlap_cli.check.engine_lm import framework_of
+
+    if framework_of(path, text, target) == "megatron-lm":  # a launch script or functional-test YAML
+        from overlap_cli.check.engine_lm import check_launch
+
+        return check_launch(result, path, target, text, selection)
     from overlap_cli.config.loader import load_config
     from overlap_cli.frameworks.bridge.resolver import resolve
     from overlap_cli.rules import run_rules

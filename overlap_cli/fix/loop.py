@@ -99,8 +99,13 @@ def fix_text(
     """Fix ``text``. Only findings at or above ``threshold`` have their fixes applied: the same bar that
     makes ``overlap check`` exit 1, so ``fix`` never edits a file that ``check`` passes."""
     from overlap_cli.check.engine import CheckedFile, check as check_text
+    from overlap_cli.check.engine_lm import framework_of
     from overlap_cli.check.results import SEVERITY_RANK
 
+    if framework_of(path, text, target) == "megatron-lm":  # a launch script / functional-test YAML: fix.script
+        from overlap_cli.fix.script import fix_launch_text
+
+        return fix_launch_text(path, text, target, unsafe, comments, selection, threshold)
     bar = SEVERITY_RANK[threshold]
 
     def check(t: str) -> CheckedFile:

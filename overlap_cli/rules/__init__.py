@@ -30,6 +30,7 @@ def all_rules() -> dict[str, Rule]:
         from overlap_cli.rules import cfg, cfg_suppressions, cp, dp, dp_fsdp, dp_param_gather  # noqa: F401
         from overlap_cli.rules import env, env_section, ep, ep_dispatcher, ep_wgrad, mp, pp, pp_layout  # noqa: F401
         from overlap_cli.rules import tp, ub, ub_config  # noqa: F401
+        from overlap_cli.rules import lm, lm_dp, lm_env  # noqa: F401  (Megatron-LM launches)
 
         _SORTED = dict(sorted(RULES.items(), key=lambda kv: code_sort_key(kv[0])))
     return dict(_SORTED)
@@ -48,12 +49,16 @@ class RuleCrashed(Exception):
 
 
 def run_rules(view) -> list:
-    """Every rule's findings. A check that raises stops the run for this view with RuleCrashed: its
+    """The findings of every rule for the view's framework (``view.framework``, Bridge when it has none:
+    see ``Rule.frameworks``). A check that raises stops the run for this view with RuleCrashed: its
     file gets one internal-error line instead of a report built on a partial rule set."""
     from overlap_cli.check.results import Finding
 
+    framework = getattr(view, "framework", "bridge")
     findings: list[Finding] = []
     for r in all_rules().values():
+        if framework not in r.frameworks:
+            continue
         try:
             for f in r.check(view) or ():
                 if not f.code:

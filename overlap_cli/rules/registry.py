@@ -4,6 +4,16 @@ check function. The rule modules import this; the package (``overlap_cli.rules``
 Codes are stable: CFG0xx structure, TP1xx tensor parallel, PP2xx pipeline, DP3xx data parallel and
 buckets, MP4xx mixed precision, ENV5xx launch environment, UB6xx userbuffers presets, EP7xx expert
 parallel / delayed wgrad, CP8xx context parallel.
+
+Each rule names the frameworks whose inputs it checks (``frameworks``; ``run_rules`` runs only those of the
+input's framework). The families above are Megatron-Bridge's (``("bridge",)``, the default). Megatron-LM
+launches have their own family, LM, numbered like the others by topic — LM0xx the launch itself (world
+size), LM1xx TP, LM2xx PP / virtual pipeline, LM3xx DP / FSDP / buckets, LM5xx launch environment — because
+Megatron-LM decides differently (it asserts where Bridge switches off, and never turns DP overlap on): its
+rules say what validate_args prints. A rule that reads only what Megatron-Core's own configs decide
+(``model_parallel_config.py`` / ``transformer_config.py`` ``__post_init__``: deferred embedding wgrad,
+p2p warmup/flush, EP overlap, delayed wgrad) keeps its code and serves both, ``frameworks=BOTH``: one
+place for the check, whichever framework built the config.
 """
 
 from __future__ import annotations
@@ -15,7 +25,7 @@ if TYPE_CHECKING:
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 
 # The families in the order rules are listed (and sorted by code_sort_key).
-FAMILIES = ("cfg", "tp", "pp", "dp", "mp", "env", "ub", "ep", "cp")
+FAMILIES = ("cfg", "tp", "pp", "dp", "mp", "env", "ub", "ep", "cp", "lm")
 FAMILY_NAMES = {
     "CFG": "structure",
     "TP": "tensor parallel",
@@ -26,7 +36,11 @@ FAMILY_NAMES = {
     "UB": "userbuffers presets",
     "EP": "expert parallel",
     "CP": "context parallel",
+    "LM": "Megatron-LM launches",
 }
+
+BRIDGE, MEGATRON_LM = "bridge", "megatron-lm"
+BOTH = (BRIDGE, MEGATRON_LM)
 
 
 @dataclass(frozen=True)
@@ -38,6 +52,7 @@ class Rule:
     check: Callable
     # What its fixes are (see FIX_CLASSES): "none", or classes joined by "/" in FIX_CLASSES order.
     fix: str = "none"
+    frameworks: tuple = (BRIDGE,)  # the inputs it checks: BRIDGE, MEGATRON_LM or both
 
     @property
     def doc(self) -> str:
@@ -77,13 +92,13 @@ RULES: dict[str, Rule] = {}  # code -> rule, filled as each rule module is impor
 _DOCS: dict[str, str] = {}
 
 
-def rule(code: str, name: str, severity: str, title: str, fix: str = "none"):
+def rule(code: str, name: str, severity: str, title: str, fix: str = "none", frameworks: tuple = (BRIDGE,)):
     """Register ``func`` as the check of rule ``code``; its docstring is the rule's documentation."""
 
     def deco(func: Callable) -> Callable:
         if code in RULES:
             raise RuntimeError(f"duplicate rule code {code}")
-        RULES[code] = Rule(code, name, severity, title, func, fix)
+        RULES[code] = Rule(code, name, severity, title, func, fix, tuple(frameworks))
         return func
 
     return deco

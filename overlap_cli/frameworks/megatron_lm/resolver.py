@@ -1,0 +1,385 @@
+"""Resolve a Megatron-LM launch into the settings Megatron-LM hands to Megatron-Core — a pure function.
+
+Mirrors, in order, what happens to the parsed flags (megatron-core 0.19.2's ``megatron/training``):
+
+1. ``parse_args``: argparse defaults, then the flags; ``WORLD_SIZE`` from the launcher (arguments.py:144);
+2. ``validate_args`` (arguments.py:388): the data-parallel size (arguments.py:430-446), the virtual
+   pipeline (arguments.py:894-949), the p2p / align-param-gather forcing without it (arguments.py:966-985),
+   the DP-overlap, FSDP and optimizer-step assertions (arguments.py:990-1145), sequence parallelism at
+   TP = 1 and the TP-overlap assertion (arguments.py:1393-1402), ``CUDA_DEVICE_MAX_CONNECTIONS``
+   before Blackwell (arguments.py:1413-1439), ``--freeze-all-layers`` (arguments.py:1759-1768);
+3. the configs built from ``args``: ``core_transformer_config_from_args`` (argument_utils.py:277,
+   ``batch_p2p_comm = not overlap_p2p_comm``), ``get_megatron_ddp_config`` (training.py:1977) and
+   ``resolve_ddp_bucket_size`` (training.py:1552: ``max(40_000_000, 1_000_000 * |dp_cp|)``, None without
+   ``overlap_grad_reduce``).
+
+Every effective value has a provenance: ``user`` (a flag, with its line), ``default``, ``forced-off``,
+``derived`` or ``unknown`` (the flag's value is not known statically). What would assert is recorded in
+launch order, with the message the launch prints; rules report it.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from overlap_cli.check.results import DEFAULT, FORCED_OFF, UNKNOWN as UNKNOWN_SOURCE, USER, Value
+from overlap_cli.frameworks.megatron_lm import facts as lm
+from overlap_cli.frameworks.megatron_lm.view import Assertion, Forcing, LaunchConfig, LMResolved
+from overlap_cli.target.profile import HOPPER_OR_OLDER, SM100_OR_NEWER
+
+DERIVED = "derived"
+MAX_CONNECTIONS = "CUDA_DEVICE_MAX_CONNECTIONS"
+# Launch variables shown in ``effective`` when the launch sets them (the overlap-related ones).
+SHOWN_ENV = (
+    MAX_CONNECTIONS, "NVTE_FWD_LAYERNORM_SM_MARGIN", "NVTE_BWD_LAYERNORM_SM_MARGIN", "TORCH_NCCL_HIGH_PRIORITY",
+    "NCCL_P2P_NET_CHUNKSIZE",
+)  # fmt: skip
+
+
+def resolve(launch, target) -> LMResolved:
+    from overlap_cli.frameworks.megatron_lm.args import UNKNOWN, defaults
+
+    def known(x) -> bool:
+        return x is not UNKNOWN
+
+    a = dict(defaults())
+    prov: dict = {}  # dest -> Value
+    for dest, arg in launch.args.items():
+        a[dest] = arg.value
+        where = f"{arg.flag} on line {arg.line}" + ("" if arg.origin == "launch line" else f" (through {arg.origin})")
+        if known(arg.value):
+            prov[dest] = Value(arg.value, USER, where)
+        else:
+            prov[dest] = Value(None, UNKNOWN_SOURCE, f"{where}: its value is not known statically")
+
+    r = LMResolved(launch=launch, cfg=LaunchConfig(launch), target=target)
+    # Unquoted unknown expansions ($EXTRA_ARGS from outside): any flag may be among their words.
+    r.open_words = [t.what or "an unknown expansion" for t in launch.tokens if getattr(t, "multi", False)]
+    asserts, forcings = r.assertions, r.forcings
+
+    def fail(id_: str, message: str, at: str, *dests: str) -> None:
+        asserts.append(Assertion(id_, message, at, dests))
+
+    def force(id_: str, dest: str, new, at: str, printed: str = "", why: str = "") -> None:
+        old = a.get(dest)
+        if old is new or old == new and type(old) is type(new):
+            return
+        forcings.append(Forcing(id_, dest, old, new, at, printed))
+        a[dest] = new
+        source = FORCED_OFF if new is False or new is None else DERIVED
+        prov[dest] = Value(new, source, why or f"validate_args sets it ({at})")
+
+    def integer(dest: str):
+        v = a.get(dest)
+        return v if known(v) and isinstance(v, int) and not isinstance(v, bool) else None
+
+    # -- world size and the data-parallel size (arguments.py:144, 430-446) ------------------------
+    ws = launch.world_size if isinstance(launch.world_size, int) and not isinstance(launch.world_size, bool) else None
+    if ws is not None:
+        target = copy.copy(target)
+        target.world_size = ws
+        target.sources = {**target.sources, "world_size": "launch"}
+        r.target = target
+        r.world_source = "launch"
+    else:
+        ws = target.world_size
+        r.world_source = target.source("world_size")
+    r.world_size = ws
+    r.tp, r.pp, r.cp = integer("tensor_model_parallel_size"), integer("pipeline_model_parallel_size"), integer("context_parallel_size")
+    r.ep = integer("expert_model_parallel_size")
+    if ws is not None and None not in (r.tp, r.pp, r.cp):
+        size = r.tp * r.pp * r.cp
+        if ws % size:
+            r.dp_error = lm.WORLD_NOT_DIVISIBLE.format(ws=ws, size=size)
+            fail("world", r.dp_error, lm.WORLD_NOT_DIVISIBLE_AT, "tensor_model_parallel_size")
+        else:
+            r.dp = ws // size
+    a["world_size"], a["data_parallel_size"] = ws, r.dp
+
+    # -- the virtual pipeline (arguments.py:761-949) ------------------------------------------------
+    _virtual_pipeline(r, a, prov, known, integer, fail)
+
+    # -- the interleaved schedule, or p2p overlap and aligned param gather off (arguments.py:966-985)
+    if r.vpp is not None:
+        p2p = a.get("overlap_p2p_comm")
+        if r.pp is not None and known(p2p):
+            if p2p and r.pp <= 1:
+                fail("interleaved-pp", lm.INTERLEAVED_PP_1, lm.INTERLEAVED_AT, "pipeline_model_parallel_size")
+            elif not p2p and r.pp <= 2:
+                fail("interleaved-pp", lm.INTERLEAVED_PP_2, lm.INTERLEAVED_AT, "overlap_p2p_comm", "pipeline_model_parallel_size")
+    elif r.vpp_known:
+        printed = lm.NO_VPP_FORCING if (r.pp or 1) > 1 else ""
+        why = "no virtual pipeline: validate_args turns it off (the non-interleaved schedule cannot overlap p2p)"
+        force("no-vpp", "overlap_p2p_comm", False, lm.NO_VPP_FORCING_AT, printed, why + f", {lm.NO_VPP_FORCING_AT}")
+        force("no-vpp", "align_param_gather", False, lm.NO_VPP_FORCING_AT, printed,
+              f"no virtual pipeline: validate_args turns it off ({lm.NO_VPP_FORCING_AT})")
+
+    # -- DP overlap, Torch-FSDP2, the optimizer-step overlap (arguments.py:990-1040) ----------------
+    max_conn = _max_connections(r, launch, UNKNOWN)
+    distopt = a.get("use_distributed_optimizer")
+    if a.get("overlap_param_gather") is True:
+        if distopt is False and a.get("use_megatron_fsdp") is not True and a.get("optimizer") != "dist_muon":
+            fail("opg-distopt", lm.OPG_NEEDS_DISTOPT, lm.OPG_NEEDS_DISTOPT_AT, "overlap_param_gather")
+        if a.get("overlap_grad_reduce") is False:
+            fail("opg-ogr", lm.OPG_NEEDS_OGR, lm.OPG_NEEDS_OGR_AT, "overlap_param_gather")
+    if a.get("use_torch_fsdp2") is True:
+        if distopt is True:
+            fail("fsdp2-distopt", lm.FSDP2_DISTOPT, lm.FSDP2_DISTOPT_AT, "use_torch_fsdp2", "use_distributed_optimizer")
+        if max_conn == "1":
+            fail("fsdp-max-conn", lm.FSDP2_MAX_CONN, lm.FSDP2_MAX_CONN_AT, "use_torch_fsdp2")
+    if a.get("overlap_param_gather_with_optimizer_step") is True:
+        dest = "overlap_param_gather_with_optimizer_step"
+        if distopt is False:
+            fail("ops", lm.OPS_DISTOPT, lm.OPS_AT, dest)
+        elif a.get("overlap_param_gather") is False:
+            fail("ops", lm.OPS_OPG, lm.OPS_AT, dest)
+        elif r.vpp is None and r.vpp_known:
+            fail("ops", lm.OPS_VPP, lm.OPS_AT, dest)
+        elif known(a.get("ckpt_format")) and a.get("ckpt_format") != "torch":  # update_use_dist_ckpt
+            fail("ops", lm.OPS_DIST_CKPT, lm.OPS_AT, dest, "ckpt_format")
+
+    # -- Megatron-FSDP (arguments.py:1100-1145) -----------------------------------------------------
+    if a.get("use_megatron_fsdp") is True:
+        r.megatron_fsdp = True
+        force("mfsdp-distopt", "use_distributed_optimizer", True, lm.MFSDP_FORCES_DISTOPT_AT,
+              lm.MFSDP_FORCES_DISTOPT, f"--use-megatron-fsdp turns the distributed optimizer on ({lm.MFSDP_FORCES_DISTOPT_AT})")
+        if max_conn == "1":
+            fail("fsdp-max-conn", lm.MFSDP_MAX_CONN, lm.MFSDP_MAX_CONN_AT, "use_megatron_fsdp")
+
+    # -- sequence parallelism at TP = 1, then TP overlap (arguments.py:1393-1402) -------------------
+    if r.tp == 1:
+        printed = lm.SP_OFF_AT_TP1 if a.get("sequence_parallel") is True else ""
+        force("sp-tp1", "sequence_parallel", False, lm.SP_OFF_AT_TP1_AT, printed,
+              f"TP = 1: validate_args turns sequence parallelism off ({lm.SP_OFF_AT_TP1_AT})")
+    if a.get("tp_comm_overlap") is True and a.get("sequence_parallel") is False and r.tp is not None:
+        fail("tp-overlap-sp", lm.TP_OVERLAP_NEEDS_SP, lm.TP_OVERLAP_NEEDS_SP_AT, "tp_comm_overlap", "sequence_parallel")
+
+    # -- CUDA_DEVICE_MAX_CONNECTIONS before Blackwell (arguments.py:1413-1439) ----------------------
+    r.max_conn_needs_one = None  # True: asserted; False: not; None: depends on the GPU (or TP/CP unknown)
+    tp_or_cp = None if None in (r.tp, r.cp) else (r.tp > 1 or r.cp > 1)
+    if tp_or_cp:
+        gen = r.target.gpu_generation
+        fsdp = a.get("use_torch_fsdp2") is True or a.get("use_megatron_fsdp") is True
+        ep_overlap = a.get("overlap_moe_expert_parallel_comm") is True
+        if fsdp or ep_overlap:
+            r.max_conn_needs_one = False
+            if gen != SM100_OR_NEWER:
+                impl = "Torch-FSDP2" if a.get("use_torch_fsdp2") is True else "Megatron-FSDP"
+                r.launch_warnings.append(
+                    lm.MAX_CONN_FSDP_WARNING.format(impl=impl) if fsdp else lm.MAX_CONN_EP_WARNING
+                )
+        elif gen == HOPPER_OR_OLDER:
+            r.max_conn_needs_one = True
+            if max_conn is not UNKNOWN and max_conn != "1":
+                fail("max-conn-one", lm.MAX_CONN_ONE, lm.MAX_CONN_ONE_AT, "tensor_model_parallel_size")
+        elif gen == SM100_OR_NEWER:
+            r.max_conn_needs_one = False
+    elif tp_or_cp is False:
+        r.max_conn_needs_one = False
+
+    # -- --freeze-all-layers (arguments.py:1759-1768) -----------------------------------------------
+    if a.get("freeze_all_layers") is True:
+        force("freeze", "use_distributed_optimizer", False, lm.FREEZE_AT,
+              "--freeze-all-layers incompatible with use_distributed_optimizer. Disabling use_distributed_optimizer.")
+        force("freeze", "overlap_param_gather", False, lm.FREEZE_AT,
+              "--freeze-all-layers incompatible with overlap_param_gather. Disabling overlap_param_gather.")
+
+    _build_configs(r, a, prov, known, UNKNOWN, fail)
+    r.args = a
+    r.model_at_setup = r.final["model"]
+    return r
+
+
+def _virtual_pipeline(r, a, prov, known, integer, fail) -> None:
+    """VPP from a hybrid pattern's | segments, --pipeline-model-parallel-layout,
+    --num-layers-per-virtual-pipeline-stage or --num-virtual-stages-per-pipeline-rank; 1 means none."""
+    from overlap_cli.frameworks.bridge.pipeline_layout import read_layout
+
+    pp = r.pp
+    hybrid = a.get("hybrid_layer_pattern")
+    if hybrid is None:  # the legacy spelling is copied over (arguments.py:722-730)
+        hybrid = a.get("hybrid_override_pattern")
+    layout, nl_vps, nvs = (a.get(k) for k in (
+        "pipeline_model_parallel_layout", "num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank"))
+    vpp, why = None, ""
+    if any(not known(x) for x in (hybrid, layout, nl_vps, nvs)) or pp is None:
+        r.vpp, r.vpp_known = None, False
+        prov["virtual_pipeline_model_parallel_size"] = Value(
+            None, UNKNOWN_SOURCE, "depends on a flag whose value is not known statically")
+        return
+    if hybrid:  # arguments.py:820-837: | segments of the main pattern (before the MTP separator /)
+        segments = str(hybrid).split("/")[0].count("|") + 1
+        if segments > 1 or pp == 1:
+            if segments % pp == 0 and segments > pp:
+                vpp, why = segments // pp, f"{segments} segments of --hybrid-layer-pattern / PP {pp} (arguments.py:832)"
+    given = [x is not None for x in (nl_vps, nvs, layout)]
+    if sum(given) > 1:
+        fail("vpp-args", lm.VPP_EXCLUSIVE, lm.VPP_EXCLUSIVE_AT,
+             *[d for d, g in zip(("num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank",
+                                  "pipeline_model_parallel_layout"), given) if g])
+        r.vpp, r.vpp_known = None, False
+        return
+    num_layers = integer("num_layers") if a.get("num_layers") is not None else integer("decoder_num_layers")
+    extra = int(a.get("account_for_embedding_in_pipeline_split") is True) + int(a.get("account_for_loss_in_pipeline_split") is True)
+    uneven = a.get("decoder_first_pipeline_num_layers") is not None or a.get("decoder_last_pipeline_num_layers") is not None
+    if layout is not None:
+        stages = read_layout(layout)
+        if stages is None or stages.stages is None:
+            r.vpp_known = False
+        elif stages.stages % pp:
+            fail("layout", lm.LAYOUT_NOT_DIVISIBLE, lm.LAYOUT_NOT_DIVISIBLE_AT, "pipeline_model_parallel_layout")
+            r.vpp_known = False
+        else:
+            vpp, why = stages.stages // pp, f"{stages.stages} stages of --pipeline-model-parallel-layout / PP {pp} (arguments.py:916)"
+    elif nl_vps is not None:
+        if uneven:
+            fail("vpp-layers", lm.VPP_UNEVEN, lm.VPP_UNEVEN_AT, "num_layers_per_virtual_pipeline_stage")
+            r.vpp_known = False
+        elif num_layers is None:
+            r.vpp_known = False
+        elif (num_layers + extra) % pp:
+            fail("vpp-layers", lm.LAYERS_NOT_DIVISIBLE_PP, lm.LAYERS_NOT_DIVISIBLE_PP_AT, "num_layers", "pipeline_model_parallel_size")
+            r.vpp_known = False
+        elif ((num_layers + extra) // pp) % nl_vps:
+            fail("vpp-layers", lm.LAYERS_NOT_DIVISIBLE_VPP, lm.LAYERS_NOT_DIVISIBLE_VPP_AT, "num_layers_per_virtual_pipeline_stage")
+            r.vpp_known = False
+        else:
+            per_stage = (num_layers + extra) // pp
+            vpp, why = per_stage // nl_vps, (
+                f"{per_stage} layers per pipeline stage / --num-layers-per-virtual-pipeline-stage {nl_vps} (arguments.py:940)")
+    elif nvs is not None:
+        vpp, why = nvs, "--num-virtual-stages-per-pipeline-rank (arguments.py:943)"
+    elif not hybrid and not uneven and num_layers is not None and a.get("num_layers") is not None and (num_layers + extra) % pp:
+        fail("vpp-layers", lm.LAYERS_NOT_DIVISIBLE_PP_PLAIN, lm.LAYERS_NOT_DIVISIBLE_PP_PLAIN_AT, "num_layers", "pipeline_model_parallel_size")
+    if vpp == 1:
+        vpp, why = None, why + ": 1 means no virtual pipeline (arguments.py:944)"
+    r.vpp = vpp
+    if why:
+        prov["virtual_pipeline_model_parallel_size"] = Value(vpp, DERIVED, why)
+    else:
+        prov["virtual_pipeline_model_parallel_size"] = Value(
+            None, DEFAULT, "no virtual pipeline flag: validate_args leaves it None (arguments.py:948)")
+
+
+def _max_connections(r, launch, unknown):
+    """CUDA_DEVICE_MAX_CONNECTIONS as the training processes see it: the launch's own setting, else the
+    shell's (with --env-from-shell), else unset (None)."""
+    env = launch.env.get(MAX_CONNECTIONS)
+    if env is not None:
+        r.max_connections = env.value
+        r.max_connections_from = f"{_how(env)} on line {env.line}"
+    elif r.target.shell_env is not None and MAX_CONNECTIONS in r.target.shell_env:
+        r.max_connections, r.max_connections_from = r.target.shell_env[MAX_CONNECTIONS], "exported in this shell"
+    else:
+        r.max_connections, r.max_connections_from = None, ""
+    return r.max_connections
+
+
+def _how(env) -> str:
+    return {"export": "exported", "prefix": "set before the launcher", "ENV_VARS": "set in ENV_VARS",
+            "assignment": "assigned"}.get(env.how, "set")
+
+
+def _build_configs(r, a, prov, known, unknown, fail) -> None:
+    """``final``: the TransformerConfig, DDP config, optimizer config and training sizes Megatron-LM builds
+    from ``args``; ``effective``: the overlap keys with their provenance."""
+    clean = {k: (None if v is unknown else v) for k, v in a.items()}
+    model = dict(clean)
+    for key, dest in lm.DEST_OF.items():
+        section, name = key.split(".", 1)
+        if section == "model":
+            model[name] = clean.get(dest)
+    model["virtual_pipeline_model_parallel_size"] = r.vpp
+    p2p = a.get("overlap_p2p_comm")
+    model["batch_p2p_comm"] = None if not known(p2p) else not p2p  # argument_utils.py:307
+    prov["batch_p2p_comm"] = Value(
+        model["batch_p2p_comm"], DERIVED if known(p2p) else UNKNOWN_SOURCE,
+        f"not overlap_p2p_comm (core_transformer_config_from_args, {lm.BATCH_P2P_AT})")
+    if a.get("group_query_attention") is not True:
+        model["num_query_groups"] = None  # argument_utils.py:330-333
+    hidden, heads = clean.get("hidden_size"), clean.get("num_attention_heads")
+    if model.get("ffn_hidden_size") is None and isinstance(hidden, int):  # arguments.py:1280-1289
+        model["ffn_hidden_size"] = int((4 * hidden * 2 / 3) / 64) * 64 if clean.get("swiglu") else 4 * hidden
+    if model.get("kv_channels") is None and isinstance(hidden, int) and isinstance(heads, int) and heads:
+        model["kv_channels"] = hidden // heads  # arguments.py:1291-1293
+    vocab, div = clean.get("vocab_size"), clean.get("make_vocab_size_divisible_by") or lm.VOCAB_DIVISIBLE_DEFAULT
+    if isinstance(vocab, int) and isinstance(r.tp, int):  # build_tokenizer.py:124 vocab_size_with_padding
+        multiple = div * r.tp
+        model["padded_vocab_size"] = -(-vocab // multiple) * multiple
+
+    ddp = {name: clean.get(name) for name in lm.DDP_FIELDS}
+    for key, dest in lm.DEST_OF.items():
+        section, name = key.split(".", 1)
+        if section == "ddp":
+            ddp[name] = clean.get(dest)
+    ddp["bucket_size"], bucket = _bucket_size(r, a, known)
+    prov["ddp_bucket_size"] = bucket
+    if a.get("ddp_num_buckets") is not None and a.get("ddp_bucket_size") is not None:
+        fail("num-buckets", lm.NUM_BUCKETS_AND_SIZE, lm.NUM_BUCKETS_AT, "ddp_num_buckets", "ddp_bucket_size")
+    optimizer = {name: clean.get(name) for name in lm.OPTIMIZER_FIELDS}
+    train = {name: clean.get(name) for name in lm.TRAIN_FIELDS}
+    if train.get("global_batch_size") is None and isinstance(train.get("micro_batch_size"), int) and r.dp:
+        train["global_batch_size"] = train["micro_batch_size"] * r.dp  # arguments.py:684-686
+    r.final = {"model": model, "ddp": ddp, "optimizer": optimizer, "train": train}
+
+    from overlap_cli.frameworks.megatron_lm.args import option
+
+    eff = {}
+    for key in lm.EFFECTIVE_KEYS:
+        section, name = key.split(".", 1)
+        dest = lm.DEST_OF.get(key, name)
+        value = r.final[section].get(name)
+        v = prov.get(dest)
+        if v is None:
+            v = Value(value, DEFAULT, _default_reason(dest, option))
+        else:
+            v = Value(value if v.source != UNKNOWN_SOURCE else None, v.source, v.reason)
+        eff[key] = v
+    for name in SHOWN_ENV:
+        env = r.launch.env.get(name)
+        if env is not None:
+            value = None if env.value is unknown else env.value
+            source = USER if value is not None else UNKNOWN_SOURCE
+            eff[f"env.{name}"] = Value(value, source, f"{_how(env)} on line {env.line}" + (
+                "" if value is not None else ": its value is not known statically"))
+        elif name == MAX_CONNECTIONS:
+            if r.max_connections_from:
+                eff[f"env.{name}"] = Value(r.max_connections, "shell", r.max_connections_from)
+            else:
+                eff[f"env.{name}"] = Value(None, DEFAULT, "not set by the launch (CUDA's default: 8 queues)")
+    r.effective = eff
+
+
+def _default_reason(dest: str, option) -> str:
+    try:
+        row = option(dest)
+    except Exception:  # a dest the table does not hold (a Megatron-Core field Megatron-LM never sets)
+        row = None
+    flags = (row.get("flags") if isinstance(row, dict) else getattr(row, "flags", None)) if row is not None else None
+    flag = flags[0] if flags else None
+    return f"not given: Megatron-LM's default{f' ({flag} not on the launch line)' if flag else ''}"
+
+
+def _bucket_size(r, a, known) -> tuple:
+    """(value, Value) of ddp.bucket_size as resolve_ddp_bucket_size (training.py:1552-1567) computes it."""
+    at = lm.BUCKET_AT
+    if a.get("use_torch_fsdp2") is True:
+        return None, Value(None, DERIVED, "Torch-FSDP2 has its own config: no DDP buckets (training.py:1848)")
+    ogr, given, num = a.get("overlap_grad_reduce"), a.get("ddp_bucket_size"), a.get("ddp_num_buckets")
+    if not known(ogr):
+        return None, Value(None, UNKNOWN_SOURCE, "depends on --overlap-grad-reduce, whose value is not known statically")
+    if ogr is False:
+        return None, Value(None, DERIVED, f"no --overlap-grad-reduce: resolve_ddp_bucket_size gives None ({at})")
+    if num is not None:
+        return None, Value(None, UNKNOWN_SOURCE, f"--ddp-num-buckets: the parameter count // num_buckets ({at})")
+    if given is not None:
+        arg = r.launch.args.get("ddp_bucket_size")
+        if not known(given):
+            return None, Value(None, UNKNOWN_SOURCE, f"{arg.flag} on line {arg.line}: its value is not known statically")
+        return given, Value(given, USER, f"{arg.flag} on line {arg.line}")
+    if r.dp is None or r.cp is None:
+        return None, Value(None, UNKNOWN_SOURCE, (
+            f"max(40,000,000, 1,000,000 · DP · CP) parameters ({at}); DP is not known (world size not given)"
+            if r.dp is None else "CP is not known statically"))
+    size = max(lm.BUCKET_FLOOR, lm.BUCKET_PER_DP_CP_RANK * r.dp * r.cp)
+    return size, Value(size, DERIVED, f"max(40,000,000, 1,000,000 · DP {r.dp} · CP {r.cp}) parameters ({at})")
