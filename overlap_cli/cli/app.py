@@ -17,7 +17,7 @@ import typer.core
 
 from overlap_cli import __version__
 from overlap_cli.cli import check as check_cmd
-from overlap_cli.cli import diff, env, fix, presets, recipes, rules
+from overlap_cli.cli import diff, env, estimate, fix, presets, recipes, rules, tune
 from overlap_cli.cli import options as table
 from overlap_cli.cli.check import EXIT_INPUT
 
@@ -157,6 +157,8 @@ def check(opts):
 command(app, table.ENV)(env.env)
 command(app, table.FIX)(fix.fix)
 command(app, table.DIFF, name="diff")(diff.diff)
+command(app, table.ESTIMATE, name="estimate")(estimate.estimate_command)
+command(app, table.TUNE, name="tune")(tune.tune_command)
 
 
 def sub_app(name: str, help: str) -> typer.Typer:

@@ -175,6 +175,25 @@ DIFF = (
 )
 
 # ---------------------------------------------------------------------------------------------
+# overlap estimate | tune
+# ---------------------------------------------------------------------------------------------
+
+ESTIMATE = (
+    Param("args", kind=ARGUMENTS, metavar="CONFIG... [OVERRIDES...]", help="Config files, then Hydra-style overrides applied to each."),
+    *TARGET,
+    Param("format", "--format", "-f", **_choices("text", "json"), help="Output format."),
+)
+
+TUNE = (
+    _CONFIG_AND_OVERRIDES,
+    *TARGET,
+    Param("allow_reshard", "--allow-reshard", kind=FLAG, help="Also vary TP/PP/VPP/CP and the micro-batch size (the model and global batch stay fixed)."),
+    Param("top", "--top", kind=INT, minimum=1, default=5, help="How many candidates to print."),
+    Param("write", "--write", kind=FLAG, help="Apply the best candidate to the config file (atomic; changes training behaviour)."),
+    Param("format", "--format", "-f", **_choices("text", "json"), help="Output format."),
+)
+
+# ---------------------------------------------------------------------------------------------
 # overlap presets list | show | suggest
 # ---------------------------------------------------------------------------------------------
 

@@ -1,0 +1,247 @@
+"""The calibration data of ``overlap estimate``: Megatron-Bridge's published throughput rows joined to the
+recipes they were measured with, resolved by the tool's own pipeline into estimate Shapes, and the fit.
+
+``data/bridge_throughput.jsonl`` is a copy of the team's reference table (rows of Megatron-Bridge's
+``docs/performance-summary*.md`` at 067f987d, step time = GBS * seq / (tokens/s/GPU * GPUs)).
+A row is joined to a recipe of the shipped catalog (Bridge 0.6.2): the recipe the row names
+(``bridge_recipe``) when there is one, else the closest recipe of the same model and task (same GPU and
+precision when possible) with the row's parallel sizes, batch, sequence length and precision applied as
+dotlist overrides -- the same path ``overlap estimate CONFIG OVERRIDES`` takes. Rows of models without a
+shipped recipe (Kimi K2, Nemotron 3 Super/Ultra, DeepSeek V4) and rows without a precision (25.09) are
+left out, with the count printed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data"
+
+MODEL_PREFIX = {
+    "DeepSeekV3": "deepseek_v3",
+    "GPT OSS 120B": "gpt_oss_120b",
+    "LLAMA3_70B": "llama3_70b",
+    "LLAMA3_8B": "llama3_8b",
+    "Nemotron_3_Nano": "nemotron_3_nano",
+    "Qwen3_30B_a3B": "qwen3_30b_a3b",
+}
+PRECISION_TOKEN = {"BF16": "bf16", "FP8": "fp8cs", "FP8-CS": "fp8cs", "MXFP8": "fp8mx", "FP8-MX": "fp8mx", "NVFP4": "nvfp4"}
+PRECISION_OVERRIDES = {
+    "bf16": ["mixed_precision.fp8=null", "mixed_precision.fp4=null"],
+    "fp8cs": ["mixed_precision.fp8=e4m3", "mixed_precision.fp8_recipe=tensorwise", "mixed_precision.fp4=null"],
+    "fp8mx": ["mixed_precision.fp8=e4m3", "mixed_precision.fp8_recipe=mxfp8", "mixed_precision.fp4=null"],
+    "nvfp4": ["mixed_precision.fp4=e2m1", "mixed_precision.fp4_recipe=nvfp4"],
+}
+_NAME = re.compile(r"^(?P<model>.+?)_(?P<task>pretrain|sft|peft)_(?P<n>\d+)gpu_(?P<gpu>[a-z0-9]+)_(?P<prec>bf16|fp8cs|fp8mx|fp8sc|nvfp4)(?P<var>_.*)?_config$")
+
+
+def rows() -> list:
+    return [json.loads(line) for line in (DATA / "bridge_throughput.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _catalog() -> list:
+    from overlap_cli.frameworks.bridge.recipes import names
+
+    out = []
+    for name in names():
+        m = _NAME.match(name)
+        if m:
+            out.append((name, m.groupdict()))
+    return out
+
+
+def base_recipe(row: dict, catalog: list):
+    """(recipe name, exact?) for a row, or (None, False)."""
+    from overlap_cli.frameworks.bridge.recipes import canonical
+
+    if row.get("bridge_recipe") and canonical(row["bridge_recipe"]):
+        return canonical(row["bridge_recipe"]), True
+    prefix = MODEL_PREFIX.get(row["model"])
+    token = PRECISION_TOKEN.get(row.get("precision") or "")
+    if prefix is None or token is None:
+        return None, False
+    same = [(n, g) for n, g in catalog if g["model"] == prefix and g["task"] == row["task"]]
+    if not same:
+        return None, False
+
+    def score(item):
+        n, g = item
+        return ((g["gpu"] == row["gpu"]) * 4 + (g["prec"] == token) * 2 + (not g["var"]) + (int(g["n"]) == row["num_gpus"]) * 0.5, n)
+
+    return max(same, key=score)[0], False
+
+
+def overrides_for(row: dict, exact: bool, base_precision: str = None) -> list:
+    out = []
+    if not exact:
+        vp = row.get("vp")
+        out += [
+            f"model.tensor_model_parallel_size={row['tp']}",
+            f"model.pipeline_model_parallel_size={row['pp']}",
+            f"model.context_parallel_size={row['cp']}",
+            f"model.virtual_pipeline_model_parallel_size={vp if vp and vp > 1 else 'null'}",
+            f"model.expert_model_parallel_size={row.get('ep') or 1}",
+            f"train.global_batch_size={row['gbs']}",
+            f"train.micro_batch_size={row['mbs']}",
+            f"model.seq_length={row['seq_len']}",
+            f"dataset.seq_length={row['seq_len']}",
+            "model.pipeline_model_parallel_layout=null",
+        ]
+        if base_precision != PRECISION_TOKEN[row["precision"]]:
+            out += PRECISION_OVERRIDES[PRECISION_TOKEN[row["precision"]]]
+        if row.get("fsdp"):
+            out += ["ddp.use_megatron_fsdp=true", "ddp.data_parallel_sharding_strategy=optim_grads_params"]
+    return out
+
+
+def joined(verbose: bool = False) -> tuple:
+    """([(row, shape, recipe, exact)], skipped counts by reason)."""
+    from overlap_cli.check.results import InputError
+    from overlap_cli.config.loader import load_config
+    from overlap_cli.frameworks.bridge.resolver import resolve
+    from overlap_cli.estimate.inputs import Unsupported, shape_from_view
+    from overlap_cli.frameworks.bridge.recipes import text
+    from overlap_cli.target.profile import Target
+    from overlap_cli.cli.check import parse_overrides
+
+    catalog = _catalog()
+    out, skipped = [], {}
+    for row in rows():
+        if not row.get("precision"):
+            skipped["no precision (25.09 table)"] = skipped.get("no precision (25.09 table)", 0) + 1
+            continue
+        name, exact = base_recipe(row, catalog)
+        if name is None:
+            key = f"no shipped recipe for {row['model']} {row['task']}"
+            skipped[key] = skipped.get(key, 0) + 1
+            continue
+        target = Target(world_size=row["num_gpus"])
+        target.set("world_size", row["num_gpus"], "flag")
+        target.set("gpu", row["gpu"], "flag")
+        # The resolver alone (no rules): calibration needs the effective settings, not the findings.
+        base_prec = _NAME.match(name).group("prec") if _NAME.match(name) else None
+        try:
+            cfg = load_config(f"{name}.yaml", parse_overrides(overrides_for(row, exact, base_prec)), text=text(name))
+            view = resolve(cfg, target)
+        except InputError as exc:
+            key = f"input error: {exc.problem.one_line()}"
+            skipped[key] = skipped.get(key, 0) + 1
+            continue
+        try:
+            shape = shape_from_view(view)
+        except Unsupported as exc:
+            skipped[str(exc)] = skipped.get(str(exc), 0) + 1
+            continue
+        out.append((row, shape, name, exact))
+    return out, skipped
+
+
+# ------------------------------------------------------------------------------------------- fit
+
+FREE = ("eff:h100", "eff:b200", "eff:b300", "eff:gb200", "eff:gb300",
+        "prec:fp8cs", "prec:mxfp8", "prec:nvfp4", "mem_bytes_per_element", "moe_permute_weight")
+BOUNDS = {"eff": (0.05, 1.0), "prec": (0.2, 1.5), "mem_bytes_per_element": (0.0, 400.0), "moe_permute_weight": (0.0, 10.0)}
+
+
+def _get(const: dict, key: str) -> float:
+    if key.startswith("eff:"):
+        return const["efficiency"][key[4:]]
+    if key.startswith("prec:"):
+        return const["precision_factor"][key[5:]]
+    return const[key]
+
+
+def _set(const: dict, key: str, value: float) -> None:
+    if key.startswith("eff:"):
+        const["efficiency"][key[4:]] = value
+    elif key.startswith("prec:"):
+        const["precision_factor"][key[5:]] = value
+    else:
+        const[key] = value
+
+
+def _bounds(key: str) -> tuple:
+    return BOUNDS[key.split(":")[0]] if ":" in key else BOUNDS[key]
+
+
+def predict(shape, const: dict) -> float:
+    from overlap_cli.estimate.model import estimate
+
+    return estimate(shape, const).step_time
+
+
+def loss(data: list, const: dict) -> float:
+    """Mean squared log error of the step time."""
+    total = 0.0
+    for row, shape, *_ in data:
+        total += math.log(predict(shape, const) / row["step_time_s"]) ** 2
+    return total / max(1, len(data))
+
+
+def fit(data: list, start: dict, sweeps: int = 6) -> dict:
+    """Coordinate descent (golden-section per parameter, in its bounds) on the mean squared log error.
+    A parameter no row informs (a GPU without rows) keeps its start value."""
+    import copy
+
+    const = copy.deepcopy(start)
+    present_gpus = {s.gpu for _, s, *_ in data}
+    present_prec = {s.eff_class for _, s, *_ in data}
+    free = [k for k in FREE if not (k.startswith("eff:") and k[4:] not in present_gpus)
+            and not (k.startswith("prec:") and k[5:] not in present_prec)]
+    phi = (math.sqrt(5) - 1) / 2
+    for _ in range(sweeps):
+        for key in free:
+            lo, hi = _bounds(key)
+            a, b = lo, hi
+            c, d = b - phi * (b - a), a + phi * (b - a)
+
+            def f(x):
+                _set(const, key, x)
+                return loss(data, const)
+
+            fc, fd = f(c), f(d)
+            for _ in range(22):
+                if fc < fd:
+                    b, d, fd = d, c, fc
+                    c = b - phi * (b - a)
+                    fc = f(c)
+                else:
+                    a, c, fc = c, d, fd
+                    d = a + phi * (b - a)
+                    fd = f(d)
+            _set(const, key, round((a + b) / 2, 4))
+    return const
+
+
+def baseline(row: dict, shape) -> float:
+    """The 6*N*tokens/(GPUs*peak*0.4) step time: N = the parameters one token uses (dense + top-k of the
+    experts; with every expert counted the baseline is far worse on MoE rows), peak = the GPU's dense peak
+    for the row's precision."""
+    from overlap_cli.estimate import flops as F
+    from overlap_cli.estimate import gpus as G
+
+    dense, expert = F.parameters(shape)
+    if expert:
+        expert *= shape.topk / shape.experts
+    peak = G.peak_tflops(G.GPUS[shape.gpu], shape.peak_class) * 1e12
+    return 6 * (dense + expert) * shape.gbs * shape.seq / (shape.world * peak * 0.4)
+
+
+def kendall_tau(xs: list, ys: list) -> float:
+    n, conc, disc = len(xs), 0, 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = xs[i] - xs[j], ys[i] - ys[j]
+            if a * b > 0:
+                conc += 1
+            elif a * b < 0:
+                disc += 1
+    return (conc - disc) / max(1, conc + disc)
+
+
+def scores(measured: list, predicted: list) -> dict:
+    errs = [abs(p - m) / m for m, p in zip(measured, predicted)]
+    return {"mape": 100 * sum(errs) / len(errs), "max": 100 * max(errs), "tau": kendall_tau(measured, predicted), "n": len(errs)}

@@ -1,0 +1,59 @@
+"""``overlap estimate CONFIG...``: the estimated time of one training step and the exposed communication of
+each kind, from the effective settings ``overlap check`` resolves. Options: ``cli.options.ESTIMATE``.
+Exit 0, or 2 when a file could not be checked or estimated (one line each on stderr)."""
+
+from __future__ import annotations
+
+import sys
+
+from overlap_cli.cli.check import EXIT_CLEAN, EXIT_INPUT, UsageError, parse_overrides, split_args, target_from_options
+
+
+def estimate_one(path: str, opts, overrides: list):
+    """(estimate, checked file, None) or (None, checked file or None, one-line error) for one config."""
+    from overlap_cli.check.engine import check
+    from overlap_cli.estimate.inputs import Unsupported, shape_from_view
+    from overlap_cli.estimate.model import estimate
+
+    checked = check(path, target_from_options(opts, path), overrides)
+    if checked.result.error is not None:
+        return None, checked, checked.result.error.one_line()
+    try:
+        return estimate(shape_from_view(checked.view)), checked, None
+    except Unsupported as exc:
+        return None, checked, f"{path}: cannot estimate: {exc}"
+
+
+def estimate_command(opts) -> int:
+    """Estimate the step time of each config on its target: compute, the exposed TP / CP / EP / DP
+    communication, the pipeline bubble and the exposed p2p transfers, each with the setting behind it."""
+    files, raw = split_args(opts.args)
+    if not files:
+        raise UsageError("no config file given")
+    overrides = parse_overrides(raw)
+    results, failed = [], False
+    for path in files:
+        est, _, error = estimate_one(path, opts, overrides)
+        if error is not None:
+            failed = True
+            sys.stderr.write(error + "\n")
+        results.append((path, est, error))
+    if opts.format == "json":
+        import json
+
+        from overlap_cli.check.results import json_document
+
+        doc = json_document(results=[{"file": p, "estimate": e.to_json() if e else None, "error": err} for p, e, err in results])
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        from overlap_cli.estimate.render import render_text
+
+        first = True
+        for path, est, _ in results:
+            if est is None:
+                continue
+            if not first:
+                sys.stdout.write("\n")
+            render_text(path, est, sys.stdout)
+            first = False
+    return EXIT_INPUT if failed else EXIT_CLEAN

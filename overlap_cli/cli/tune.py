@@ -1,0 +1,98 @@
+"""``overlap tune CONFIG``: the overlap settings that shorten the estimated step, each as the edit that makes
+it, never one the rules predict would crash. Options: ``cli.options.TUNE``. ``--write`` applies the best
+(unsafe by definition: it changes how the run trains). Exit 0, or 2 on bad input."""
+
+from __future__ import annotations
+
+import sys
+
+from overlap_cli.cli.check import EXIT_CLEAN, EXIT_INPUT, UsageError, parse_overrides, split_args, target_from_options
+
+
+def tune_command(opts) -> int:
+    """Search the overlap knobs (DP overlap and bucket size, VPP, p2p, TP overlap, userbuffers, EP overlap,
+    CUDA_DEVICE_MAX_CONNECTIONS, LayerNorm SM margins) for the shortest estimated step; print the best few
+    with their gain and the edits, or apply the best with --write."""
+    from overlap_cli.check.engine import check
+    from overlap_cli.estimate.inputs import Unsupported
+    from overlap_cli.estimate.tune import search
+
+    files, raw = split_args(opts.args or [])
+    if len(files) != 1:
+        raise UsageError("overlap tune takes exactly one config file" if files else "no config file given")
+    path = files[0]
+    overrides = parse_overrides(raw)
+    if opts.write and overrides:
+        raise UsageError("--write edits the file: give the settings in it, not as overrides")
+    target = target_from_options(opts, path)
+    checked = check(path, target, overrides)
+    if checked.result.error is not None:
+        sys.stderr.write(checked.result.error.one_line() + "\n")
+        return EXIT_INPUT
+    try:
+        found = search(path, checked, target, overrides, reshard=opts.allow_reshard, top=opts.top)
+    except Unsupported as exc:
+        sys.stderr.write(f"{path}: cannot estimate: {exc}\n")
+        return EXIT_INPUT
+    base, cands = found["base"], found["candidates"]
+    if opts.format == "json":
+        import json
+
+        from overlap_cli.check.results import json_document
+
+        doc = json_document(file=path, base=base.to_json(), evaluated=found["evaluated"], checked=found["checked"],
+                            candidates=[_cand_json(c, base) for c in cands], written=None)
+    if opts.write and cands:
+        _write(path, cands[0])
+    if opts.format == "json":
+        if opts.write and cands:
+            doc["written"] = 0
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return EXIT_CLEAN
+    out = [f"{path}: estimated step {base.step_time:.3f} s as written; {found['evaluated']} candidates estimated, "
+           f"{found['checked']} re-checked against the rules\n"]
+    if not cands:
+        out.append("no candidate is estimated faster without a rule predicting a crash\n")
+    for i, c in enumerate(cands, 1):
+        gain = base.step_time - c.est.step_time
+        out.append(f"{i}. {c.est.step_time:.3f} s  (-{gain:.3f} s, {100 * gain / base.step_time:.1f} % faster)\n")
+        for key, value in c.edits:
+            out.append(f"     set {key} = {_show(value)}\n")
+        out.append(f"     as overrides: {' '.join(c.overrides)}\n")
+    if opts.write and cands:
+        out.append(f"wrote candidate 1 to {path}\n")
+    sys.stdout.write("".join(out))
+    return EXIT_CLEAN
+
+
+def _show(value) -> str:
+    return "null" if value is None else ("true" if value is True else "false" if value is False else str(value))
+
+
+def _cand_json(c, base) -> dict:
+    return {"step_time_s": c.est.step_time, "gain_s": base.step_time - c.est.step_time,
+            "edits": [{"op": "set", "key": k, "value": v} for k, v in c.edits], "overrides": c.overrides,
+            "estimate": c.est.to_json()}
+
+
+def _write(path: str, cand) -> None:
+    """Apply the candidate's edits to the file the way ``overlap fix`` writes: plain-text edits when they
+    can be made on the text, else on the round-trip tree with only the changed lines carried over."""
+    from overlap_cli.check.results import Edit
+    from overlap_cli.config.safe_read import read_text
+    from overlap_cli.fix import fast as fixfast
+    from overlap_cli.fix import text as fixtext
+    from overlap_cli.fix import tree as fixtree
+    from overlap_cli.fix.write import atomic_write
+    from overlap_cli.config import yamlrt
+
+    text = read_text(path)
+    edits = [Edit("set", k, v, comment="overlap tune") for k, v in cand.edits]
+    new = fixfast.apply(text, edits)
+    if new is None:
+        y, data = fixtree.load(text)
+        before = yamlrt.dump(y, data)
+        for e in edits:
+            fixtree.apply_edit(data, e)
+        new = fixtext.transplant(text, before, yamlrt.dump(y, data))
+    atomic_write(path, new)

@@ -1,0 +1,256 @@
+"""The one reader of the resolved view: everything the step-time model needs, as a ``Shape``.
+
+It reads only ``view.final`` (sections ``model``, ``ddp``, ``optimizer`` with Megatron-Core's field names),
+``view.effective`` (dotted key -> Value), the parallel sizes (``view.tp/pp/vp/cp/dp``), the launch
+environment the resolver computed (``launch_env.effective_entries``), ``view.cfg`` for ``train`` /
+``dataset`` / ``peft`` and ``view.target`` -- the same names a Megatron-LM front end produces, so it
+plugs in unchanged. A config the model cannot represent raises ``Unsupported`` with one sentence.
+"""
+
+from __future__ import annotations
+
+import re
+
+from overlap_cli.estimate import gpus as gpu_table
+
+
+class Unsupported(Exception):
+    """The estimate cannot model this config; ``str(exc)`` is one sentence saying why."""
+
+
+class Shape:
+    """Plain record of the model, batch, parallel layout, precision and overlap settings of one config."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def replace(self, **changes) -> "Shape":
+        new = Shape(**self.__dict__)
+        new.__dict__.update(changes)
+        return new
+
+    def __repr__(self) -> str:
+        return "Shape(" + ", ".join(f"{k}={v!r}" for k, v in sorted(self.__dict__.items())) + ")"
+
+
+# Megatron-Core TransformerConfig defaults for fields a hand-written file may leave out
+# (megatron/core/transformer/transformer_config.py).
+ASSUMED_VOCAB = 131072  # used (and said) when model.vocab_size is null: the tokenizer decides it at launch
+_FREQ_TERM = re.compile(r"^\[\s*([01])\s*\]\s*\*\s*(\d+)$")
+
+
+def _int(value, what: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise Unsupported(f"{what} is {value!r}: the estimate needs an integer >= {minimum}")
+    return value
+
+
+def moe_layer_pattern(freq, num_layers: int) -> list:
+    """Which layers are MoE layers, as Megatron-Core reads ``moe_layer_freq`` (an int k: every k-th layer,
+    layer 0 included; a list of 0/1; or a string such as ``([0]*3+[1]*58)``)."""
+    if isinstance(freq, bool):
+        raise Unsupported(f"model.moe_layer_freq is {freq!r}: expected an integer, a list or a pattern string")
+    if isinstance(freq, int) and freq >= 1:
+        return [1 if i % freq == 0 else 0 for i in range(num_layers)]
+    if isinstance(freq, list) and all(x in (0, 1) for x in freq):
+        pattern = list(freq)
+    elif isinstance(freq, str):
+        pattern = []
+        for term in freq.strip().strip("()").split("+"):
+            m = _FREQ_TERM.match(term.strip())
+            if m is None:
+                raise Unsupported(f"model.moe_layer_freq {freq!r} is not a pattern of '[0|1]*N' terms the estimate can read")
+            pattern += [int(m.group(1))] * int(m.group(2))
+    else:
+        raise Unsupported(f"model.moe_layer_freq is {freq!r}: expected an integer, a list or a pattern string")
+    if len(pattern) != num_layers:
+        raise Unsupported(f"model.moe_layer_freq has {len(pattern)} entries for {num_layers} layers")
+    return pattern
+
+
+def hybrid_counts(pattern: str) -> dict:
+    """Layer counts of a hybrid (Mamba) layer pattern: M Mamba, * attention, - MLP, E MoE, G gated delta net.
+    ``|`` separates pipeline stages; what follows ``/`` is the multi-token-prediction block."""
+    main, _, mtp = pattern.partition("/")
+    counts = {s: main.count(s) for s in "M*-EG"}
+    unknown = set(main) - set("M*-EG|")
+    if unknown:
+        raise Unsupported(f"model.hybrid_layer_pattern has layer symbol(s) {''.join(sorted(unknown))!r} the estimate does not model")
+    counts["mtp_depths"] = (mtp.count("/") + 1) if mtp else 0
+    return counts
+
+
+def _precision(model: dict) -> tuple:
+    """(efficiency class, peak class): bf16 | fp8cs | mxfp8 | nvfp4, and bf16 | fp8 | fp4."""
+    if model.get("fp4"):
+        return "nvfp4", "fp4"
+    if model.get("fp8"):
+        recipe = str(model.get("fp8_recipe") or "delayed")
+        return ("mxfp8", "fp8") if recipe == "mxfp8" else ("fp8cs", "fp8")
+    return "bf16", "bf16"
+
+
+def _env(view) -> dict:
+    from overlap_cli.frameworks.bridge.launch_env import effective_entries
+
+    return {k[len("env."):]: v.value for k, v in effective_entries(view).items()}
+
+
+def _int_env(value, default: int = 0) -> int:
+    try:
+        return int(str(value))
+    except (TypeError, ValueError):
+        return default
+
+
+def shape_from_view(view) -> Shape:
+    """The Shape of a resolved config. Raises Unsupported (one sentence) when it cannot be modelled."""
+    model, ddp = view.final.get("model", {}), view.final.get("ddp", {})
+    optimizer = view.final.get("optimizer", {})
+    cfg = view.cfg
+    assumptions = []
+
+    gpu_name = view.target.get("gpu")
+    if gpu_name is None:
+        gpu_name = "h100"
+        assumptions.append("GPU not given (--gpu): h100 assumed")
+    if gpu_name in gpu_table.NOT_MODELLED:
+        raise Unsupported(gpu_table.NOT_MODELLED[gpu_name])
+    world = view.target.world_size
+    for key in ("num_layers", "hidden_size", "num_attention_heads"):
+        if model.get(key) is None:
+            raise Unsupported(f"model.{key} is not set: the estimate needs the model's shape (num_layers, hidden_size, num_attention_heads, ...)")
+    layers = _int(model["num_layers"], "model.num_layers")
+    hidden = _int(model["hidden_size"], "model.hidden_size")
+    heads = _int(model["num_attention_heads"], "model.num_attention_heads")
+    groups = model.get("num_query_groups") or heads
+    kv_channels = model.get("kv_channels") or hidden // heads
+    ffn = model.get("ffn_hidden_size") or 4 * hidden
+
+    seq = model.get("seq_length") or cfg.get(("dataset", "seq_length")) or cfg.get(("dataset", "sequence_length"))
+    seq = _int(seq, "model.seq_length / dataset.seq_length")
+    gbs = _int(cfg.get(("train", "global_batch_size")), "train.global_batch_size")
+    mbs = _int(cfg.get(("train", "micro_batch_size")), "train.micro_batch_size")
+
+    tp, pp, cp, vp = view.tp, view.pp, view.cp, (view.vpp_final or view.vp or 1)
+    ep = _int(model.get("expert_model_parallel_size") or 1, "model.expert_model_parallel_size")
+    etp = model.get("expert_tensor_parallel_size") or tp
+    if world is None:
+        world = tp * pp * cp * max(1, ep // max(1, cp) if ep > 1 else 1)
+        world = max(world, tp * pp * cp)
+        assumptions.append(f"world size not given (--world-size): {world} assumed (one data-parallel replica)")
+    if world % (tp * pp * cp):
+        raise Unsupported(f"world size {world} is not a multiple of TP*PP*CP = {tp * pp * cp}")
+    dp = world // (tp * pp * cp)
+    if gbs % (mbs * dp):
+        raise Unsupported(f"train.global_batch_size {gbs} is not a multiple of micro_batch_size*DP = {mbs * dp}")
+    microbatches = gbs // (mbs * dp)
+
+    vocab = model.get("vocab_size")
+    if vocab is None:
+        vocab = ASSUMED_VOCAB
+        assumptions.append(f"model.vocab_size is null (the tokenizer sets it): {ASSUMED_VOCAB} assumed")
+    divisor = (model.get("make_vocab_size_divisible_by") or 128) * tp
+    vocab = -(-int(vocab) // divisor) * divisor  # Megatron pads the vocabulary to a multiple of this
+
+    # Layer kinds.
+    experts = model.get("num_moe_experts") or 0
+    pattern = model.get("hybrid_layer_pattern") or model.get("hybrid_override_pattern")
+    if pattern:
+        c = hybrid_counts(str(pattern))
+        if c["G"]:
+            raise Unsupported("gated delta net layers (G) in model.hybrid_layer_pattern are not modelled")
+        kinds = {"attn": c["*"], "mamba": c["M"], "mlp": c["-"], "moe": c["E"]}
+        layers_total = sum(kinds.values())
+        mixer_per_layer = True  # each symbol is one sub-layer (mixer or MLP)
+        mtp = model.get("mtp_num_layers") or c["mtp_depths"]
+    else:
+        moe_layers = sum(moe_layer_pattern(model.get("moe_layer_freq", 1), layers)) if experts else 0
+        kinds = {"attn": layers, "mamba": 0, "mlp": layers - moe_layers, "moe": moe_layers}
+        layers_total = layers
+        mixer_per_layer = False
+        mtp = model.get("mtp_num_layers") or 0
+    if experts and kinds["moe"] and ep > experts:
+        raise Unsupported(f"expert_model_parallel_size {ep} exceeds num_moe_experts {experts}")
+    if model.get("experimental_attention_variant"):
+        raise Unsupported(f"model.experimental_attention_variant {model['experimental_attention_variant']!r} is not modelled")
+
+    mla = bool(model.get("multi_latent_attention"))
+    window = model.get("window_size")
+    if isinstance(window, (list, tuple)):
+        window = window[0] + window[1] + 1
+    skip = model.get("window_attn_skip_freq")
+    swa_layers = 0
+    if window:
+        if skip is None:
+            swa_layers = kinds["attn"]
+        elif isinstance(skip, int) and skip > 0:
+            swa_layers = sum(1 for i in range(kinds["attn"]) if (i + 1) % skip != 0)
+        elif isinstance(skip, list):
+            swa_layers = sum(1 for x in skip[: kinds["attn"]] if x)
+
+    granularity = model.get("recompute_granularity")
+    recompute = {"granularity": granularity, "method": model.get("recompute_method"),
+                 "num_layers": model.get("recompute_num_layers"),
+                 "modules": list(model.get("recompute_modules") or (["core_attn"] if granularity == "selective" else []))}
+
+    eff_class, peak_class = _precision(model)
+    env = _env(view)
+    ub = view.ub
+    ub_fields = (ub.te_config if isinstance(ub.te_config, dict) else ub.given) if ub is not None else None
+    ub_sms = _ub_sms(ub_fields if isinstance(ub_fields, dict) else {})
+    fsdp = bool(view.megatron_fsdp) or (ddp.get("data_parallel_sharding_strategy") in ("optim_grads_params",) and bool(view.megatron_fsdp))
+    peft = cfg.get(("peft",)) is not None and isinstance(cfg.get(("peft",)), dict)
+
+    bucket = view.value("ddp.bucket_size") if "ddp.bucket_size" in view.effective else ddp.get("bucket_size")
+    shape = Shape(
+        gpu=gpu_name, world=world, layers=layers_total, kinds=kinds, mixer_per_layer=mixer_per_layer,
+        hidden=hidden, heads=heads, groups=groups, kv_channels=kv_channels, ffn=ffn,
+        gated=bool(model.get("gated_linear_unit")), vocab=vocab, mtp=int(mtp or 0),
+        tied=bool(model.get("share_embeddings_and_output_weights")),
+        experts=experts, topk=model.get("moe_router_topk") or 1,
+        moe_ffn=model.get("moe_ffn_hidden_size") or ffn,
+        shared_ffn=model.get("moe_shared_expert_intermediate_size") or 0,
+        latent=model.get("moe_latent_size"),
+        mla=mla, q_lora=model.get("q_lora_rank"), kv_lora=model.get("kv_lora_rank") or 0,
+        qk_dim=model.get("qk_head_dim") or 128, rope_dim=model.get("qk_pos_emb_head_dim") or 0,
+        v_dim=model.get("v_head_dim") or 128, gate=bool(model.get("attention_output_gate")),
+        window=window, swa_layers=swa_layers,
+        mamba_heads=model.get("mamba_num_heads"), mamba_head_dim=model.get("mamba_head_dim") or 64,
+        mamba_state=model.get("mamba_state_dim") or 128, mamba_groups=model.get("mamba_num_groups") or 8,
+        seq=seq, gbs=gbs, mbs=mbs, microbatches=microbatches,
+        tp=tp, pp=pp, vp=vp, cp=cp, dp=dp, ep=ep, etp=etp,
+        eff_class=eff_class, peak_class=peak_class, recompute=recompute, peft=peft,
+        sp=bool(view.value("model.sequence_parallel")),
+        tp_overlap=bool(view.value("model.tp_comm_overlap")), ub_sms=ub_sms,
+        overlap_p2p=bool(view.value("model.overlap_p2p_comm")),
+        ep_overlap=bool(view.value("model.overlap_moe_expert_parallel_comm")),
+        delay_wgrad=bool(view.value("model.delay_wgrad_compute")),
+        shared_expert_overlap=bool(model.get("moe_shared_expert_overlap")),
+        flex=(model.get("moe_token_dispatcher_type") == "flex") or model.get("moe_enable_deepep") is True,
+        group_topk=model.get("moe_router_group_topk"),
+        cp_comm_type=model.get("cp_comm_type") or "p2p",
+        distopt=bool(view.value("ddp.use_distributed_optimizer")),
+        overlap_grad_reduce=bool(view.value("ddp.overlap_grad_reduce")),
+        overlap_param_gather=bool(view.value("ddp.overlap_param_gather")),
+        bucket_size=bucket, grad_fp32=bool(view.value("ddp.grad_reduce_in_fp32")),
+        fp8_param_gather=bool(view.value("ddp.fp8_param_gather")), fsdp=fsdp,
+        cdmc=None if env.get("CUDA_DEVICE_MAX_CONNECTIONS") is None else str(env["CUDA_DEVICE_MAX_CONNECTIONS"]),
+        ln_margin_fwd=_int_env(env.get("NVTE_FWD_LAYERNORM_SM_MARGIN")),
+        ln_margin_bwd=_int_env(env.get("NVTE_BWD_LAYERNORM_SM_MARGIN")),
+        generation=view.target.gpu_generation or ("sm100-or-newer" if gpu_name.startswith(("b", "gb")) else "hopper-or-older"),
+        assumptions=assumptions,
+    )
+    _ = optimizer
+    return shape
+
+
+def _ub_sms(fields: dict) -> int:
+    """Mean SMs a userbuffers config gives its communication kernels (``num_sm`` of each GEMM's entry)."""
+    sms = [v.get("num_sm") for v in fields.values() if isinstance(v, dict) and isinstance(v.get("num_sm"), int)]
+    return round(sum(sms) / len(sms)) if sms else UB_DEFAULT_SMS
+
+
+# Transformer Engine's userbuffers default when a config gives no per-GEMM table (an assumption: TE's
+# defaults range from 1 SM for ring exchange to 16 for pipelined and bulk overlaps).
+UB_DEFAULT_SMS = 8

@@ -1,0 +1,47 @@
+"""Text of an estimate: a small table with a bar per part, each exposed part with the setting behind it."""
+
+from __future__ import annotations
+
+from overlap_cli.estimate.model import PARTS
+
+BAR = 24
+
+
+def part_reason(est, part: str) -> str:
+    if part == "compute":
+        d = est.details
+        return (f"{d['t_gemm']:.2f} s GEMMs at {100 * d['efficiency']:.0f} % of peak, {d['t_mem']:.2f} s memory-bound, "
+                f"{d['t_opt']:.2f} s optimizer")
+    text = est.reasons.get(part, "")
+    if part in ("tp_exposed", "dp_exposed", "ep_exposed") and "ln_margin" in est.reasons and text:
+        text += "; " + est.reasons["ln_margin"]
+    return text or "none: no such communication in this layout"
+
+
+def headline(est) -> str:
+    j = est.to_json()
+    s = est.shape
+    return (f"step {j['step_time_s']:.3f} s  |  {j['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU  |  "
+            f"{j['model_tflops_per_gpu']:.0f} model TFLOP/s/GPU  |  {s.world} x {s.gpu}, TP {s.tp} PP {s.pp} VPP {s.vp} "
+            f"CP {s.cp} EP {s.ep} DP {s.dp}, {s.microbatches} micro-batches, {s.eff_class}")
+
+
+def render_text(path: str, est, out) -> None:
+    """Write one estimate to ``out`` with rich (plain text when ``out`` is not a terminal)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=out, highlight=False, soft_wrap=False, width=None if out.isatty() else 160)
+    console.print(f"{path}: {headline(est)}", markup=False)
+    table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
+    for name in ("part", "seconds", "share", "", "why"):
+        table.add_column(name, overflow="fold")
+    total = est.step_time or 1.0
+    for part in PARTS:
+        value = est.parts[part]
+        share = value / total
+        bar = "█" * round(share * BAR) or ("▏" if value > 0 else "")
+        table.add_row(part, f"{value:.3f}", f"{100 * share:4.1f} %", bar, part_reason(est, part))
+    console.print(table)
+    for a in est.assumptions:
+        console.print(f"  assumption: {a}", markup=False)

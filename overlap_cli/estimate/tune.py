@@ -1,0 +1,213 @@
+"""``overlap tune``: search the overlap settings of one config for the shortest estimated step.
+
+Candidates are dotlist overrides of the knobs Bridge and Megatron-Core read: the DP overlap flags and
+bucket size, VPP (where the layers divide), p2p overlap, TP overlap with sequence parallelism and the
+userbuffers presets that fit, MoE all-to-all overlap with delayed wgrad, CUDA_DEVICE_MAX_CONNECTIONS and the
+LayerNorm SM margins; with ``reshard`` also TP/PP/CP and the micro-batch size. Each knob is written where
+Bridge takes it from: ``comm_overlap.*`` when the file has that section (its values win over ``model``/``ddp``),
+else ``model.*`` / ``ddp.*``; launch variables in ``env_vars``.
+
+Ranking is two-stage: every combination is estimated on the Shape with the knobs applied (microseconds
+each), then the best are re-checked through the whole pipeline with their overrides (load -> resolve ->
+rules, ``check.engine.check``): a candidate with an error finding (the rules predict a crash) is dropped,
+one whose effective settings equal the original's is dropped, and the survivor's estimate is taken from its
+re-resolved view.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from overlap_cli.estimate.inputs import Unsupported, shape_from_view
+from overlap_cli.estimate.model import estimate
+
+BUCKETS = (10_000_000, 40_000_000, 134_217_728, 536_870_912)
+CONNECTIONS = ("1", "8", "32")
+MARGINS = (0, 16, 20)
+# The effective settings that identify a candidate (two candidates with the same ones are the same run).
+SIGNATURE = ("tp", "pp", "vp", "cp", "mbs", "sp", "tp_overlap", "ub_sms", "overlap_p2p", "ep_overlap", "delay_wgrad",
+             "overlap_grad_reduce", "overlap_param_gather", "bucket_size", "cdmc", "ln_margin_fwd", "ln_margin_bwd")
+
+
+class Candidate:
+    def __init__(self, knobs: dict, overrides: list, edits: list, est=None):
+        self.knobs, self.overrides, self.edits, self.est = knobs, overrides, edits, est
+
+    def signature(self) -> tuple:
+        return tuple(getattr(self.est.shape, k) for k in SIGNATURE)
+
+
+def _divisors(n: int, limit: int) -> list:
+    return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
+
+
+def knob_space(view, shape, reshard: bool) -> dict:
+    """knob -> the values to try (the first is the config's own)."""
+    s = shape
+    space: dict = {}
+    if s.dp * s.cp > 1 and not s.fsdp:
+        space["overlap_grad_reduce"] = [s.overlap_grad_reduce, not s.overlap_grad_reduce]
+        space["bucket_size"] = [s.bucket_size] + [b for b in BUCKETS if b != s.bucket_size]
+        if s.distopt:
+            space["overlap_param_gather"] = [s.overlap_param_gather, not s.overlap_param_gather]
+    if s.tp > 1:
+        space["tp_comm_overlap"] = [s.tp_overlap and s.sp, not (s.tp_overlap and s.sp)]
+    if s.ep > 1 and s.kinds["moe"]:
+        space["ep_overlap"] = [(s.ep_overlap, s.delay_wgrad)] + [v for v in ((True, True), (True, False), (False, False)) if v != (s.ep_overlap, s.delay_wgrad)]
+    space["cdmc"] = [s.cdmc] + [c for c in CONNECTIONS if c != s.cdmc]
+    space["ln_margin"] = [s.ln_margin_fwd] + [m for m in MARGINS if m != s.ln_margin_fwd]
+    if reshard:
+        world = s.world
+        space["layout"] = [(s.tp, s.pp, s.cp)] + [
+            (tp, pp, cp) for tp in _divisors(world, 8) for pp in _divisors(world // tp, 16) for cp in _divisors(world // (tp * pp), 4)
+            if (tp, pp, cp) != (s.tp, s.pp, s.cp) and s.layers % pp == 0 and s.heads % tp == 0
+            and (s.gbs % (s.mbs * world // (tp * pp * cp)) == 0)]
+        space["mbs"] = [s.mbs] + [b for b in (1, 2, 4) if b != s.mbs]
+    space["vp"] = [s.vp]  # VPP values depend on PP: expanded per layout below
+    return space
+
+
+def _vpp_values(shape, pp: int, microbatches: int) -> list:
+    """The config's own VPP (kept when PP is), then those the layer count divides into (Megatron-Core
+    needs layers % (PP * VPP) == 0 and, interleaved, micro-batches % PP == 0)."""
+    if pp == 1:
+        return [1]
+    own = [shape.vp] if pp == shape.pp else []
+    return own + [v for v in (1, 2, 3, 4, 5, 6, 8, 10, 12) if v not in own and shape.layers % (pp * v) == 0
+                  and (v == 1 or microbatches % pp == 0)]
+
+
+def apply_knobs(shape, knobs: dict):
+    """The Shape as the knobs would make it (the fast estimate; the re-check decides what Bridge really does)."""
+    ch = {}
+    for k, v in knobs.items():
+        if k == "tp_comm_overlap":
+            ch.update(tp_overlap=v, sp=True if v else shape.sp)
+        elif k == "ep_overlap":
+            ch.update(ep_overlap=v[0], delay_wgrad=v[1])
+        elif k == "ln_margin":
+            ch.update(ln_margin_fwd=v, ln_margin_bwd=v)
+        elif k == "layout":
+            tp, pp, cp = v
+            dp = shape.world // (tp * pp * cp)
+            ch.update(tp=tp, pp=pp, cp=cp, dp=dp)
+        elif k == "mbs":
+            ch["mbs"] = v
+        else:
+            ch[k] = v
+    new = shape.replace(**ch)
+    if new.dp * new.mbs and new.gbs % (new.mbs * new.dp) == 0:
+        new.microbatches = new.gbs // (new.mbs * new.dp)
+    if new.pp == 1:
+        new.vp, new.overlap_p2p = 1, False
+    else:
+        new.overlap_p2p = new.vp > 1
+    return new
+
+
+def overrides_for(view, base, knobs: dict) -> list:
+    """(dotlist overrides, edits as (key, value)) that make the config take these knob values."""
+    co = view.comm_overlap_present
+    pairs = []
+
+    def put(field: str, section: str, value, in_co: bool = True):
+        pairs.append((f"comm_overlap.{field}" if co and in_co else f"{section}.{field}", value))
+
+    for k, v in knobs.items():
+        if k == "overlap_grad_reduce" and v != base.overlap_grad_reduce:
+            put("overlap_grad_reduce", "ddp", v)
+        elif k == "overlap_param_gather" and v != base.overlap_param_gather:
+            put("overlap_param_gather", "ddp", v)
+        elif k == "bucket_size" and v != base.bucket_size:
+            put("bucket_size", "ddp", v)
+        elif k == "tp_comm_overlap" and v != (base.tp_overlap and base.sp):
+            put("tp_comm_overlap", "model", v)
+            if v and not base.sp:
+                pairs.append(("model.sequence_parallel", True))
+        elif k == "ep_overlap" and v != (base.ep_overlap, base.delay_wgrad):
+            put("overlap_moe_expert_parallel_comm", "model", v[0])
+            put("delay_wgrad_compute", "model", v[1])
+        elif k == "cdmc" and v != base.cdmc:
+            pairs.append(("env_vars.CUDA_DEVICE_MAX_CONNECTIONS", int(v)))
+        elif k == "ln_margin" and v != base.ln_margin_fwd:
+            pairs.append(("env_vars.NVTE_FWD_LAYERNORM_SM_MARGIN", v))
+            pairs.append(("env_vars.NVTE_BWD_LAYERNORM_SM_MARGIN", v))
+        elif k == "layout" and v != (base.tp, base.pp, base.cp):
+            tp, pp, cp = v
+            pairs += [("model.tensor_model_parallel_size", tp), ("model.pipeline_model_parallel_size", pp),
+                      ("model.context_parallel_size", cp)]
+        elif k == "mbs" and v != base.mbs:
+            pairs.append(("train.micro_batch_size", v))
+        elif k == "vp" and v != base.vp:
+            pairs.append(("model.virtual_pipeline_model_parallel_size", v if v > 1 else None))
+    return pairs
+
+
+def _dotlist(pairs: list) -> list:
+    def text(v):
+        return "null" if v is None else ("true" if v is True else "false" if v is False else str(v))
+
+    return [("++" if key.startswith("env_vars.") else "") + f"{key}={text(v)}" for key, v in pairs]
+
+
+def search(path: str, checked, target, overrides: list, reshard: bool = False, top: int = 5, verify_limit: int = 60) -> dict:
+    """{"base": Estimate, "candidates": [Candidate ...] best first, "evaluated": n, "checked": n, "rejected": [...]}"""
+    from overlap_cli.check.engine import check
+
+    view = checked.view
+    base_shape = shape_from_view(view)
+    base = estimate(base_shape)
+    space = knob_space(view, base_shape, reshard)
+    names = [k for k in space if k != "vp"]
+    scored = []
+    for combo in itertools.product(*(space[k] for k in names)):
+        knobs = dict(zip(names, combo))
+        shape0 = apply_knobs(base_shape, knobs)
+        for vp in _vpp_values(base_shape, shape0.pp, shape0.microbatches):
+            k2 = dict(knobs, vp=vp)
+            shape = apply_knobs(base_shape, k2)
+            try:
+                t = estimate(shape).step_time
+            except (ZeroDivisionError, KeyError, ValueError):
+                continue
+            changes = sum(1 for k, v in k2.items() if v != space.get(k, [v])[0]) + (vp != base_shape.vp)
+            scored.append((t, changes, k2))
+    # Shortest first; among (nearly) equal times the fewest changed knobs first, so a knob the model
+    # gives no effect is not proposed.
+    scored.sort(key=lambda x: (round(x[0], 4), x[1]))
+    seen = {None}
+    base_sig = tuple(getattr(base_shape, k) for k in SIGNATURE)
+    seen.add(base_sig)
+    out, rejected, n_checked = [], [], 0
+    accepted_times = []
+    for t, _, knobs in scored:
+        if len(out) >= top or n_checked >= verify_limit:
+            break
+        pairs = overrides_for(view, base_shape, knobs)
+        if not pairs:
+            continue
+        from overlap_cli.cli.check import parse_overrides
+
+        n_checked += 1
+        again = check(path, target, list(overrides) + parse_overrides(_dotlist(pairs)))
+        if again.result.error is not None or again.view is None:
+            rejected.append((pairs, again.result.error.one_line() if again.result.error else "no view"))
+            continue
+        errors = [f for f in again.result.findings if f.severity == "error"]
+        if errors:
+            rejected.append((pairs, f"{errors[0].code}: {errors[0].message}"))
+            continue
+        try:
+            est = estimate(shape_from_view(again.view))
+        except Unsupported as exc:
+            rejected.append((pairs, str(exc)))
+            continue
+        cand = Candidate(knobs, _dotlist(pairs), pairs, est)
+        sig = cand.signature()
+        if sig in seen or est.step_time >= base.step_time or any(abs(est.step_time - a) < 1e-4 for a in accepted_times):
+            continue
+        seen.add(sig)
+        accepted_times.append(est.step_time)
+        out.append(cand)
+    out.sort(key=lambda c: c.est.step_time)
+    return {"base": base, "candidates": out, "evaluated": len(scored), "checked": n_checked, "rejected": rejected}

@@ -1,0 +1,61 @@
+"""Regenerate overlap_cli/estimate/constants.json: the step-time model's fitted constants.
+
+    python tools/fit_estimate.py           # fit on every joined row and write the file
+    python tools/fit_estimate.py --check   # fit and print, write nothing
+
+The free parameters are an achieved Tensor Core efficiency per GPU type (h100, b200, b300, gb200, gb300),
+a factor per precision (FP8 current scaling, MXFP8, NVFP4 relative to each GPU's own peak for that
+precision; BF16 = 1), the bytes moved per hidden element per token per sub-layer by memory-bound work, and
+the weight of the MoE permute copies in it: ten numbers for 125 measured rows. Everything else (peaks,
+bandwidths, latencies, overlap residuals) is a cited or stated figure, not fitted. The fit minimises the
+mean squared log error of the step time by coordinate descent (bench/estimate_data.py ``fit``);
+bench/estimate_accuracy.py scores it on rows and models held out of the fit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from bench import estimate_data as E  # noqa: E402
+
+START = {
+    "efficiency": {"h100": 0.45, "b200": 0.4, "b300": 0.45, "gb200": 0.45, "gb300": 0.5},
+    # GPUs without measured rows take the efficiency of the nearest measured part (same SMs/Tensor Cores).
+    "efficiency_fallback": {"h200": "h100", "a100": "h100"},
+    "precision_factor": {"bf16": 1.0, "fp8cs": 1.0, "mxfp8": 1.0, "nvfp4": 0.6},
+    "mem_bytes_per_element": 100.0,
+    "moe_permute_weight": 1.0,
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="print the fitted constants, write nothing")
+    args = ap.parse_args()
+    data, skipped = E.joined()
+    const = E.fit(data, START)
+    meas = [r["step_time_s"] for r, *_ in data]
+    sc = E.scores(meas, [E.predict(s, const) for _, s, *_ in data])
+    const["how"] = (
+        f"tools/fit_estimate.py: coordinate descent on the mean squared log error of step time over {len(data)} rows of "
+        "Megatron-Bridge's published performance tables (bench/data/bridge_throughput.jsonl, 067f987d) joined to the shipped "
+        f"0.6.2 recipes; in-sample MAPE {sc['mape']:.1f} %, Kendall tau {sc['tau']:.3f}; held-out scores: bench/estimate_accuracy.py"
+    )
+    text = json.dumps(const, indent=1, sort_keys=True) + "\n"
+    if args.check:
+        sys.stdout.write(text)
+        return
+    path = os.path.join(ROOT, "overlap_cli", "estimate", "constants.json")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
