@@ -32,11 +32,19 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "overlap_cli" / "frameworks" / "megatron_lm" / "arguments.json"
 DEFAULT_SOURCE = "/work/.mirror/NVIDIA+Megatron-LM/repo@core_r0.19.0"
 
-# (group, file in the Megatron-LM tree, provider function, the training scripts that pass it)
+# (group, file in the Megatron-LM tree, provider function, the training scripts that pass it) — every
+# extra_args_provider of a script the functional tests run (tests/test_utils/recipes: TRAINING_SCRIPT_PATH).
 PROVIDERS = (
     ("modelopt", "megatron/post_training/arguments.py", "add_modelopt_args", ["pretrain_gpt.py", "pretrain_hybrid.py"]),
     ("vlm", "pretrain_vlm.py", "add_vlm_extra_args", ["pretrain_vlm.py"]),
-    ("inference", "megatron/inference/utils.py", "add_inference_args", ["train_rl.py"]),
+    ("inference", "megatron/inference/utils.py", "add_inference_args",
+     ["train_rl.py", "gpt_dynamic_inference.py", "gpt_dynamic_inference_with_coordinator.py"]),
+    ("static-inference", "examples/inference/advanced/gpt_static_inference.py", "add_static_inference_args", ["gpt_static_inference.py"]),
+    ("offline-inference", "examples/inference/offline_inference.py", "add_offline_inference_args", ["offline_inference.py"]),
+    ("mimo", "examples/mimo/train.py", "add_mimo_args", ["train.py"]),
+    # its ModelOpt half is the modelopt group already (has_nvidia_modelopt is set by a try/except at import)
+    ("flextron", "megatron/elastification/pretrain_hybrid_flex.py", "mamba_flex_extra_args_provider", ["pretrain_hybrid_flex.py"],
+     {"has_nvidia_modelopt": False}),
 )
 
 ACTION_KINDS = {
@@ -62,15 +70,27 @@ def read_source(source: str, rel: str) -> str | None:
     return path.read_text() if path.is_file() else None
 
 
-def provider_function(text: str, name: str, filename: str):
-    """The provider function of a module, defined after the module's top-level imports (each tried)."""
+def provider_function(source: str, text: str, name: str, filename: str, depth: int = 0, preset: dict | None = None):
+    """The provider function of a module, defined after the module's top-level imports (each tried).
+
+    An import of a ``megatron.*`` module the wheel lacks (``megatron.inference``, ``megatron.elastification``)
+    is served from the source tree: the names it imports are defined the same way, one level deep."""
     tree = ast.parse(text, filename)
-    namespace: dict = {"__name__": "mlm_provider"}
+    namespace: dict = {"__name__": "mlm_provider", **(preset or {})}
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             try:
                 exec(compile(ast.Module([node], []), filename, "exec"), namespace)
-            except Exception as exc:  # an optional dependency of the script, not of the provider
+            except Exception as exc:  # an optional dependency of the script, or a module only in the source tree
+                module = getattr(node, "module", None) or ""
+                rel = module.replace(".", "/") + ".py"
+                other = read_source(source, rel) if module.startswith("megatron.") and depth < 2 else None
+                if other is not None and isinstance(node, ast.ImportFrom):
+                    for alias in node.names:
+                        fn = provider_function(source, other, alias.name, rel, depth + 1)
+                        if fn is not None:
+                            namespace[alias.asname or alias.name] = fn
+                    continue
                 print(f"  {filename}: skipped import at line {node.lineno}: {type(exc).__name__}: {exc}", file=sys.stderr)
         elif isinstance(node, ast.FunctionDef) and node.name == name:
             exec(compile(ast.Module([node], []), filename, "exec"), namespace)
@@ -141,12 +161,12 @@ def main() -> int:
     parser = core_parser()
     rows = [row(a, "core") for a in parser._actions]
     groups = {"core": {"source": "megatron/training/arguments.py:add_megatron_arguments", "scripts": "all"}}
-    for group, rel, func, scripts in PROVIDERS:
+    for group, rel, func, scripts, *preset in PROVIDERS:
         text = read_source(opts.mlm_source, rel)
         if text is None:
             print(f"  {rel}: not in {opts.mlm_source}; group {group} left out", file=sys.stderr)
             continue
-        provider = provider_function(text, func, rel)
+        provider = provider_function(opts.mlm_source, text, func, rel, preset=preset[0] if preset else None)
         if provider is None:
             print(f"  {rel}: no function {func}; group {group} left out", file=sys.stderr)
             continue

@@ -14,8 +14,8 @@ branch) runs ``envsubst`` over the file, exports each ``ENV_VARS`` entry as ``KE
   not known here, never an error, and never OmegaConf interpolations.
 
 Aliases and ``<<:`` merges are expanded first (yq ``explode(.)``); a key written in the mapping wins over
-a merged one. The YAML itself is read by ``config.yamlnodes`` (libyaml nodes, positions kept); values are
-taken as the text written, which is what yq's ``tostring`` hands on (``1.0e-5`` stays ``1.0e-5``).
+a merged one. The YAML itself is composed by ``config.yamlnodes``'s loader (libyaml nodes, positions kept, the same
+size and depth limits); values are taken as the text written, which is what yq's ``tostring`` hands on (``1.0e-5`` stays ``1.0e-5``).
 """
 
 from __future__ import annotations
@@ -42,9 +42,11 @@ def looks_like_mlm_yaml(text: str) -> bool:
 
 
 def read_mlm_yaml(path: str, text: str, key: str = "MODEL_ARGS") -> LaunchText:
+    """The launch a functional-test YAML describes: ``key`` (``MODEL_ARGS``, or ``MODEL_ARGS_2`` for a
+    resumed run's second launch) as argument words, ``ENV_VARS`` as the environment."""
     import yaml
 
-    from overlap_cli.config.yamlnodes import Builder, check_nesting, loader_class
+    from overlap_cli.config.yamlnodes import check_nesting, loader_class, yaml_error
 
     check_nesting(text, path)
     loader = loader_class()(text)
@@ -52,30 +54,49 @@ def read_mlm_yaml(path: str, text: str, key: str = "MODEL_ARGS") -> LaunchText:
         try:
             root = loader.get_single_node()
         except yaml.YAMLError as exc:
-            from overlap_cli.config.yamlnodes import yaml_error
-
             raise yaml_error(path, exc) from None
         if root is None or not isinstance(root, yaml.MappingNode):
             raise InputError(InputProblem(path, "expected a mapping with ENV_VARS and MODEL_ARGS (Megatron-LM's functional-test form)", line=1))
-        positions: dict = {}
-        data = Builder(loader, path, positions).build(root, ())  # validates (duplicates, tags, merges) as every YAML here
+        # yq reads the node tree, where a repeated key is two entries (the later one is the flag argparse
+        # keeps); so unlike a Bridge config, duplicates are not an error here. Only these two sections are read.
         pairs = {k.value: (k, v) for k, v in root.value if isinstance(k, yaml.ScalarNode)}
         if key not in pairs:
             raise InputError(InputProblem(path, f"no top-level {key}: mapping (Megatron-LM's functional-test form has ENV_VARS and MODEL_ARGS)"))
         key_node, args_node = pairs[key]
         found = LaunchText(file=path, text=text, kind="yaml", script=None, launch_line=key_node.start_mark.line + 1)
-        if isinstance(data.get("ENV_VARS"), dict):
-            _env(found, pairs["ENV_VARS"][1], yaml)
-        if args_node.tag.endswith(":null"):
+        env = pairs.get("ENV_VARS")
+        if env is not None and isinstance(env[1], yaml.MappingNode):
+            _env(found, _flatten(loader, env[1], path, yaml), yaml)
+        if isinstance(args_node, yaml.ScalarNode) and args_node.tag.endswith(":null"):
             return found
         if not isinstance(args_node, yaml.MappingNode):
             raise InputError(InputProblem(path, f"{key} must be a mapping of --flag: value", key=key,
                                           line=args_node.start_mark.line + 1, column=args_node.start_mark.column + 1))
-        _model_args(found, args_node, key, yaml)
+        node = _flatten(loader, args_node, path, yaml)
+        if node.value and not any(isinstance(k, yaml.ScalarNode) and k.value.startswith("-") for k, _ in node.value):
+            first = node.value[0][0]
+            raise InputError(InputProblem(
+                path, f"{key} holds no --flag keys (NeMo-style overrides such as {first.value!r}?); not a Megatron-LM command line",
+                key=key, line=first.start_mark.line + 1, column=first.start_mark.column + 1))
+        _model_args(found, node, key, yaml)
         found.unknowns.append("the training script, world size and GPUs per node are the harness recipe's (tests/test_utils/recipes), not this file's")
         return found
     finally:
         loader.dispose()
+
+
+def _flatten(loader, node, path: str, yaml):
+    """The mapping with ``<<:`` merges expanded (merged pairs first, as PyYAML's flatten_mapping puts them);
+    ``node.merged_pairs`` counts them."""
+    if getattr(node, "merged_pairs", None) is None:
+        explicit = sum(1 for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge")
+        try:
+            loader.flatten_mapping(node)
+        except yaml.YAMLError as exc:
+            mark = node.start_mark
+            raise InputError(InputProblem(path, f"invalid merge key: {getattr(exc, 'problem', exc)}", line=mark.line + 1, column=mark.column + 1)) from None
+        node.merged_pairs = len(node.value) - explicit
+    return node
 
 
 def _span(node) -> Optional[tuple]:

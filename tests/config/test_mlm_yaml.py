@@ -78,3 +78,17 @@ def test_invalid_yaml_is_one_line():
 def test_looks_like():
     assert looks_like_mlm_yaml(TEXT)
     assert not looks_like_mlm_yaml("model:\n  tensor_model_parallel_size: 2\n")
+
+
+def test_repeated_key_is_two_words_and_the_last_wins():
+    from overlap_cli.frameworks.megatron_lm.args import load_launch
+
+    lau = load_launch("m.yaml", "MODEL_ARGS:\n  --ffn-hidden-size: 64\n  --num-layers: 2\n  --ffn-hidden-size: 128\n")
+    assert lau.argv == ["--ffn-hidden-size", "64", "--num-layers", "2", "--ffn-hidden-size", "128"]
+    assert lau.args["ffn_hidden_size"].value == 128 and lau.args["ffn_hidden_size"].line == 4
+
+
+def test_nemo_style_model_args_are_not_megatron_flags():
+    with pytest.raises(InputError) as err:
+        read_mlm_yaml("m.yaml", "MODEL_ARGS:\n  trainer.num_nodes: 1\n")
+    assert err.value.problem.one_line().startswith("m.yaml:2:3: MODEL_ARGS: MODEL_ARGS holds no --flag keys")

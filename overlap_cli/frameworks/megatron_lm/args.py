@@ -88,15 +88,28 @@ def table() -> dict:
     if _TABLE is None:
         with open(TABLE_PATH, encoding="utf-8") as fh:
             doc = json.load(fh)
+        # spelling -> the rows that define it: core first, then each optional group's own version (a flag
+        # two scripts define differently, e.g. --model-provider, has one row per meaning)
         by_flag: dict = {}
         by_dest: dict = {}
         for row in doc["options"]:
             if row["action"] == "help":
                 continue
+            meaning = {k: v for k, v in row.items() if k != "group"}
             for spelling in row["flags"]:
-                by_flag[spelling] = row
-            by_dest.setdefault(row["dest"], []).append(row)
+                rows = by_flag.setdefault(spelling, [])
+                if not any({k: v for k, v in r.items() if k != "group"} == meaning for r in rows):
+                    rows.append(row)
+            if not any(r["group"] == "core" for r in by_dest.get(row["dest"], ())) or row["group"] == "core":
+                by_dest.setdefault(row["dest"], []).append(row)
         doc["by_flag"], doc["by_dest"] = by_flag, by_dest
+        # script file name -> the optional groups it adds
+        scripts: dict = {}
+        for name, group in doc["groups"].items():
+            if isinstance(group.get("scripts"), list):
+                for script in group["scripts"]:
+                    scripts.setdefault(script, set()).add(name)
+        doc["script_groups"] = scripts
         _TABLE = doc
     return _TABLE
 
@@ -163,7 +176,7 @@ def is_yaml_path(path: str) -> bool:
 
 def launch_from_text(found: LaunchText) -> Launch:
     unknowns = list(found.unknowns)
-    args = parse_tokens(found.file, found.tokens, unknowns)
+    args = parse_tokens(found.file, found.tokens, unknowns, script=found.script)
     return Launch(
         file=found.file, text=found.text, kind=found.kind, script=found.script, launch_line=found.launch_line,
         args=args, env=found.env, world_size=found.world_size, world_size_line=found.world_size_line,
@@ -193,14 +206,14 @@ def _classify(token: Token, by_flag: dict):
         return ("A", None, None, None)
     if text == "--":
         return ("--", None, None, None)
-    row = by_flag.get(text)
-    if row is not None:
-        return ("O", row, text, None)
+    rows = by_flag.get(text)
+    if rows is not None:
+        return ("O", rows, text, None)
     if "=" in text:
         name, _, explicit = text.partition("=")
-        row = by_flag.get(name)
-        if row is not None:
-            return ("O", row, name, explicit)
+        rows = by_flag.get(name)
+        if rows is not None:
+            return ("O", rows, name, explicit)
     if _negative_number(text) or " " in text:
         return ("A", None, None, None)
     return ("U", None, text.partition("=")[0], None)
@@ -252,7 +265,24 @@ def _span_of(tokens: list) -> Optional[tuple]:
     return (line, tokens[0].span[1], tokens[-1].span[2])
 
 
-def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None) -> dict:
+def _rows_for_script(rows: list, flag: str, script: Optional[str], token: Token) -> list:
+    """The rows of a flag the training script's parser has: core, and the groups that script adds. A
+    script none of the groups names (a user's own) may add any of them."""
+    if script is None:
+        return rows
+    doc = table()
+    mine = doc["script_groups"].get(script)
+    if mine is None:
+        return rows
+    kept = [r for r in rows if r["group"] == "core" or r["group"] in mine]
+    if not kept:
+        owners = sorted({s for r in rows for s in doc["groups"].get(r["group"], {}).get("scripts", ())})
+        raise _Fail(token, flag, f"{script} has no such flag (argparse exits 2: unrecognized arguments); "
+                                 f"it is an option of {', '.join(owners)}")
+    return kept
+
+
+def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, script: Optional[str] = None) -> dict:
     """dest -> Arg for the argument words of a launch, with argparse's meaning; InputError on what
     argparse rejects. Words not known statically give UNKNOWN values; where one could be flags (an
     unquoted unknown expansion), a sentence goes to ``unknowns``."""
@@ -280,6 +310,8 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None) -> di
                 i += 1
                 continue
             i += 1
+            rows = _rows_for_script(row, flag, script, tok)
+            row = rows[0]
             action = row["action"]
             nargs = row.get("nargs")
             values: list = []
@@ -305,7 +337,7 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None) -> di
                     if nargs == "+":
                         raise _Fail(tok, flag, "expected at least one argument")
                     raise _Fail(tok, flag, f"expected {nargs} arguments")
-            value = _action_value(row, flag, values, out.get(row["dest"]))
+            value = _value_by_any(rows, flag, values, out.get(row["dest"]))
             previous = out.get(row["dest"])
             literal = tok.literal and all(v.literal and v.origin == tok.origin for v in values)
             out[row["dest"]] = Arg(
@@ -331,6 +363,19 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None) -> di
                 message += f"; did you mean {close[0]}?"
         raise InputError(InputProblem(file, message, key=key, line=first.line, column=first.column))
     return out
+
+
+def _value_by_any(rows: list, flag: str, values: list, previous: Optional[Arg]):
+    """The value by the first row (meaning of the flag) that accepts it; the first row's error otherwise."""
+    first_error = None
+    for row in rows:
+        if row.get("nargs") != rows[0].get("nargs") or row["action"] != rows[0]["action"]:
+            continue
+        try:
+            return _action_value(row, flag, values, previous)
+        except _Fail as exc:
+            first_error = first_error or exc
+    raise first_error
 
 
 def _action_value(row: dict, flag: str, values: list, previous: Optional[Arg]):
