@@ -1,0 +1,166 @@
+"""The model's responses to the settings it is about: overlaps never slow it down (unless it says why),
+the pipeline bubble follows (p-1)/(v*m), bucket size changes the exposed DP tail, the JSON contract."""
+
+import json
+
+import pytest
+
+from overlap_cli.estimate.model import estimate
+from overlap_cli.frameworks.bridge import recipes as catalog
+
+RECIPES = {  # name -> (world size, gpu): dense and MoE, TP/CP/PP/EP layouts, Hopper and Blackwell
+    "llama3_70b_pretrain_64gpu_h100_bf16_config": (64, "h100"),
+    "llama3_8b_pretrain_8gpu_h100_fp8cs_config": (8, "h100"),
+    "deepseek_v3_pretrain_256gpu_gb200_bf16_config": (256, "gb200"),
+    "qwen3_30b_a3b_pretrain_16gpu_h100_fp8cs_config": (16, "h100"),
+    "gpt_oss_120b_pretrain_64gpu_b200_bf16_config": (64, "b200"),
+    "nemotron_3_nano_pretrain_8gpu_b200_fp8mx_config": (8, "b200"),
+}
+
+
+def write(tmp_path, name):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(catalog.text(name))
+    return str(path)
+
+
+def run_estimate(run_cli, path, world, gpu, *overrides):
+    code, out, err = run_cli("estimate", path, *overrides, "--world-size", str(world), "--gpu", gpu, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)["results"][0]["estimate"]
+
+
+def shape_of(path, world, gpu, overrides=()):
+    from overlap_cli.check.engine import check
+    from overlap_cli.cli.check import parse_overrides
+    from overlap_cli.estimate.inputs import shape_from_view
+    from overlap_cli.target.profile import Target
+
+    t = Target(world_size=world)
+    t.set("world_size", world, "flag")
+    t.set("gpu", gpu, "flag")
+    return shape_from_view(check(path, t, parse_overrides(list(overrides))).view)
+
+
+OVERLAPS = {  # Shape field -> what turning it on also needs
+    "overlap_grad_reduce": {},
+    "overlap_param_gather": {},
+    "tp_overlap": {"sp": True},
+    "overlap_p2p": {},
+    "ep_overlap": {},
+    "delay_wgrad": {"ep_overlap": True},
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_turning_an_overlap_on_never_slows_the_estimate(tmp_path, name):
+    world, gpu = RECIPES[name]
+    base = shape_of(write(tmp_path, name), world, gpu)
+    for field, needs in OVERLAPS.items():
+        for cdmc in ("1", "32"):
+            off = base.replace(**{field: False}, cdmc=cdmc)
+            on = off.replace(**{field: True}, **needs)
+            t_off, e_on = estimate(off).step_time, estimate(on)
+            if e_on.step_time > t_off * (1 + 1e-9):
+                # Only userbuffers' SM contention may make an overlap cost time, and the estimate says so.
+                assert field == "tp_overlap" and any("SMs while they run" in a for a in e_on.assumptions), (field, cdmc)
+
+
+def test_overlap_through_the_cli(tmp_path, run_cli):
+    """The same through the whole pipeline: comm_overlap.* overrides, as Bridge takes them."""
+    path = write(tmp_path, "llama3_70b_pretrain_64gpu_h100_bf16_config")
+    on = run_estimate(run_cli, path, 64, "h100")
+    off = run_estimate(run_cli, path, 64, "h100", "comm_overlap.overlap_grad_reduce=false", "comm_overlap.overlap_param_gather=false")
+    assert off["breakdown_s"]["dp_exposed"] > on["breakdown_s"]["dp_exposed"]
+    assert off["step_time_s"] > on["step_time_s"]
+    no_tp = run_estimate(run_cli, path, 64, "h100", "comm_overlap.tp_comm_overlap=false")
+    assert no_tp["breakdown_s"]["tp_exposed"] > on["breakdown_s"]["tp_exposed"]
+
+
+CONFIG = """model:
+  num_layers: 32
+  hidden_size: 4096
+  ffn_hidden_size: 14336
+  num_attention_heads: 32
+  num_query_groups: 8
+  seq_length: 4096
+  vocab_size: 128256
+  tensor_model_parallel_size: 2
+  pipeline_model_parallel_size: {pp}
+  virtual_pipeline_model_parallel_size: {vpp}
+  sequence_parallel: true
+train:
+  global_batch_size: {gbs}
+  micro_batch_size: 1
+"""
+
+
+@pytest.mark.parametrize("pp,vpp,gbs", [(4, "null", 64), (4, 2, 64), (4, 4, 128), (8, 2, 256), (2, 8, 32)])
+def test_pipeline_bubble_is_p_minus_1_over_v_m(tmp_path, run_cli, pp, vpp, gbs):
+    path = tmp_path / "cfg.yaml"
+    path.write_text(CONFIG.format(pp=pp, vpp=vpp, gbs=gbs))
+    world = 2 * pp * 2  # DP 2
+    est = run_estimate(run_cli, str(path), world, "h100")
+    b = est["breakdown_s"]
+    v = 1 if vpp == "null" else vpp
+    m = gbs // 2
+    per_microbatch_path = (b["compute"] + b["tp_exposed"] + b["cp_exposed"] + b["ep_exposed"])
+    assert b["pp_bubble"] == pytest.approx(per_microbatch_path * (pp - 1) / (v * m), rel=1e-9)
+
+
+def test_bucket_size_changes_the_exposed_tail_only_when_overlapped(tmp_path):
+    path = write(tmp_path, "llama3_8b_pretrain_8gpu_h100_fp8cs_config")
+    base = shape_of(path, 64, "h100")  # DP 64 over the network
+    on = {b: estimate(base.replace(overlap_grad_reduce=True, bucket_size=b)).parts["dp_exposed"] for b in (10**6, 4 * 10**7, 4 * 10**8, 4 * 10**9)}
+    assert on[4 * 10**7] < on[4 * 10**8] < on[4 * 10**9]  # a bigger last bucket is a longer exposed tail
+    assert on[10**6] > on[4 * 10**7]  # thousands of tiny buckets: each pays a collective's latency
+    off = {b: estimate(base.replace(overlap_grad_reduce=False, overlap_param_gather=False, bucket_size=b)).parts["dp_exposed"] for b in (4 * 10**7, 4 * 10**9)}
+    assert off[4 * 10**7] == off[4 * 10**9] > on[4 * 10**7]  # not overlapped: one buffer, all exposed
+
+
+def test_cuda_device_max_connections_on_hopper(tmp_path):
+    path = write(tmp_path, "llama3_70b_pretrain_64gpu_h100_bf16_config")
+    base = shape_of(path, 64, "h100")
+    ordered, unordered = estimate(base.replace(cdmc="1")), estimate(base.replace(cdmc="8"))
+    assert unordered.parts["tp_exposed"] > ordered.parts["tp_exposed"]
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" in unordered.reasons["tp_exposed"]
+
+
+def test_text_names_the_setting_behind_each_exposed_part(tmp_path, run_cli):
+    path = write(tmp_path, "llama3_70b_pretrain_64gpu_h100_bf16_config")
+    code, out, err = run_cli("estimate", path, "comm_overlap.overlap_grad_reduce=false", "--world-size", "64", "--gpu", "h100")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("dp_exposed"))
+    assert "overlap_grad_reduce is off" in line and "DP = 2" in line
+    assert "tp_comm_overlap is on" in next(x for x in out.splitlines() if x.startswith("tp_exposed"))
+
+
+def test_a_config_without_a_model_shape_is_one_line_exit_2(root, run_cli):
+    code, out, err = run_cli("estimate", str(root / "examples" / "pp_without_vpp.yaml"), "--world-size", "64")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "cannot estimate: model." in err and "Traceback" not in err
+
+
+def test_rubin_is_said_to_be_unmodelled(tmp_path, run_cli):
+    path = write(tmp_path, "llama3_70b_pretrain_64gpu_h100_bf16_config")
+    code, out, err = run_cli("estimate", path, "--world-size", "64", "--gpu", "vr200", "--format", "json")
+    assert code == 2
+    assert json.loads(out)["results"][0]["error"].endswith("has no published dense Tensor Core peak or bandwidth figures this model could cite")
+
+
+def test_accuracy_floor_on_the_published_rows():
+    """The shipped constants against Megatron-Bridge's measured rows (in-sample; bench/estimate_accuracy.py
+    scores held-out rows and models): a broken FLOP count or a lost overlap term fails this."""
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    from bench import estimate_data as E
+    from overlap_cli.estimate.model import constants
+
+    data, _ = E.joined()
+    assert len(data) >= 120
+    meas = [r["step_time_s"] for r, *_ in data]
+    sc = E.scores(meas, [E.predict(s, constants()) for _, s, *_ in data])
+    base = E.scores(meas, [E.baseline(r, s) for r, s, *_ in data])
+    assert sc["mape"] < 15 and sc["tau"] > 0.85
+    assert sc["mape"] < base["mape"] / 2

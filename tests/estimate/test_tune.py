@@ -1,0 +1,71 @@
+"""``overlap tune`` proposes only what the rules accept, each faster than the config as written, and
+``--write`` makes the file that run."""
+
+import json
+
+import pytest
+
+from overlap_cli.frameworks.bridge import recipes as catalog
+
+CASES = {
+    "llama3_70b_pretrain_64gpu_h100_bf16_config": (64, "h100"),
+    "deepseek_v3_pretrain_256gpu_gb200_bf16_config": (256, "gb200"),
+    "qwen3_30b_a3b_pretrain_16gpu_h100_fp8cs_config": (16, "h100"),
+    "llama3_8b_pretrain_8gpu_h100_fp8cs_config": (8, "h100"),
+}
+
+
+def write(tmp_path, name):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(catalog.text(name))
+    return str(path)
+
+
+@pytest.mark.parametrize("reshard", [False, True])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tune_never_proposes_a_crashing_candidate(tmp_path, run_cli, name, reshard):
+    world, gpu = CASES[name]
+    path = write(tmp_path, name)
+    flags = ["--world-size", str(world), "--gpu", gpu]
+    code, out, err = run_cli("tune", path, *flags, "--format", "json", "--top", "4", *(["--allow-reshard"] if reshard else []))
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["version"] == 1 and doc["evaluated"] >= 100
+    for cand in doc["candidates"]:
+        assert cand["step_time_s"] < doc["base"]["step_time_s"] and cand["gain_s"] > 0
+        # The rules, run again on the candidate: no error finding (a predicted crash).
+        code, out, err = run_cli("check", path, *cand["overrides"], *flags, "--format", "json")
+        assert code in (0, 1), err
+        findings = json.loads(out)["results"][0]["findings"]
+        assert not [f for f in findings if f["severity"] == "error"], cand["overrides"]
+        # And the estimate of the candidate is the one tune reports.
+        code, out, _ = run_cli("estimate", path, *cand["overrides"], *flags, "--format", "json")
+        assert json.loads(out)["results"][0]["estimate"]["step_time_s"] == pytest.approx(cand["step_time_s"])
+
+
+def test_tune_finds_the_dp_overlap_a_config_turned_off(tmp_path, run_cli):
+    path = tmp_path / "cfg.yaml"
+    text = catalog.text("llama3_8b_pretrain_8gpu_h100_fp8cs_config")
+    path.write_text(text)
+    flags = ["--world-size", "64", "--gpu", "h100"]
+    code, out, err = run_cli("tune", str(path), "comm_overlap.overlap_grad_reduce=false", *flags, "--format", "json")
+    assert code == 0, err
+    best = json.loads(out)["candidates"][0]
+    assert {"op": "set", "key": "comm_overlap.overlap_grad_reduce", "value": True} in best["edits"]
+
+
+def test_write_applies_the_best_candidate(tmp_path, run_cli):
+    path = write(tmp_path, "deepseek_v3_pretrain_256gpu_gb200_bf16_config")
+    flags = ["--world-size", "256", "--gpu", "gb200"]
+    code, out, _ = run_cli("tune", path, *flags, "--format", "json")
+    best = json.loads(out)["candidates"][0]
+    before = open(path).read()
+    code, out, err = run_cli("tune", path, *flags, "--write")
+    assert code == 0, err and "wrote candidate 1" in out
+    after = open(path).read()
+    assert after != before
+    assert len(after.splitlines()) - len(before.splitlines()) <= len(best["edits"])  # edits in place, nothing reflowed
+    code, out, _ = run_cli("estimate", path, *flags, "--format", "json")
+    assert json.loads(out)["results"][0]["estimate"]["step_time_s"] == pytest.approx(best["step_time_s"])
+    code, out, _ = run_cli("check", path, *flags, "--format", "json")
+    assert not [f for f in json.loads(out)["results"][0]["findings"] if f["severity"] == "error"]
