@@ -107,6 +107,12 @@ def _vs(row: Param) -> Param:
 
 VS_TARGET = tuple(_vs(p) for p in TARGET if p.dest in PER_SIDE)
 
+# Which framework an input is written for (frameworks.detect): check, fix, env and diff take it.
+FRAMEWORK = (
+    Param("framework", "--framework", kind=CHOICE, choices=("auto", "bridge", "megatron-lm"), default="auto",
+          help="Framework of the inputs: auto (launch scripts *.sh/*.bash/*.slurm/*.sbatch and YAML with MODEL_ARGS are Megatron-LM, other YAML Megatron-Bridge), bridge, megatron-lm."),
+)
+
 REPORT_FORMATS = ("text", "concise", "json", "sarif", "github", "auto")  # auto: github under GitHub Actions
 _CONFIG_AND_OVERRIDES = Param("args", kind=ARGUMENTS, metavar="CONFIG [OVERRIDES...]", help="One config file, then Hydra-style overrides.")
 
@@ -117,6 +123,7 @@ _CONFIG_AND_OVERRIDES = Param("args", kind=ARGUMENTS, metavar="CONFIG [OVERRIDES
 CHECK = (
     Param("args", kind=ARGUMENTS, metavar="FILE... [OVERRIDES...]", help="Config files, then Hydra-style overrides (key=value, +key=value, ++key=value, ~key)."),
     *TARGET,
+    *FRAMEWORK,
     Param("format", "--format", "--output-format", "-f", **_choices(*REPORT_FORMATS), help="Output format (auto: github under GitHub Actions, else text)."),
     Param("select", "--select", kind=MULTIPLE, help="Only these rules: codes, prefixes (TP, DP3), rule names or ALL; comma-separated or repeated."),
     Param("ignore", "--ignore", kind=MULTIPLE, help="Rules not to report (codes, prefixes, names)."),
@@ -145,6 +152,7 @@ FIX = (
     Param("unsafe_fixes", "--unsafe-fixes", kind=FLAG, help="Also apply fixes that change training behaviour, memory or checkpoint format."),
     Param("no_comments", "--no-comments", kind=FLAG, help="Do not add `# overlap: CODE reason` comments to edited keys."),
     *TARGET,
+    *FRAMEWORK,
     Param("select", "--select", kind=MULTIPLE, help="Only fix findings of these rules (codes, prefixes, names or ALL)."),
     Param("ignore", "--ignore", kind=MULTIPLE, help="Do not fix findings of these rules."),
     Param("extend_select", "--extend-select", kind=MULTIPLE, help="Rules to add to the selection."),
@@ -161,6 +169,7 @@ ENV = (
     _CONFIG_AND_OVERRIDES,
     Param("format", "--format", "-f", **_choices("shell", "dotenv", "json"), help="shell: export lines with reasons; dotenv: NAME=VALUE; json."),
     *TARGET,
+    *FRAMEWORK,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -170,6 +179,7 @@ ENV = (
 DIFF = (
     Param("args", kind=ARGUMENTS, metavar="OLD [NEW]", help="Two config files, or one file compared under two targets (--vs-* flags)."),
     *TARGET,
+    *FRAMEWORK,
     *VS_TARGET,
     Param("format", "--format", "-f", **_choices("text", "json"), help="Output format."),
 )

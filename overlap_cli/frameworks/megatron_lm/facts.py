@@ -22,11 +22,15 @@ WORLD_NOT_DIVISIBLE_AT = f"{ARGS}:430"
 VPP_EXCLUSIVE = (
     "No more than one of the following arguments can be set at the same time: "
     "--num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank,"
-    "--pipeline-model-parallel-layout."
+    "--pipeline-model-parallel-layout. args.num_layers_per_virtual_pipeline_stage={nl!r}, "
+    "args.num_virtual_stages_per_pipeline_rank={nvs!r}, args.pipeline_model_parallel_layout={layout!r}."
 )
 VPP_EXCLUSIVE_AT = f"{ARGS}:894"
 # arguments.py:911 — the layout's stage count must divide by PP.
-LAYOUT_NOT_DIVISIBLE = "The length of pipeline_model_parallel_layout must be divisible by pipeline_model_parallel_size"
+LAYOUT_NOT_DIVISIBLE = (
+    "The length of pipeline_model_parallel_layout must be divisible by pipeline_model_parallel_size "
+    "(num_stages={stages}, args.pipeline_model_parallel_size={pp})"
+)
 LAYOUT_NOT_DIVISIBLE_AT = f"{ARGS}:911"
 # arguments.py:921, 934, 938 — --num-layers-per-virtual-pipeline-stage.
 VPP_UNEVEN = (

@@ -214,7 +214,7 @@ def _virtual_pipeline(r, a, prov, known, integer, fail) -> None:
                 vpp, why = segments // pp, f"{segments} segments of --hybrid-layer-pattern / PP {pp} (arguments.py:832)"
     given = [x is not None for x in (nl_vps, nvs, layout)]
     if sum(given) > 1:
-        fail("vpp-args", lm.VPP_EXCLUSIVE, lm.VPP_EXCLUSIVE_AT,
+        fail("vpp-args", lm.VPP_EXCLUSIVE.format(nl=nl_vps, nvs=nvs, layout=layout), lm.VPP_EXCLUSIVE_AT,
              *[d for d, g in zip(("num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank",
                                   "pipeline_model_parallel_layout"), given) if g])
         r.vpp, r.vpp_known = None, False
@@ -227,7 +227,8 @@ def _virtual_pipeline(r, a, prov, known, integer, fail) -> None:
         if stages is None or stages.stages is None:
             r.vpp_known = False
         elif stages.stages % pp:
-            fail("layout", lm.LAYOUT_NOT_DIVISIBLE, lm.LAYOUT_NOT_DIVISIBLE_AT, "pipeline_model_parallel_layout")
+            fail("layout", lm.LAYOUT_NOT_DIVISIBLE.format(stages=stages.stages, pp=pp), lm.LAYOUT_NOT_DIVISIBLE_AT,
+                 "pipeline_model_parallel_layout")
             r.vpp_known = False
         else:
             vpp, why = stages.stages // pp, f"{stages.stages} stages of --pipeline-model-parallel-layout / PP {pp} (arguments.py:916)"
