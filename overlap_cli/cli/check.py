@@ -85,6 +85,8 @@ def target_from_options(opts, config_file=None):
         "te_version": te_version,
         "torch_version": torch_version,
         "env_from_shell": opts.env_from_shell or None,
+        # --framework (check, fix, env, diff); auto: frameworks.detect looks at each file
+        "framework": None if getattr(opts, "framework", "auto") in (None, "auto") else opts.framework,
     }
     settings = opts.settings
     detection = None

@@ -158,20 +158,41 @@ def search(path: str, checked, target, overrides: list, reshard: bool = False, t
     base_shape = shape_from_view(view)
     base = estimate(base_shape)
     space = knob_space(view, base_shape, reshard)
-    names = [k for k in space if k != "vp"]
+    structural = [k for k in ("layout", "mbs") if k in space]
+    overlap_names = [k for k in space if k not in structural and k != "vp"]
     scored = []
-    for combo in itertools.product(*(space[k] for k in names)):
-        knobs = dict(zip(names, combo))
+
+    def score(knobs: dict) -> None:
         shape0 = apply_knobs(base_shape, knobs)
         for vp in _vpp_values(base_shape, shape0.pp, shape0.microbatches):
             k2 = dict(knobs, vp=vp)
-            shape = apply_knobs(base_shape, k2)
             try:
-                t = estimate(shape).step_time
+                t = estimate(apply_knobs(base_shape, k2)).step_time
             except (ZeroDivisionError, KeyError, ValueError):
                 continue
             changes = sum(1 for k, v in k2.items() if v != space.get(k, [v])[0]) + (vp != base_shape.vp)
             scored.append((t, changes, k2))
+
+    own_structure = {k: space[k][0] for k in structural}
+    for combo in itertools.product(*(space[k] for k in overlap_names)):
+        score(dict(zip(overlap_names, combo), **own_structure))
+    if structural:
+        # Resharding: every layout and micro-batch size with the config's own overlap settings and with the
+        # best few overlap settings found above (the overlap knobs act nearly independently of the layout).
+        ranked = sorted(scored, key=lambda x: x[0])
+        best_sets = [{k: space[k][0] for k in overlap_names}]
+        for _, _, k2 in ranked:
+            cand = {k: k2[k] for k in overlap_names}
+            if cand not in best_sets:
+                best_sets.append(cand)
+            if len(best_sets) >= 4:
+                break
+        for combo in itertools.product(*(space[k] for k in structural)):
+            structure = dict(zip(structural, combo))
+            if structure == own_structure:
+                continue
+            for overlap in best_sets:
+                score(dict(overlap, **structure))
     # Shortest first; among (nearly) equal times the fewest changed knobs first, so a knob the model
     # gives no effect is not proposed.
     scored.sort(key=lambda x: (round(x[0], 4), x[1]))

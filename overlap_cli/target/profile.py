@@ -269,6 +269,8 @@ def build_target(
         _apply_gpu(t, gpu, GPUS[gpu], FLAG)
     if flags.get("env_from_shell"):
         t.set("env_from_shell", True, FLAG)
+    if flags.get("framework") is not None:  # --framework bridge|megatron-lm (frameworks.detect)
+        t.set("framework", flags["framework"], FLAG)
     if t.extra.get("env_from_shell"):
         t.shell_env = dict(shell_env or {})
     else:
