@@ -3,39 +3,19 @@ the Megatron-LM rules, filling the same FileResult as a Bridge config (engine.ch
 
 from __future__ import annotations
 
-import re
-
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
     from typing import Optional
 
 from overlap_cli.check.results import SEVERITY_RANK, FileResult, InputError
 
-LAUNCH_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
-_MODEL_ARGS = re.compile(r"^MODEL_ARGS\s*:", re.M)
-
 
 def framework_of(path: Optional[str], text: Optional[str], target) -> str:
-    """"megatron-lm" for a launch script or a YAML with a top-level MODEL_ARGS mapping (Megatron-LM's
-    functional tests), else "bridge"; a framework forced on the target (``--framework``) wins."""
-    forced = target.get("framework") if target is not None else None
-    if forced in ("bridge", "megatron-lm"):
-        return forced
-    if path is None:
-        return "bridge"
-    low = path.lower()
-    if low.endswith(LAUNCH_SUFFIXES):
-        return "megatron-lm"
-    if low.endswith((".yaml", ".yml")):
-        if text is None:
-            try:
-                with open(path, "rb") as fh:
-                    text = fh.read(1 << 20).decode("utf-8", "replace")
-            except OSError:
-                return "bridge"  # the Bridge loader reports the unreadable file
-        if _MODEL_ARGS.search(text):
-            return "megatron-lm"
-    return "bridge"
+    """"bridge" or "megatron-lm" for this input (frameworks.detect); a framework forced on the target
+    (``--framework``, ``target.get("framework")``) wins."""
+    from overlap_cli.frameworks.detect import framework_of as detect
+
+    return detect(path, text, target.get("framework") if target is not None else None)
 
 
 def check_launch(result: FileResult, path: str, target, text, selection):

@@ -32,6 +32,14 @@ ANCHORS = {
 }
 
 
+def flag_row(flag: str) -> Optional[dict]:
+    """The table row of a flag spelling (the first, where scripts define it differently: same dest)."""
+    from overlap_cli.frameworks.megatron_lm.args import table
+
+    rows = table()["by_flag"].get(flag)
+    return rows[0] if rows else None
+
+
 class Unplaceable(Exception):
     """The edit cannot be made exactly on this text; the message says why."""
 
@@ -154,7 +162,7 @@ def _describe(goal: tuple) -> str:
 def _goal(launch, edit) -> Optional[tuple]:
     """("flag", dest, True | None) to give / drop a store_true-like flag, ("env", NAME, value); None when
     the launch already is so. Unplaceable for an edit with no flag behind it."""
-    from overlap_cli.frameworks.megatron_lm.args import UNKNOWN, option, table
+    from overlap_cli.frameworks.megatron_lm.args import UNKNOWN, option
     from overlap_cli.frameworks.megatron_lm.view import LaunchConfig
 
     key = edit.key
@@ -165,7 +173,7 @@ def _goal(launch, edit) -> Optional[tuple]:
             return None
         return ("env", name, str(edit.value))
     if key.startswith("-"):
-        row = table()["by_flag"].get(key)
+        row = flag_row(key)
         if row is None:
             raise Unplaceable(f"{key} is not a Megatron-LM flag")
         dest, give = row["dest"], edit.op != "remove"
@@ -228,9 +236,7 @@ def _candidates(text: str, launch, goal: tuple, finding):
 
 def _anchors(launch, flag: str, finding) -> list:
     """Args beside which a new flag may go, best first."""
-    from overlap_cli.frameworks.megatron_lm.args import table
-
-    dest = table()["by_flag"][flag]["dest"]
+    dest = flag_row(flag)["dest"]
     out = [launch.args[d] for d in ANCHORS.get(dest, ()) if d in launch.args]
     near = [a for a in launch.args.values() if a.flag == finding.key]
     out += near
@@ -387,7 +393,7 @@ def _meaning(launch) -> tuple:
 def _prove(launch, candidate: str, goal: tuple) -> Optional[str]:
     """None when ``candidate`` reads as ``launch`` with exactly ``goal`` made; else why not."""
     from overlap_cli.check.results import InputError
-    from overlap_cli.frameworks.megatron_lm.args import load_launch, table
+    from overlap_cli.frameworks.megatron_lm.args import load_launch
 
     try:
         new = load_launch(launch.file, candidate)
@@ -398,7 +404,7 @@ def _prove(launch, candidate: str, goal: tuple) -> Optional[str]:
     if kind == "env":
         env = {**env, name: repr(value)}
     else:
-        dest = table()["by_flag"][name]["dest"]
+        dest = flag_row(name)["dest"]
         if value is None:
             args.pop(dest, None)
         else:
