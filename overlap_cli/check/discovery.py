@@ -1,6 +1,8 @@
 """Turn FILE/DIR arguments into the list of configs to check.
 
-- A directory is walked for ``*.yaml`` / ``*.yml``; hidden folders (``.git``, ``.venv``, ...) and caches
+- A directory is walked for ``*.yaml`` / ``*.yml`` and Megatron-LM launch scripts (``*.sh``, ``*.bash``,
+  ``*.slurm``, ``*.sbatch``: only those with a launch line, the others passed over quietly; see
+  ``frameworks.detect``); hidden folders (``.git``, ``.venv``, ...) and caches
   are not entered, symlinked folders are not followed (no loops), and the order is sorted, so the output
   is the same on every machine and with any ``--jobs``.
 - A YAML file found in a folder is checked only if it looks like a training config: a top-level
@@ -84,10 +86,13 @@ def _looks_like_other_yaml(path: str) -> bool:
 
 
 def _walk(folder: str):
+    from overlap_cli.frameworks.detect import SHELL_SUFFIXES
+
+    suffixes = YAML_SUFFIXES + SHELL_SUFFIXES  # Megatron-LM launch scripts too (frameworks.detect)
     for dirpath, dirnames, filenames in os.walk(folder, onerror=None):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
         for name in sorted(filenames):
-            if name.lower().endswith(YAML_SUFFIXES) and not name.startswith("."):
+            if name.lower().endswith(suffixes) and not name.startswith("."):
                 yield os.path.normpath(os.path.join(dirpath, name))
 
 
@@ -100,6 +105,18 @@ def discover(args, configs_only: bool = False) -> Discovered:
         if key in seen:
             return
         seen.add(key)
+        if os.path.isfile(path):
+            from overlap_cli.frameworks.detect import MEGATRON_LM, discoverable, framework_of
+
+            if explicit and framework_of(path) == MEGATRON_LM:
+                out.files.append(path)  # named: checked, and a script without a launch line says so
+                return
+            # found in a folder: a launch script without a launch line is passed over quietly
+            verdict = None if explicit else discoverable(path)
+            if verdict is not None:
+                if verdict:
+                    out.files.append(path)
+                return
         if os.path.isfile(path) and not looks_like_config(path):
             # Named explicitly, a file with any ConfigContainer section (an env_vars-only override file)
             # or in flow style (`{model: ...}`, which the sniff cannot read) is still checked. Anything
@@ -116,7 +133,7 @@ def discover(args, configs_only: bool = False) -> Discovered:
                 found = True
                 add(path, explicit=False)
             if not found:  # most likely a wrong path: say so rather than pass silently
-                out.problems.append(InputProblem(arg, "is a directory with no *.yaml or *.yml files (hidden folders are not searched)"))
+                out.problems.append(InputProblem(arg, "is a directory with no *.yaml, *.yml or launch-script files (hidden folders are not searched)"))
         else:
             add(arg, explicit=True)  # a missing or unreadable file is reported by the check itself
     return out

@@ -1,0 +1,39 @@
+"""Which framework an input is for, and which files a folder walk checks."""
+
+from __future__ import annotations
+
+from overlap_cli.check.discovery import discover
+from overlap_cli.frameworks.detect import discoverable, framework_of
+
+LAUNCH = "#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2\n"
+
+
+def test_by_name_and_content(tmp_path):
+    (tmp_path / "a.yaml").write_text("MODEL_ARGS:\n  --num-layers: 2\n")
+    (tmp_path / "b.yaml").write_text("model:\n  tensor_model_parallel_size: 2\n")
+    (tmp_path / "launch").write_text(LAUNCH)
+    assert framework_of(str(tmp_path / "a.yaml")) == "megatron-lm"
+    assert framework_of(str(tmp_path / "b.yaml")) == "bridge"
+    assert framework_of(str(tmp_path / "launch")) == "megatron-lm"  # no suffix, a shell #!
+    for name in ("x.sh", "x.bash", "x.slurm", "x.SBATCH"):
+        assert framework_of(name, "") == "megatron-lm"
+    assert framework_of(str(tmp_path / "b.yaml"), forced="megatron-lm") == "megatron-lm"
+    assert framework_of("x.sh", "", forced="bridge") == "bridge"
+
+
+def test_folder_walk_takes_launch_scripts_with_a_launch_line_only(tmp_path):
+    (tmp_path / "train.sh").write_text(LAUNCH)
+    (tmp_path / "build.sh").write_text("#!/bin/bash\nmake -j8\n")
+    (tmp_path / "job.sbatch").write_text("#!/bin/bash\n#SBATCH --nodes=2\nsrun python pretrain_gpt.py --num-layers 2\n")
+    (tmp_path / "model_config.yaml").write_text("ENV_VARS:\n  A: 1\nMODEL_ARGS:\n  --num-layers: 2\n")
+    (tmp_path / "nemo.yaml").write_text("MODEL_ARGS:\n  trainer.num_nodes: 1\n")
+    found = discover([str(tmp_path)])
+    names = sorted(p.rsplit("/", 1)[-1] for p in found.files)
+    assert names == ["job.sbatch", "model_config.yaml", "train.sh"]
+    assert [p.rsplit("/", 1)[-1] for p, _ in found.skipped] == ["nemo.yaml"]  # noted; build.sh is not
+    assert discoverable(str(tmp_path / "build.sh")) is False
+
+
+def test_a_named_script_is_checked_even_without_a_launch_line(tmp_path):
+    (tmp_path / "build.sh").write_text("make\n")
+    assert [p.rsplit("/", 1)[-1] for p in discover([str(tmp_path / "build.sh")]).files] == ["build.sh"]
