@@ -181,7 +181,7 @@ def loss(data: list, const: dict) -> float:
     return total / max(1, len(data))
 
 
-def fit(data: list, start: dict, sweeps: int = 6) -> dict:
+def fit(data: list, start: dict, sweeps: int = 8) -> dict:
     """Coordinate descent (golden-section per parameter, in its bounds) on the mean squared log error.
     A parameter no row informs (a GPU without rows) keeps its start value."""
     import copy

@@ -195,7 +195,7 @@ def search(path: str, checked, target, overrides: list, reshard: bool = False, t
                 score(dict(overlap, **structure))
     # Shortest first; among (nearly) equal times the fewest changed knobs first, so a knob the model
     # gives no effect is not proposed.
-    scored.sort(key=lambda x: (round(x[0], 4), x[1]))
+    scored.sort(key=lambda x: (round(x[0] / base.step_time, 3), x[1], x[0]))  # within 0.1 %: fewer edits first
     seen = {None}
     base_sig = tuple(getattr(base_shape, k) for k in SIGNATURE)
     seen.add(base_sig)
@@ -225,7 +225,7 @@ def search(path: str, checked, target, overrides: list, reshard: bool = False, t
             continue
         cand = Candidate(knobs, _dotlist(pairs), pairs, est)
         sig = cand.signature()
-        if sig in seen or est.step_time >= base.step_time or any(abs(est.step_time - a) < 1e-4 for a in accepted_times):
+        if sig in seen or est.step_time >= base.step_time or any(abs(est.step_time - a) < 1e-3 * base.step_time for a in accepted_times):
             continue
         seen.add(sig)
         accepted_times.append(est.step_time)
