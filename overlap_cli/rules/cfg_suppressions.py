@@ -7,10 +7,10 @@ shows up in ``overlap rules`` / ``overlap explain``.
 
 from __future__ import annotations
 
-from overlap_cli.rules.registry import rule
+from overlap_cli.rules.registry import BOTH, rule
 
 
-@rule("CFG009", "unused-suppression", "info", "An `# overlap: ignore[...]` comment suppresses nothing")
+@rule("CFG009", "unused-suppression", "info", "An `# overlap: ignore[...]` comment suppresses nothing", frameworks=BOTH)
 def unused_suppression(view):
     """
     ## What it does

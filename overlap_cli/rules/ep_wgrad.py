@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from overlap_cli.target import versions
 from overlap_cli.check.results import Edit
-from overlap_cli.rules.registry import rule
+from overlap_cli.rules.registry import BOTH, rule
 from overlap_cli.rules.common import finding, has_graph_module, model_key, model_value, safe, set_, te_version, unknown_version_text, unsafe
 from overlap_cli.rules.ep import ep_overlap_effective
 
@@ -56,7 +56,7 @@ def _clear_graph_modules_fix(view):
     return safe("clear the CUDA-graph modules (cuda_graph_impl is 'none', so they capture nothing)", *edits)
 
 
-@rule("EP704", "delay-wgrad-without-ep-overlap", "error", "delay_wgrad_compute without EP overlap", fix="crash")
+@rule("EP704", "delay-wgrad-without-ep-overlap", "error", "delay_wgrad_compute without EP overlap", fix="crash", frameworks=BOTH)
 def delay_without_ep_overlap(view):
     """
     ## What it does

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from overlap_cli.check.results import Edit
-from overlap_cli.rules.registry import rule
+from overlap_cli.rules.registry import BOTH, rule
 from overlap_cli.rules.common import finding, remove, safe, set_, unsafe
 
 
@@ -200,7 +200,7 @@ def _defer_key(view) -> str:
     return "model.defer_embedding_wgrad_compute"
 
 
-@rule("PP205", "defer-embedding-wgrad-prerequisites", "error", "defer_embedding_wgrad_compute without PP > 1 or gradient accumulation fusion", fix="crash")
+@rule("PP205", "defer-embedding-wgrad-prerequisites", "error", "defer_embedding_wgrad_compute without PP > 1 or gradient accumulation fusion", fix="crash", frameworks=BOTH)
 def defer_prerequisites(view):
     """
     ## What it does
@@ -258,7 +258,7 @@ def defer_prerequisites(view):
         )
 
 
-@rule("PP206", "warmup-flush-needs-overlap-p2p", "error", "overlap_p2p_comm_warmup_flush without overlap_p2p_comm (or with batch_p2p_comm)", fix="crash")
+@rule("PP206", "warmup-flush-needs-overlap-p2p", "error", "overlap_p2p_comm_warmup_flush without overlap_p2p_comm (or with batch_p2p_comm)", fix="crash", frameworks=BOTH)
 def warmup_flush(view):
     """
     ## What it does

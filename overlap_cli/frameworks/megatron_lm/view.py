@@ -88,6 +88,11 @@ class LaunchConfig:
     def section(self, name: str) -> dict:
         return {}
 
+    layered = False  # a launch is one file: no recipe or base layers under it
+
+    def origin(self, path: tuple) -> Optional[str]:
+        return None
+
 
 @dataclass
 class LMResolved:

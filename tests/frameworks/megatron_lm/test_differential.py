@@ -72,6 +72,14 @@ LAUNCHES = [
     ("fsdp2-conn1", FSDP2, 8, 9, ONE),
     ("fsdp2-tp2-hopper", FSDP2 + " --tensor-model-parallel-size 2 --sequence-parallel", 8, 9, {}),
     ("freeze", "--freeze-all-layers " + OPG, 8, 9, {}),
+    ("defer-wgrad-pp1", "--defer-embedding-wgrad-compute", 8, 9, {}),
+    ("defer-wgrad-no-fusion", "--defer-embedding-wgrad-compute --pipeline-model-parallel-size 2 "
+     "--no-gradient-accumulation-fusion", 8, 9, {}),
+    ("defer-wgrad-pp2", "--defer-embedding-wgrad-compute --pipeline-model-parallel-size 2", 8, 9, {}),
+    ("warmup-flush-no-vpp", "--overlap-p2p-communication-warmup-flush --pipeline-model-parallel-size 2", 8, 9, {}),
+    ("warmup-flush-vpp", "--overlap-p2p-communication-warmup-flush --pipeline-model-parallel-size 2 "
+     "--num-virtual-stages-per-pipeline-rank 2", 8, 9, {}),
+    ("delay-wgrad-no-ep-overlap", "--delay-wgrad-compute", 8, 9, {}),
     ("gbs-derived", "--tensor-model-parallel-size 2 --sequence-parallel --micro-batch-size 2", 16, 10, {}),
 ]
 

@@ -1,0 +1,9 @@
+#!/bin/bash
+# Without a virtual pipeline validate_args turns overlap_p2p_comm off, so the warmup/flush overlap raises
+# in Megatron-Core's ModelParallelConfig.
+# expect: PP206 LM201
+# absent: PP205
+# fixed-absent: PP206
+# exit: 1
+torchrun --nproc_per_node 8 pretrain_gpt.py \
+    --pipeline-model-parallel-size 2
