@@ -18,11 +18,6 @@ RECIPES = {  # name -> (world size, gpu): dense and MoE, TP/CP/PP/EP layouts, Ho
 }
 
 
-def write(tmp_path, name):
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(catalog.text(name))
-    return str(path)
-
 
 def run_estimate(run_cli, path, world, gpu, *overrides):
     code, out, err = run_cli("estimate", path, *overrides, "--world-size", str(world), "--gpu", gpu, "--format", "json")
@@ -53,9 +48,9 @@ OVERLAPS = {  # Shape field -> what turning it on also needs
 
 
 @pytest.mark.parametrize("name", sorted(RECIPES))
-def test_turning_an_overlap_on_never_slows_the_estimate(tmp_path, name):
+def test_turning_an_overlap_on_never_slows_the_estimate(tmp_path, name, recipe_file):
     world, gpu = RECIPES[name]
-    base = shape_of(write(tmp_path, name), world, gpu)
+    base = shape_of(recipe_file(name), world, gpu)
     for field, needs in OVERLAPS.items():
         for cdmc in ("1", "32"):
             off = base.replace(**{field: False}, cdmc=cdmc)
@@ -66,9 +61,9 @@ def test_turning_an_overlap_on_never_slows_the_estimate(tmp_path, name):
                 assert field == "tp_overlap" and any("SMs while they run" in a for a in e_on.assumptions), (field, cdmc)
 
 
-def test_overlap_through_the_cli(tmp_path, run_cli):
+def test_overlap_through_the_cli(tmp_path, run_cli, recipe_file):
     """The same through the whole pipeline: comm_overlap.* overrides, as Bridge takes them."""
-    path = write(tmp_path, "llama3_70b_pretrain_64gpu_h100_bf16_config")
+    path = recipe_file("llama3_70b_pretrain_64gpu_h100_bf16_config")
     on = run_estimate(run_cli, path, 64, "h100")
     off = run_estimate(run_cli, path, 64, "h100", "comm_overlap.overlap_grad_reduce=false", "comm_overlap.overlap_param_gather=false")
     assert off["breakdown_s"]["dp_exposed"] > on["breakdown_s"]["dp_exposed"]
@@ -108,8 +103,8 @@ def test_pipeline_bubble_is_p_minus_1_over_v_m(tmp_path, run_cli, pp, vpp, gbs):
     assert b["pp_bubble"] == pytest.approx(per_microbatch_path * (pp - 1) / (v * m), rel=1e-9)
 
 
-def test_bucket_size_changes_the_exposed_tail_only_when_overlapped(tmp_path):
-    path = write(tmp_path, "llama3_8b_pretrain_8gpu_h100_fp8cs_config")
+def test_bucket_size_changes_the_exposed_tail_only_when_overlapped(tmp_path, recipe_file):
+    path = recipe_file("llama3_8b_pretrain_8gpu_h100_fp8cs_config")
     base = shape_of(path, 64, "h100")  # DP 64 over the network
     on = {b: estimate(base.replace(overlap_grad_reduce=True, bucket_size=b)).parts["dp_exposed"] for b in (10**6, 4 * 10**7, 4 * 10**8, 4 * 10**9)}
     assert on[4 * 10**7] < on[4 * 10**8] < on[4 * 10**9]  # a bigger last bucket is a longer exposed tail
@@ -118,16 +113,16 @@ def test_bucket_size_changes_the_exposed_tail_only_when_overlapped(tmp_path):
     assert off[4 * 10**7] == off[4 * 10**9] > on[4 * 10**7]  # not overlapped: one buffer, all exposed
 
 
-def test_cuda_device_max_connections_on_hopper(tmp_path):
-    path = write(tmp_path, "llama3_70b_pretrain_64gpu_h100_bf16_config")
+def test_cuda_device_max_connections_on_hopper(tmp_path, recipe_file):
+    path = recipe_file("llama3_70b_pretrain_64gpu_h100_bf16_config")
     base = shape_of(path, 64, "h100")
     ordered, unordered = estimate(base.replace(cdmc="1")), estimate(base.replace(cdmc="8"))
     assert unordered.parts["tp_exposed"] > ordered.parts["tp_exposed"]
     assert "CUDA_DEVICE_MAX_CONNECTIONS" in unordered.reasons["tp_exposed"]
 
 
-def test_text_names_the_setting_behind_each_exposed_part(tmp_path, run_cli):
-    path = write(tmp_path, "llama3_70b_pretrain_64gpu_h100_bf16_config")
+def test_text_names_the_setting_behind_each_exposed_part(tmp_path, run_cli, recipe_file):
+    path = recipe_file("llama3_70b_pretrain_64gpu_h100_bf16_config")
     code, out, err = run_cli("estimate", path, "comm_overlap.overlap_grad_reduce=false", "--world-size", "64", "--gpu", "h100")
     assert code == 0, err
     line = next(x for x in out.splitlines() if x.startswith("dp_exposed"))
@@ -141,8 +136,8 @@ def test_a_config_without_a_model_shape_is_one_line_exit_2(root, run_cli):
     assert err.count("\n") == 1 and "cannot estimate: model." in err and "Traceback" not in err
 
 
-def test_rubin_is_said_to_be_unmodelled(tmp_path, run_cli):
-    path = write(tmp_path, "llama3_70b_pretrain_64gpu_h100_bf16_config")
+def test_rubin_is_said_to_be_unmodelled(tmp_path, run_cli, recipe_file):
+    path = recipe_file("llama3_70b_pretrain_64gpu_h100_bf16_config")
     code, out, err = run_cli("estimate", path, "--world-size", "64", "--gpu", "vr200", "--format", "json")
     assert code == 2
     assert json.loads(out)["results"][0]["error"].endswith("has no published dense Tensor Core peak or bandwidth figures this model could cite")

@@ -15,17 +15,12 @@ CASES = {
 }
 
 
-def write(tmp_path, name):
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(catalog.text(name))
-    return str(path)
-
 
 @pytest.mark.parametrize("reshard", [False, True])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_tune_never_proposes_a_crashing_candidate(tmp_path, run_cli, name, reshard):
+def test_tune_never_proposes_a_crashing_candidate(tmp_path, run_cli, name, reshard, recipe_file):
     world, gpu = CASES[name]
-    path = write(tmp_path, name)
+    path = recipe_file(name)
     flags = ["--world-size", str(world), "--gpu", gpu]
     code, out, err = run_cli("tune", path, *flags, "--format", "json", "--top", "4", *(["--allow-reshard"] if reshard else []))
     assert code == 0, err
@@ -54,8 +49,8 @@ def test_tune_finds_the_dp_overlap_a_config_turned_off(tmp_path, run_cli):
     assert {"op": "set", "key": "comm_overlap.overlap_grad_reduce", "value": True} in best["edits"]
 
 
-def test_write_applies_the_best_candidate(tmp_path, run_cli):
-    path = write(tmp_path, "deepseek_v3_pretrain_256gpu_gb200_bf16_config")
+def test_write_applies_the_best_candidate(tmp_path, run_cli, recipe_file):
+    path = recipe_file("deepseek_v3_pretrain_256gpu_gb200_bf16_config")
     flags = ["--world-size", "256", "--gpu", "gb200"]
     code, out, _ = run_cli("tune", path, *flags, "--format", "json")
     best = json.loads(out)["candidates"][0]
