@@ -15,11 +15,9 @@ KNOWN_LIMITS = ("has no published dense Tensor Core peak", "is not a multiple of
                 "model.num_layers is 0")
 
 
-@pytest.fixture(scope="module")
-def corpus_results(tmp_path_factory):
-    from conftest import run_entry_point as run_cli
-
-    folder = tmp_path_factory.mktemp("recipes")
+@pytest.fixture
+def corpus_results(tmp_path, run_cli):
+    folder = tmp_path
     groups = collections.defaultdict(list)
     for name in catalog.names():
         info = catalog.info(name)
@@ -41,7 +39,7 @@ def corpus_results(tmp_path_factory):
     return results
 
 
-def test_every_recipe_estimates_or_says_why(corpus_results):
+def test_every_recipe_estimates_or_says_why_and_keeps_the_invariants(corpus_results):
     assert len(corpus_results) == len(catalog.names())
     failed = [r for r in corpus_results if r["error"]]
     for r in failed:
@@ -49,9 +47,6 @@ def test_every_recipe_estimates_or_says_why(corpus_results):
         assert "cannot estimate: " in r["error"] and any(k in r["error"] for k in KNOWN_LIMITS), r["error"]
     rubin = sum(1 for r in failed if "Rubin" in r["error"])
     assert len(failed) - rubin <= 5  # the model covers every non-Rubin recipe but a handful of broken ones
-
-
-def test_invariants_on_the_corpus(corpus_results):
     for r in corpus_results:
         if r["error"]:
             continue
