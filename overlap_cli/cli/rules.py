@@ -21,7 +21,14 @@ def _family(r) -> str:
 
 
 def _header(r) -> str:
-    return f"{r.code} ({r.name}) — {r.title}\nseverity: {r.severity} · family: {r.family} ({_family(r)}) · fix: {r.fix}"
+    return (f"{r.code} ({r.name}) — {r.title}\nseverity: {r.severity} · family: {r.family} ({_family(r)}) · fix: {r.fix}"
+            f" · checks: {_inputs(r)}")
+
+
+def _inputs(r) -> str:
+    """Which inputs the rule checks (Rule.frameworks), in words."""
+    names = {"bridge": "Megatron-Bridge configs", "megatron-lm": "Megatron-LM launches"}
+    return " and ".join(names.get(f, f) for f in r.frameworks)
 
 
 def rules_json() -> list:
@@ -36,6 +43,7 @@ def rules_json() -> list:
             "severity": r.severity,
             "title": r.title,
             "fix": r.fix,
+            "frameworks": list(r.frameworks),
             "doc": r.doc,
         }
         for r in all_rules().values()
@@ -75,6 +83,10 @@ def rules_markdown() -> str:
         "`--unsafe-fixes`; `none` means the rule only reports. A rule with several classes offers each in the",
         "case its page names.",
         "",
+        "Megatron-LM launches (shell scripts, functional-test YAMLs) get the LM family, which says what",
+        "`validate_args` prints, plus the Megatron-Core checks both frameworks share (each page's `checks:`",
+        "line names its inputs); Bridge configs get the other families.",
+        "",
         "| Code | Name | Severity | Fix | Title |",
         "| --- | --- | --- | --- | --- |",
     ]
@@ -90,7 +102,7 @@ def rules_markdown() -> str:
             "",
             f"### {r.code}",
             "",
-            f"**{r.title}** · `{r.name}` · severity: {r.severity} · fix: {r.fix}",
+            f"**{r.title}** · `{r.name}` · severity: {r.severity} · fix: {r.fix} · checks: {_inputs(r)}",
             "",
             _shift_headings(r.doc, 2) if r.doc else "_No documentation._",
         ]

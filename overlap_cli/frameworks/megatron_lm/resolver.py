@@ -358,7 +358,7 @@ def _default_reason(dest: str, option) -> str:
         row = None
     flags = (row.get("flags") if isinstance(row, dict) else getattr(row, "flags", None)) if row is not None else None
     flag = flags[0] if flags else None
-    return f"not given: Megatron-LM's default{f' ({flag} not on the launch line)' if flag else ''}"
+    return f"not given: Megatron-LM's default{f' (no {flag} on the launch)' if flag else ''}"
 
 
 def _bucket_size(r, a, known) -> tuple:
