@@ -7,6 +7,7 @@ import pytest
 
 from overlap_cli.estimate.model import estimate
 from overlap_cli.frameworks.bridge import recipes as catalog
+from recipe_files import recipe_file  # noqa: F401  (fixture)
 
 RECIPES = {  # name -> (world size, gpu): dense and MoE, TP/CP/PP/EP layouts, Hopper and Blackwell
     "llama3_70b_pretrain_64gpu_h100_bf16_config": (64, "h100"),

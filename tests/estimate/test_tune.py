@@ -6,6 +6,7 @@ import json
 import pytest
 
 from overlap_cli.frameworks.bridge import recipes as catalog
+from recipe_files import recipe_file  # noqa: F401  (fixture)
 
 CASES = {
     "llama3_70b_pretrain_64gpu_h100_bf16_config": (64, "h100"),

@@ -1,3 +1,6 @@
+"""The ``recipe_file`` fixture of tests/estimate (a module of its own: a conftest.py here would shadow the
+top-level one that other test modules import by name)."""
+
 import pytest
 
 from overlap_cli.frameworks.bridge import recipes as catalog
