@@ -19,7 +19,12 @@ def env(opts) -> int:
     if checked is None:
         return EXIT_INPUT
     result, view = checked.result, checked.view
-    entries = [(e.name, e.wanted()) for e in plan(view, all_variables=True)]
+    if getattr(view, "framework", "bridge") == "megatron-lm":  # a launch: what validate_args checks
+        from overlap_cli.frameworks.megatron_lm.launch_env import wanted
+
+        entries = wanted(view)
+    else:
+        entries = [(e.name, e.wanted()) for e in plan(view, all_variables=True)]
     notes = [n for n in result.notes if n.startswith(("target from", "--detect"))]
     if opts.format == "json":
         import json

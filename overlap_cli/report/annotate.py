@@ -93,6 +93,10 @@ def annotate_text(checked) -> str:
     """The config of ``checked`` (an engine.CheckedFile that checked without error) with its effective
     values written in and a comment on each overlap-relevant key."""
     result, view = checked.result, checked.view
+    if getattr(view, "framework", "bridge") == "megatron-lm":
+        from overlap_cli.report.annotate_launch import annotate_launch
+
+        return annotate_launch(checked)
     text = view.cfg.text
     y, data = yamlrt.load(text)
     if data is None:
