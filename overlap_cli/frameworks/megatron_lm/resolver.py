@@ -296,6 +296,10 @@ def _build_configs(r, a, prov, known, unknown, fail) -> None:
     prov["batch_p2p_comm"] = Value(
         model["batch_p2p_comm"], DERIVED if known(p2p) else UNKNOWN_SOURCE,
         f"not overlap_p2p_comm (core_transformer_config_from_args, {lm.BATCH_P2P_AT})")
+    # argument_utils.py:314-326: --swiglu / --quick-geglu make the MLP gated; gpt_builders.py:95 ties the
+    # output layer to the embedding unless --untie-embeddings-and-output-weights.
+    model["gated_linear_unit"] = a.get("swiglu") is True or a.get("quick_geglu") is True
+    model["share_embeddings_and_output_weights"] = a.get("untie_embeddings_and_output_weights") is not True
     if a.get("group_query_attention") is not True:
         model["num_query_groups"] = None  # argument_utils.py:330-333
     hidden, heads = clean.get("hidden_size"), clean.get("num_attention_heads")
@@ -349,6 +353,9 @@ def _build_configs(r, a, prov, known, unknown, fail) -> None:
             else:
                 eff[f"env.{name}"] = Value(None, DEFAULT, "not set by the launch (CUDA's default: 8 queues)")
     r.effective = eff
+    from overlap_cli.frameworks.megatron_lm.view import EnvSetting
+
+    r.launch_env_plan = [EnvSetting(k[len("env."):], v) for k, v in eff.items() if k.startswith("env.")]
 
 
 def _default_reason(dest: str, option) -> str:

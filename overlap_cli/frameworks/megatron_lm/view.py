@@ -94,6 +94,17 @@ class LaunchConfig:
         return None
 
 
+@dataclass(frozen=True)
+class EnvSetting:
+    """One launch variable in the shape of launch_env.EnvEntry's readers: ``name`` and ``effective()``."""
+
+    name: str
+    value: Any  # check.results.Value
+
+    def effective(self):
+        return self.value
+
+
 @dataclass
 class LMResolved:
     launch: Any  # args.Launch
@@ -126,6 +137,10 @@ class LMResolved:
     model_at_setup: dict = field(default_factory=dict)
     gaf_from_provider: bool = False
     megatron_fsdp: bool = False
+    ub: Any = None  # no userbuffers preset object: --tp-comm-overlap-cfg names a YAML file the launch reads
+    # The launch environment as Bridge's launch_env.plan caches it (EnvSetting per env.* entry), so readers
+    # of that plan (effective_entries) see the launch's variables.
+    launch_env_plan: Optional[list] = None
     framework: str = FRAMEWORK
 
     @property
