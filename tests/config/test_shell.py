@@ -173,3 +173,26 @@ def test_has_launch_line():
     assert has_launch_line("torchrun pretrain_gpt.py\n")
     assert not has_launch_line("#!/bin/bash\nmake -j8\n")
     assert not has_launch_line("echo 'torchrun is great'\n")
+
+
+def test_a_string_variable_splits_into_known_words_around_an_unknown_one():
+    found = read('''
+        OPTIONS=" \\
+            --num-layers 4 \\
+            --save ${CKPT} \\
+            ${EXTRA_ARGS} \\
+            --hidden-size 64"
+        torchrun --nproc_per_node 8 pretrain_gpt.py ${OPTIONS}
+        ''')
+    assert words(found) == ["--num-layers", "4", "--save", None, None, "--hidden-size", "64"]
+    assert found.tokens[0].line == 2 and found.tokens[5].line == 5
+    assert found.tokens[4].multi and found.tokens[4].what == "${EXTRA_ARGS}"
+
+
+def test_process_substitution_and_redirections():
+    found = read('''
+        while read -r line; do echo "$line"; done < <(python list.py)
+        torchrun --nproc_per_node 2 pretrain_gpt.py --num-layers 2 2>&1 > log.txt
+        diff <(echo a) <(echo b)
+        ''')
+    assert words(found) == ["--num-layers", "2"]

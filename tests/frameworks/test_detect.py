@@ -37,3 +37,12 @@ def test_folder_walk_takes_launch_scripts_with_a_launch_line_only(tmp_path):
 def test_a_named_script_is_checked_even_without_a_launch_line(tmp_path):
     (tmp_path / "build.sh").write_text("make\n")
     assert [p.rsplit("/", 1)[-1] for p in discover([str(tmp_path / "build.sh")]).files] == ["build.sh"]
+
+
+def test_a_fifo_is_never_opened(tmp_path):
+    import os
+
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    assert framework_of(str(fifo)) == "bridge"  # returns at once: the Bridge reader then refuses it
+    assert discoverable(str(tmp_path / "fifo.sh")) is True  # missing: the check says why

@@ -1,0 +1,251 @@
+"""The launcher of a Megatron-LM launch line: which command runs the training script, and torchrun's sizes.
+
+``find_program`` looks through the wrappers a launch line may carry (``srun [options]``, ``exec``, ``env
+NAME=value``, ``nohup``, ``time``, ``numactl``, ``uv run``) for ``torchrun``, ``python -m
+torch.distributed.run`` / ``.launch``, or ``python[3] ... pretrain_*.py``. ``torchrun_options`` reads
+torchrun's own options (torch/distributed/run.py ``get_args_parser``: argparse with prefix abbreviations
+allowed) up to the training script, and the world size is ``--nproc-per-node`` x ``--nnodes`` when both
+are known integers (``determine_local_world_size``, ``parse_min_max_nnodes``).
+"""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
+    from overlap_cli.config.argv import LaunchText
+    from overlap_cli.config.shell_expand import Expander as Reader, Field
+
+from overlap_cli.config.shell_lex import Word
+
+
+# torch.distributed.run's options that take no value (torch/distributed/run.py get_args_parser); every
+# other option takes one. Its parser allows prefix abbreviations (argparse's default).
+_TORCHRUN_NO_VALUE = frozenset((
+    "--module", "-m", "--no-python", "--no_python", "--run-path", "--run_path", "--standalone",
+    "--virtual-local-rank", "--virtual_local_rank", "-h", "--help",
+))
+_TORCHRUN_VALUE = (
+    "--nnodes", "--nproc-per-node", "--nproc_per_node", "--rdzv-backend", "--rdzv_backend", "--rdzv-endpoint",
+    "--rdzv_endpoint", "--rdzv-id", "--rdzv_id", "--rdzv-conf", "--rdzv_conf", "--max-restarts", "--max_restarts",
+    "--monitor-interval", "--monitor_interval", "--start-method", "--start_method", "--role", "--log-dir",
+    "--log_dir", "-r", "--redirects", "-t", "--tee", "--local-ranks-filter", "--local_ranks_filter", "--node-rank",
+    "--node_rank", "--master-addr", "--master_addr", "--master-port", "--master_port", "--local-addr",
+    "--local_addr", "--logs-specs", "--logs_specs", "--numa-binding", "--numa_binding", "--event-log-handler",
+    "--event_log_handler", "--signals-to-handle", "--signals_to_handle", "--shutdown-timeout", "--shutdown_timeout",
+    "--duplicate-stdout-filters", "--duplicate_stdout_filters", "--duplicate-stderr-filters", "--duplicate_stderr_filters",
+)
+_TORCHRUN_ALL = tuple(sorted(_TORCHRUN_NO_VALUE | set(_TORCHRUN_VALUE)))
+# Python's own options that take a value (python -h).
+_PYTHON_VALUE = frozenset(("-W", "-X", "-c", "--check-hash-based-pycs"))
+# srun options that take a value when written apart (``-N 2``); long ones as ``--opt=value`` are one word.
+_SRUN_VALUE = frozenset((
+    "-N", "-n", "-c", "-p", "-t", "-J", "-o", "-e", "-A", "-G", "-w", "-x", "-D", "-C", "-d", "-q", "-m", "-i",
+    "--nodes", "--ntasks", "--ntasks-per-node", "--cpus-per-task", "--partition", "--time", "--job-name",
+    "--output", "--error", "--account", "--gpus", "--gpus-per-node", "--gpus-per-task", "--gres", "--nodelist",
+    "--exclude", "--chdir", "--constraint", "--dependency", "--qos", "--distribution", "--mem", "--mem-per-cpu",
+    "--mem-per-gpu", "--mpi", "--export", "--cpu-bind", "--gpu-bind", "--reservation", "--container-image",
+    "--container-mounts", "--container-workdir", "--container-name", "--container-env", "--input", "--label-format",
+    "--signal", "--network", "--overcommit-limit", "--ntasks-per-socket", "--sockets-per-node", "--threads-per-core",
+))
+
+
+
+class LaunchFinder:
+    """Launch-line recognition, mixed into the shell reader (it needs ``assignment``)."""
+
+    def static_text(self, word) -> Optional[str]:
+        """A command word's text when it is known (expanded without splitting)."""
+        if not isinstance(word, Word):
+            return None
+        lit = word.literal_text()
+        if lit is not None:
+            return lit
+        return None
+
+    def is_launch(self, words: list) -> bool:
+        return self.find_program(words) is not None
+
+    def find_program(self, words: list) -> Optional[tuple]:
+        """(kind, index of the program word) where kind is "torchrun" or "python"; None: not a launch."""
+        i, n = 0, len(words)
+        while i < n:
+            w = words[i]
+            t = self.static_text(w)
+            if t is None:
+                return None
+            base = t.rsplit("/", 1)[-1]
+            if base in ("exec", "nohup", "time", "command", "stdbuf") and i + 1 < n:
+                i += 1
+                while i < n and (self.static_text(words[i]) or "").startswith("-"):
+                    i += 1
+                continue
+            if base == "env":
+                i += 1
+                while i < n and (self.assignment(words[i]) or (self.static_text(words[i]) or "").startswith("-")):
+                    i += 1
+                continue
+            if base in ("srun", "numactl", "mpirun"):
+                i = self.skip_options(words, i + 1, _SRUN_VALUE if base == "srun" else frozenset(("-N", "-n", "-C", "-m", "-p", "-np", "--cpunodebind", "--membind", "--physcpubind", "--preferred")))
+                continue
+            if base == "uv" and i + 1 < n and self.static_text(words[i + 1]) == "run":
+                i += 2
+                while i < n and (self.static_text(words[i]) or "").startswith("-"):
+                    i += 1
+                continue
+            if base == "torchrun":
+                return ("torchrun", i)
+            if re.fullmatch(r"python(?:\d+(?:\.\d+)?)?", base):
+                j = i + 1
+                while j < n:
+                    tj = self.static_text(words[j])
+                    if tj is None:
+                        return None
+                    if tj == "-m":
+                        mod = self.static_text(words[j + 1]) if j + 1 < n else None
+                        if mod in ("torch.distributed.run", "torch.distributed.launch"):
+                            return ("torchrun", j + 1)
+                        return None
+                    if tj.startswith("-m") and tj[2:] in ("torch.distributed.run", "torch.distributed.launch"):
+                        return ("torchrun", j)
+                    if tj in _PYTHON_VALUE:
+                        j += 2
+                        continue
+                    if tj.startswith("-"):
+                        j += 1
+                        continue
+                    break
+                if j < n and self.script_name(words[j], strict=True):
+                    return ("python", j)
+                return None
+            return None
+        return None
+
+    def skip_options(self, words: list, i: int, with_value: frozenset) -> int:
+        n = len(words)
+        while i < n:
+            t = self.static_text(words[i])
+            if t is None or not t.startswith("-"):
+                return i
+            i += 2 if (t in with_value and "=" not in t) else 1
+        return i
+
+    def script_name(self, word, strict: bool) -> Optional[str]:
+        """The training script's file name, from its literal tail ($DIR/pretrain_gpt.py counts)."""
+        if not isinstance(word, Word) or not word.parts:
+            return None
+        last = word.parts[-1]
+        if last[0] != "lit":
+            return None
+        tail = last[1].rsplit("/", 1)[-1]
+        if "/" not in last[1] and len(word.parts) > 1:
+            return None  # $DIR"pretrain_gpt.py"-style joins: the name is still its tail
+        if not tail.endswith(".py"):
+            return None
+        if strict and not re.fullmatch(r"pretrain_\w*\.py", tail):
+            return None
+        return tail
+
+
+
+def torchrun_options(reader: Reader, found: LaunchText, fields: list, i: int) -> Optional[int]:
+    """Read torchrun's own options from field i; returns the index of the training script's field."""
+    values: dict = {}
+    unknown_opts = False
+    n = len(fields)
+    while i < n:
+        f = fields[i]
+        t = f.text
+        if t is None:
+            if f.multi:
+                unknown_opts = True
+                i += 1
+                continue
+            break  # an unknown single word where the script goes
+        if not t.startswith("-"):
+            break
+        name, eq, val = t.partition("=")
+        full = _torchrun_option(name)
+        if full is None:
+            found.unknowns.append(f"line {_line(reader, f)}: torchrun option {name} is not one torchrun knows")
+            i += 1
+            continue
+        if full in _TORCHRUN_NO_VALUE:
+            i += 1
+            if full in ("--no-python", "--no_python", "-m", "--module"):
+                pass
+            continue
+        if eq:
+            values[full.replace("_", "-")] = (val, f, len(name) + 1)
+            i += 1
+            continue
+        if i + 1 < n:
+            values[full.replace("_", "-")] = (fields[i + 1].text, fields[i + 1], 0)
+        i += 2
+    _world_size(reader, found, values, unknown_opts)
+    return None if i >= n else i
+
+
+def _world_size(reader: Reader, found: LaunchText, values: dict, unknown_opts: bool) -> None:
+    """torchrun's --nproc-per-node x --nnodes (torch/distributed/run.py: determine_local_world_size,
+    parse_min_max_nnodes), when both are known integers."""
+    sizes: list = []
+    lines: list = []
+    for option, default in (("--nproc-per-node", None), ("--nnodes", "1")):
+        got = values.get(option)
+        if got is None:
+            if unknown_opts:
+                found.unknowns.append(f"{option}: not on the launch line; an expansion not known statically may give it, so the world size is unknown")
+                return
+            if default is None:
+                found.unknowns.append("torchrun has no --nproc-per-node: one process per node unless PET_NPROC_PER_NODE is set; world size unknown")
+                return
+            sizes.append(int(default))
+            continue
+        text, f, skip = got
+        first = next((o for o in f.offsets if o is not None), None)
+        offset = None if first is None else first + skip
+        line = reader.pos(offset)[0] if offset is not None else None
+        if text is None:
+            found.unknowns.append(f"line {line}: {option} {f.what or 'value'} is not known statically; world size unknown")
+            return
+        text = text[skip:] if skip and f.text == text else text
+        if option == "--nnodes" and ":" in text:
+            low, _, high = text.partition(":")
+            if low.isdigit() and high.isdigit() and low == high:
+                text = low
+            elif low.isdigit() and high.isdigit():
+                found.unknowns.append(f"line {line}: --nnodes {text} is elastic (MIN:MAX); world size unknown")
+                return
+        if option == "--nproc-per-node" and text in ("gpu", "cpu", "auto", "xpu"):
+            found.unknowns.append(f"line {line}: --nproc-per-node {text} is the machine's device count; world size unknown")
+            return
+        try:
+            size = int(text)
+        except ValueError:
+            raise reader.fail(f"not an integer: {text!r} (torchrun exits: unsupported value)", offset, key=option) from None
+        if size < 1:
+            raise reader.fail(f"must be a positive integer, got {size}", offset, key=option)
+        sizes.append(size)
+        lines.append(line)
+    found.world_size = sizes[0] * sizes[1]
+    found.world_size_line = lines[0] if lines else None
+
+
+def _line(reader: Reader, f: Field) -> Optional[int]:
+    first = next((o for o in f.offsets if o is not None), None)
+    return reader.pos(first)[0] if first is not None else None
+
+
+def _torchrun_option(name: str) -> Optional[str]:
+    if name in _TORCHRUN_ALL:
+        return name
+    if name.startswith("--"):
+        hits = [o for o in _TORCHRUN_ALL if o.startswith(name)]
+        canonical = {h.replace("_", "-") for h in hits}
+        if len(canonical) == 1:
+            return hits[0]
+    return None
