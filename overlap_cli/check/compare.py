@@ -59,8 +59,21 @@ def same_value(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _provenance(v: Value) -> tuple:
+    """What a difference in provenance is judged on. In a merged run a value two override files both set
+    has the same provenance whatever their names and lines ("set in old.yaml:3" / "set in new.yaml:5")."""
+    layer = v.layer
+    if layer is not None:
+        head, _, line = layer.rpartition(":")
+        if head and line.isdigit():
+            return ("override file", v.source)
+        if layer.startswith("recipe "):  # two recipes both setting the same value
+            return ("recipe", v.source)
+    return (v.source, v.reason)
+
+
 def _same_setting(a: Value, b: Value) -> bool:
-    return same_value(a.value, b.value) and a.source == b.source and a.reason == b.reason
+    return same_value(a.value, b.value) and _provenance(a) == _provenance(b)
 
 
 def _identity(f: Finding) -> tuple:

@@ -25,23 +25,29 @@ class CheckedFile:
 
 
 def check_file(
-    path: str, target: Target, overrides: Optional[list] = None, text: Optional[str] = None, selection=None
+    path: Optional[str], target: Target, overrides: Optional[list] = None, text: Optional[str] = None, selection=None,
+    lower: tuple = (),
 ) -> FileResult:
     """The FileResult of ``path``, for callers that need no view (see ``check``)."""
-    return check(path, target, overrides, text, selection).result
+    return check(path, target, overrides, text, selection, lower).result
 
 
 def check(
-    path: str, target: Target, overrides: Optional[list] = None, text: Optional[str] = None, selection=None
+    path: Optional[str], target: Target, overrides: Optional[list] = None, text: Optional[str] = None, selection=None,
+    lower: tuple = (),
 ) -> CheckedFile:
     """``selection``: a selection.RuleSelection (command-line --select/--ignore); [tool.overlap] and inline
     ``# overlap: ignore[...]`` comments apply either way.
 
+    A run that starts from a catalog recipe or a full dump (the target's ``recipe`` / ``base``: --recipe,
+    --base, ``# overlap: recipe=NAME``, [tool.overlap] or its per-file-target) is the merged config of that
+    base, the override files ``lower``, then ``path`` (config.layers); ``path`` None checks the base alone.
+
     An exception this code did not expect (a rule that raises, say) becomes the result's ``error`` with
     ``internal=True``: one line for that file, exit 2, never a traceback."""
-    result = FileResult(file=path, target=target.to_json(None))
+    result = FileResult(file=path if path is not None else _base_label(target), target=target.to_json(None))
     try:
-        return CheckedFile(result, _check(result, path, target, overrides, text, selection))
+        return CheckedFile(result, _check(result, path, target, overrides, text, selection, lower))
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # a bug in overlap-cli: this file gets one line, the others are still checked
@@ -49,14 +55,66 @@ def check(
         from overlap_cli.rules import RuleCrashed
 
         if isinstance(exc, RuleCrashed):
-            result.error = internal_problem(path, exc.error, exc.code)
+            result.error = internal_problem(result.file, exc.error, exc.code)
         else:
-            result.error = internal_problem(path, exc)
+            result.error = internal_problem(result.file, exc)
         result.effective, result.findings = None, []
         return CheckedFile(result)
 
 
-def _check(result: FileResult, path: str, target: Target, overrides, text, selection) -> Optional[Resolved]:
+def _base_label(target: Target) -> str:
+    recipe, base = target.get("recipe"), target.get("base")
+    if base:
+        return base
+    from overlap_cli.config.layers import recipe_name
+
+    try:
+        return f"recipe {recipe_name(recipe)}"
+    except InputError:
+        return f"recipe {recipe}"
+
+
+def _load(path, target: Target, overrides, text, lower):
+    """(config, the file's own target): one file, or the merged run its target's recipe / base starts."""
+    from overlap_cli.config.loader import load_config
+
+    layered = bool(target.get("recipe") or target.get("base"))
+    if path is not None and text is None and not lower and target.recipe is None and not layered:
+        return load_config(path, overrides), target  # a fixed target: nothing in the file can change it
+    if path is not None and text is None:
+        from overlap_cli.config.safe_read import read_text
+
+        text = read_text(path)
+    if path is not None:
+        # The file's own target: its directive, its per-file-target entry, its pyproject's [tool.overlap].
+        target = target.for_file(path, text)
+    if not (target.get("recipe") or target.get("base")):
+        if path is None:
+            raise InputError(InputProblem("<command line>", "no config file given"))
+        return load_config(path, overrides, text=text), target
+    from overlap_cli.config.layers import Stack, load_layered
+
+    stack = Stack(recipe=None if target.get("base") else target.get("recipe"), base=target.get("base"), lower=tuple(lower))
+    try:
+        return load_layered(path, stack, overrides, text if path is not None else None), target
+    except InputError as exc:
+        if exc.problem.file == "--recipe":  # an unknown recipe: say where its name was written
+            raise InputError(_recipe_problem(exc.problem, target, path)) from None
+        raise
+
+
+def _recipe_problem(problem: InputProblem, target: Target, path) -> InputProblem:
+    source = target.source("recipe")
+    if source == "directive" and path is not None:
+        return InputProblem(path, "# overlap: recipe: " + problem.message, key="recipe", line=target.layers.get("directive"))
+    if source in ("per-file-target", "pyproject"):
+        where = target.settings_path or "pyproject.toml"
+        key = "tool.overlap.recipe" if source == "pyproject" else "tool.overlap.per-file-target.recipe"
+        return InputProblem(where, problem.message, key=key)
+    return problem
+
+
+def _check(result: FileResult, path, target: Target, overrides, text, selection, lower=()) -> Optional[Resolved]:
     """Fill ``result``; return the resolved view, or None when the file is an input error."""
     from overlap_cli.check.engine_lm import framework_of
 
@@ -64,15 +122,12 @@ def _check(result: FileResult, path: str, target: Target, overrides, text, selec
         from overlap_cli.check.engine_lm import check_launch
 
         return check_launch(result, path, target, text, selection)
-    from overlap_cli.config.loader import load_config
     from overlap_cli.frameworks.bridge.resolver import resolve
     from overlap_cli.rules import run_rules
     from overlap_cli.check.selection import filter_findings
 
     try:
-        cfg = load_config(path, overrides, text=text)
-        # The file's own target: its directive, its per-file-target entry, its pyproject's [tool.overlap].
-        target = target.for_file(path, cfg.text)
+        cfg, target = _load(path, target, overrides, text, lower)
         result.target = target.to_json(None)
         view = resolve(cfg, target)
     except InputError as exc:
@@ -86,7 +141,7 @@ def _check(result: FileResult, path: str, target: Target, overrides, text, selec
 
     result.effective = {**view.effective, **effective_entries(view)}  # + env.<NAME>: the launch environment
     try:
-        findings = filter_findings(run_rules(view), path, cfg.text, selection)
+        findings = filter_findings(run_rules(view), cfg.file, cfg.text, selection)
     except InputError as exc:  # an invalid [tool.overlap] selection table
         result.error = exc.problem
         return None

@@ -74,9 +74,12 @@ class Finding:
     line: Optional[int] = None
     column: Optional[int] = None
     fix: Optional[Fix] = None
+    # In a merged run: where the value the finding is about was written when that is not the checked file
+    # (``recipe NAME``, another override file's ``FILE:LINE``, ``command line``); line/column are then None.
+    origin: Optional[str] = None
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "code": self.code,
             "severity": self.severity,
             "message": self.message,
@@ -85,18 +88,27 @@ class Finding:
             "column": self.column,
             "fix": self.fix.to_json() if self.fix else None,
         }
+        if self.origin is not None:
+            out["origin"] = self.origin
+        return out
 
 
 @dataclass
 class Value:
-    """An effective setting with its provenance."""
+    """An effective setting with its provenance. ``layer``: in a run merged from layers (a recipe, override
+    files, the command line), the layer the value came from -- ``recipe NAME``, ``FILE:LINE``, ``command
+    line`` -- or, for a value no layer wrote, its source (``default``, ``bridge-auto``, ...)."""
 
     value: Any
     source: str
     reason: str
+    layer: Optional[str] = None
 
     def to_json(self) -> dict:
-        return {"value": self.value, "source": self.source, "reason": self.reason}
+        out = {"value": self.value, "source": self.source, "reason": self.reason}
+        if self.layer is not None:
+            out["layer"] = self.layer
+        return out
 
 
 @dataclass

@@ -24,16 +24,16 @@ _CHUNKS_PER_JOB = 8
 _shared: tuple = ()
 
 
-def _start_worker(target, overrides, selection) -> None:
+def _start_worker(target, overrides, selection, lower=()) -> None:
     global _shared
-    _shared = (target, overrides, selection)
+    _shared = (target, overrides, selection, lower)
 
 
 def _check_chunk(paths: list) -> list:
     from overlap_cli.check.engine import check_file
 
-    target, overrides, selection = _shared
-    return [check_file(path, target, overrides, selection=selection) for path in paths]
+    target, overrides, selection, lower = _shared
+    return [check_file(path, target, overrides, selection=selection, lower=lower) for path in paths]
 
 
 def effective_jobs(jobs: int, n_files: int) -> int:
@@ -43,7 +43,8 @@ def effective_jobs(jobs: int, n_files: int) -> int:
 
 
 def check_files(
-    files: list, target, overrides=None, selection=None, jobs: int = 1, on_result: Optional[Callable] = None
+    files: list, target, overrides=None, selection=None, jobs: int = 1, on_result: Optional[Callable] = None,
+    lower: tuple = (),
 ) -> list:
     """FileResults for ``files`` in input order. ``on_result`` is called once per finished file (progress).
 
@@ -59,7 +60,7 @@ def check_files(
         # With workers, the first file is checked here before they start: the modules it imports and
         # the settings it reads (cached per folder) are then inherited by every forked worker, not
         # loaded again in each.
-        results.append(check_file(path, target, overrides, selection=selection))
+        results.append(check_file(path, target, overrides, selection=selection, lower=lower))
         if on_result:
             on_result(results[-1])
     if workers == 1:
@@ -73,7 +74,7 @@ def check_files(
     rest = files[1:]
     size = -(-len(rest) // (workers * _CHUNKS_PER_JOB))
     chunks = [rest[i : i + size] for i in range(0, len(rest), size)]
-    with ctx.Pool(workers, initializer=_start_worker, initargs=(target, overrides, selection)) as pool:
+    with ctx.Pool(workers, initializer=_start_worker, initargs=(target, overrides, selection, lower)) as pool:
         for chunk in pool.imap(_check_chunk, chunks):  # imap keeps the input order
             for result in chunk:
                 results.append(result)
@@ -82,14 +83,14 @@ def check_files(
     return results
 
 
-def check_files_with_views(files: list, target, overrides=None, selection=None, on_result=None) -> list:
+def check_files_with_views(files: list, target, overrides=None, selection=None, on_result=None, lower: tuple = ()) -> list:
     """A CheckedFile per file, in input order, each with its resolved view (for --annotate). In this
     process: a view does not travel between processes."""
     from overlap_cli.check.engine import check
 
     checked = []
     for path in files:
-        checked.append(check(path, target, overrides or [], selection=selection))
+        checked.append(check(path, target, overrides or [], selection=selection, lower=lower))
         if on_result:
             on_result(checked[-1].result)
     return checked

@@ -91,6 +91,8 @@ def _typer_parameter(param):
     """(annotation, typer.Option/Argument) for one row, as a hand-written Typer signature would declare it."""
     k = param.kind
     if k == table.ARGUMENTS:
+        if not param.required:
+            return Optional[List[str]], typer.Argument(None, metavar=param.metavar, help=param.help)
         return List[str], typer.Argument(..., metavar=param.metavar, help=param.help)
     if k == table.ARGUMENT:
         return str, typer.Argument(..., metavar=param.metavar, help=param.help)
@@ -116,7 +118,9 @@ def plain_value(param, value):
         return value.value
     if param.kind == table.MULTIPLE:
         return list(value) if value else None
-    return list(value) if param.kind == table.ARGUMENTS else value
+    if param.kind == table.ARGUMENTS:
+        return list(value) if value is not None else []
+    return value
 
 
 def command(group, rows, name=None):

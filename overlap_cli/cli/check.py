@@ -15,6 +15,7 @@ import os
 import sys
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+NO_INPUT = "no config file given (give FILE..., or --recipe NAME / --base FILE to check a recipe or dump itself)"
 
 
 class UsageError(Exception):
@@ -87,7 +88,13 @@ def target_from_options(opts, config_file=None):
         "env_from_shell": opts.env_from_shell or None,
         # --framework (check, fix, env, diff); auto: frameworks.detect looks at each file
         "framework": None if getattr(opts, "framework", "auto") in (None, "auto") else opts.framework,
+        "recipe": opts.recipe,
+        "base": opts.base,
     }
+    if opts.recipe is not None and opts.base is not None:
+        raise UsageError("give either --recipe NAME or --base FILE, not both")
+    if opts.base is not None and not os.path.isfile(opts.base):
+        raise UsageError(f"--base {opts.base}: no such file")
     settings = opts.settings
     detection = None
     if opts.detect:
@@ -125,15 +132,33 @@ def parse_overrides(raw) -> list:
         raise UsageError(exc.problem.message) from None
 
 
+def layered_inputs(opts, files):
+    """With --recipe / --base the files are one run, override files merged in order: (top file or None,
+    the files below it). Without: None."""
+    if opts.recipe is None and opts.base is None:
+        return None
+    for f in files:
+        if os.path.isdir(f):
+            raise UsageError(f"{f}: --recipe/--base merge the override files given, in order; for a folder of "
+                             "override files set recipe in [tool.overlap] or [tool.overlap.per-file-target]")
+    return (files[-1] if files else None), tuple(files[:-1])
+
+
 def check_one_config(opts, too_many: str):
     """The single config (plus dotlist overrides) of ``env`` and ``presets suggest``, checked with its
-    target: the CheckedFile, or None after printing its input error (the command then exits 2)."""
+    target: the CheckedFile, or None after printing its input error (the command then exits 2). With
+    --recipe/--base: the merged run of the files given."""
     from overlap_cli.check.engine import check
 
-    files, raw_overrides = split_args(opts.args)
-    if len(files) != 1:
-        raise UsageError(too_many if files else "no config file given")
-    checked = check(files[0], target_from_options(opts, files[0]), parse_overrides(raw_overrides))
+    files, raw_overrides = split_args(opts.args or [])
+    stack = layered_inputs(opts, files)
+    if stack is not None:
+        top, lower = stack
+        checked = check(top, target_from_options(opts, top), parse_overrides(raw_overrides), lower=lower)
+    else:
+        if len(files) != 1:
+            raise UsageError(too_many if files else NO_INPUT)
+        checked = check(files[0], target_from_options(opts, files[0]), parse_overrides(raw_overrides))
     if checked.result.error is not None:
         sys.stderr.write(checked.result.error.one_line() + "\n")
         return None
@@ -158,19 +183,25 @@ def run_check(opts) -> int:
     view = {"show_info": opts.show_info, "show_effective": opts.show_effective, "quiet": opts.quiet,
             "statistics": opts.statistics}  # fmt: skip
     format, annotate, output_file, annotate_output = opts.format, opts.annotate, opts.output_file, opts.annotate_output
-    files, raw_overrides = split_args(opts.args)
-    if not files:
-        raise UsageError("no config file given")
+    files, raw_overrides = split_args(opts.args or [])
+    stack = layered_inputs(opts, files)
+    if not files and stack is None:
+        raise UsageError(NO_INPUT)
     check_output_options(format, annotate, annotate_output, opts.statistics)
     overrides = parse_overrides(raw_overrides)
-    target = target_from_options(opts, files[0])
+    target = target_from_options(opts, files[-1] if files else None)
     jobs = opts.jobs
 
     from overlap_cli.check.runner import check_files, progress_bar
 
-    files, skipped, selection, problems = gather_inputs(files, opts)
+    lower: tuple = ()
+    if stack is None:
+        files, skipped, selection, problems = gather_inputs(files, opts)
+    else:  # one merged run: the top file is checked, the others lie under it
+        _files, skipped, selection, problems = gather_inputs(files, opts, discover=False)
+        files, lower = [stack[0]], stack[1]
     for path in (output_file, annotate_output):
-        refuse_input_as_output(path, files)  # every config found, so a folder's files are covered too
+        refuse_input_as_output(path, [f for f in (*files, *lower, opts.base) if f is not None])  # every config found, so a folder's files are covered too
     annotating = annotate or annotate_output is not None
     if annotate_output is not None and len(files) != 1:
         raise UsageError("--annotate-output takes one input file")
@@ -179,10 +210,10 @@ def run_check(opts) -> int:
             from overlap_cli.check.engine import CheckedFile
             from overlap_cli.check.runner import check_files_with_views
 
-            checked = [CheckedFile(p) for p in problems] + check_files_with_views(files, target, overrides, selection, bar.advance)
+            checked = [CheckedFile(p) for p in problems] + check_files_with_views(files, target, overrides, selection, bar.advance, lower)
             results = [c.result for c in checked]
         else:
-            results = problems + check_files(files, target, overrides, selection, jobs, bar.advance)
+            results = problems + check_files(files, target, overrides, selection, jobs, bar.advance, lower)
 
     if annotate:
         return _write_annotated(checked, files, output_file, view["quiet"])
@@ -239,7 +270,7 @@ def _atomic_write(path, text) -> None:
         raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
-def gather_inputs(files, opts):
+def gather_inputs(files, opts, discover: bool = True):
     """What check and fix share: the rule selection (``opts.select``, ``ignore``, ``extend_select``, the
     ``settings`` file), and FILE/DIR arguments expanded into config files (skipped ones noted on stderr; with
     ``opts.configs_only`` also named files without a training section). Returns (files, skipped,
@@ -251,6 +282,8 @@ def gather_inputs(files, opts):
         selection = cli_selection(opts.select, opts.ignore, opts.extend_select, opts.settings)
     except SelectionError as exc:
         raise UsageError(str(exc)) from None
+    if not discover:  # the files of a merged run: read as they are, in order
+        return list(files), [], selection, []
     files, skipped, problems = gather(files, opts.configs_only)
     for path, reason in skipped:
         sys.stderr.write(f"note: {path}: skipped: {reason}\n")

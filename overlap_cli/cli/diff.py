@@ -28,6 +28,11 @@ class _NewSide:
             else:
                 value = twin if twin is not None else getattr(opts, name)
             setattr(self, name, value)
+        # A side starts from one base: --vs-recipe replaces the OLD side's --base, and --vs-base its --recipe.
+        if opts.vs_recipe is not None and opts.vs_base is None:
+            self.base = None
+        if opts.vs_base is not None and opts.vs_recipe is None:
+            self.recipe = None
 
     def __getattr__(self, name):
         return getattr(self._opts, name)
@@ -37,9 +42,10 @@ def _vs_given(opts) -> bool:
     return any(getattr(opts, "vs_" + name) is not None for name in PER_SIDE)
 
 
-def _check_side(path: str, opts):
+def _check_side(path, opts):
     """One side, checked with the usual per-file target resolution (flags > directive > per-file-target >
-    [tool.overlap] > --detect): its FileResult."""
+    [tool.overlap] > --detect): its FileResult. With --recipe/--base the side is the merged run of that
+    base and the override file ``path`` (None: the base alone)."""
     from overlap_cli.check.engine import check_file
 
     return check_file(path, target_from_options(opts, path))
@@ -54,11 +60,13 @@ def diff(opts) -> int:
     files, overrides = split_args(opts.args)
     if overrides:
         raise UsageError(f"overlap diff takes config files, not overrides: {overrides[0]}")
-    if len(files) not in (1, 2):
+    based = opts.recipe is not None or opts.base is not None
+    if len(files) not in ((0, 1, 2) if based else (1, 2)):
         raise UsageError("overlap diff takes OLD and NEW, or one file with --vs-* target flags")
-    if len(files) == 1 and not _vs_given(opts):
-        raise UsageError("one file compares against itself: give NEW, or a --vs-* target flag (e.g. --vs-world-size)")
-    old_path, new_path = files[0], files[-1]
+    if len(files) < 2 and not _vs_given(opts):
+        what = "one file compares" if files else "the recipe compares"
+        raise UsageError(f"{what} against itself: give NEW, or a --vs-* flag (e.g. --vs-world-size, --vs-recipe)")
+    old_path, new_path = (files[0], files[-1]) if files else (None, None)
     old = _check_side(old_path, opts)
     new = _check_side(new_path, _NewSide(opts))
     errors = []

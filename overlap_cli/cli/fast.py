@@ -123,7 +123,7 @@ def parse(table, spellings: dict, argv: list):
             given.setdefault(param.dest, []).append(explicit)
         else:
             given[param.dest] = convert(explicit)  # repeated: the last one wins, as in typer
-    if not positional:
+    if not positional and next(p for p in table if p.kind == options.ARGUMENTS).required:
         raise Unsure
     given["args"] = positional
     return options.Options(table, given)

@@ -13,6 +13,7 @@ from overlap_cli.cli.check import (
     EXIT_FINDINGS,
     EXIT_INPUT,
     UsageError,
+    layered_inputs,
     exit_code,
     gather_inputs,
     split_args,
@@ -37,15 +38,22 @@ def fix(opts) -> int:
             f"fix edits the file as written; dotlist overrides are not part of it ({' '.join(overrides)}). "
             "Put the values in the file, or use `overlap check` with overrides"
         )
+    stack = layered_inputs(opts, files)
     if not files:
-        raise UsageError("no config file given")
+        raise UsageError("no config file given" if stack is None else
+                         "no override file given: fix writes into the override file, never into the recipe")
     if opts.write and opts.diff:
         raise UsageError("--write and --diff exclude each other")
-    target = target_from_options(opts, files[0])
+    target = target_from_options(opts, files[-1])
 
     from overlap_cli.fix.loop import Outcome, fix_file
 
-    files, _skipped, selection, problems = gather_inputs(files, opts)
+    lower: tuple = ()
+    if stack is None:
+        files, _skipped, selection, problems = gather_inputs(files, opts)
+    else:  # one merged run: only its top override file is edited
+        _files, _skipped, selection, problems = gather_inputs(files, opts, discover=False)
+        files, lower = [stack[0]], stack[1]
     threshold = opts.severity_threshold
     unsafe_fixes = opts.unsafe_fixes
     out = sys.stdout
@@ -61,7 +69,7 @@ def fix(opts) -> int:
                 seen.add(real)
                 outcomes.append(fix_file(
                     path, target, unsafe=unsafe_fixes, comments=not opts.no_comments, selection=selection,
-                    threshold=threshold,
+                    threshold=threshold, lower=lower,
                 ))
             bar.advance()
     for o in outcomes:

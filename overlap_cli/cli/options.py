@@ -32,11 +32,12 @@ ARGUMENT = "argument"  # positional: exactly one string
 class Param:
     """One row: where the value goes (``dest``), how it is spelt, what it takes, its help line."""
 
-    __slots__ = ("dest", "names", "kind", "default", "help", "metavar", "choices", "minimum")
+    __slots__ = ("dest", "names", "kind", "default", "help", "metavar", "choices", "minimum", "required")
 
-    def __init__(self, dest, *names, kind, help, default=None, metavar=None, choices=(), minimum=None):
+    def __init__(self, dest, *names, kind, help, default=None, metavar=None, choices=(), minimum=None, required=True):
         self.dest, self.names, self.kind, self.help = dest, names, kind, help
         self.metavar, self.choices, self.minimum = metavar, tuple(choices), minimum
+        self.required = required  # positional rows: may be left out (the command then needs --recipe/--base)
         self.default = False if kind == FLAG else default
 
     @property
@@ -82,6 +83,8 @@ def _choices(*names):
 # ---------------------------------------------------------------------------------------------
 
 TARGET = (
+    Param("recipe", "--recipe", kind=TEXT, metavar="NAME", help="Start from this Megatron-Bridge recipe (e.g. llama3_70b_pretrain_64gpu_h100_bf16_config; _config optional): the files given are override files merged onto it in order, then the dotlists, as Bridge's entry points do."),
+    Param("base", "--base", kind=TEXT, metavar="FILE", help="Start from this full config dump (e.g. a checkpoint's run_config.yaml) instead of a recipe."),
     Param("world_size", "--world-size", kind=INT, minimum=1, help="Total GPUs of the launch (data-parallel size = world / (TP*PP*CP))."),
     Param("nodes", "--nodes", kind=INT, minimum=1, help="Number of nodes (with --gpus-per-node)."),
     Param("gpus_per_node", "--gpus-per-node", kind=INT, minimum=1, help="GPUs per node (with --nodes)."),
@@ -96,7 +99,7 @@ TARGET = (
 
 # The flags that say where one side of ``overlap diff`` runs, and their ``--vs-`` twins for the other side
 # (--vs-world-size, --vs-te/--vs-no-te, ...): a new target flag in this list is one name, its twin follows.
-PER_SIDE = ("world_size", "nodes", "gpus_per_node", "te", "gpu", "te_version", "torch_version")
+PER_SIDE = ("recipe", "base", "world_size", "nodes", "gpus_per_node", "te", "gpu", "te_version", "torch_version")
 
 
 def _vs(row: Param) -> Param:
@@ -114,14 +117,14 @@ FRAMEWORK = (
 )
 
 REPORT_FORMATS = ("text", "concise", "json", "sarif", "github", "auto")  # auto: github under GitHub Actions
-_CONFIG_AND_OVERRIDES = Param("args", kind=ARGUMENTS, metavar="CONFIG [OVERRIDES...]", help="One config file, then Hydra-style overrides.")
+_CONFIG_AND_OVERRIDES = Param("args", kind=ARGUMENTS, metavar="CONFIG [OVERRIDES...]", required=False, help="One config file (with --recipe/--base: override files, merged in order), then Hydra-style overrides.")
 
 # ---------------------------------------------------------------------------------------------
 # overlap check
 # ---------------------------------------------------------------------------------------------
 
 CHECK = (
-    Param("args", kind=ARGUMENTS, metavar="FILE... [OVERRIDES...]", help="Config files, then Hydra-style overrides (key=value, +key=value, ++key=value, ~key)."),
+    Param("args", kind=ARGUMENTS, metavar="FILE... [OVERRIDES...]", required=False, help="Config files (with --recipe/--base: override files, merged in order), then Hydra-style overrides (key=value, +key=value, ++key=value, ~key)."),
     *TARGET,
     *FRAMEWORK,
     Param("format", "--format", "--output-format", "-f", **_choices(*REPORT_FORMATS), help="Output format (auto: github under GitHub Actions, else text)."),
@@ -146,7 +149,7 @@ CHECK = (
 # ---------------------------------------------------------------------------------------------
 
 FIX = (
-    Param("args", kind=ARGUMENTS, metavar="FILE...", help="Config files to fix."),
+    Param("args", kind=ARGUMENTS, metavar="FILE...", help="Config files to fix (with --recipe/--base: the override files of one run, merged in order; the last one is edited)."),
     Param("write", "--write", kind=FLAG, help="Apply the fixes in place (atomic write)."),
     Param("diff", "--diff", kind=FLAG, help="Print a unified diff of what would change; write nothing."),
     Param("unsafe_fixes", "--unsafe-fixes", kind=FLAG, help="Also apply fixes that change training behaviour, memory or checkpoint format."),
@@ -177,7 +180,7 @@ ENV = (
 # ---------------------------------------------------------------------------------------------
 
 DIFF = (
-    Param("args", kind=ARGUMENTS, metavar="OLD [NEW]", help="Two config files, or one file compared under two targets (--vs-* flags)."),
+    Param("args", kind=ARGUMENTS, metavar="OLD [NEW]", required=False, help="Two config files, or one file compared under two targets (--vs-* flags); with --recipe/--base (and --vs-recipe/--vs-base) the override file of each side, or none."),
     *TARGET,
     *FRAMEWORK,
     *VS_TARGET,

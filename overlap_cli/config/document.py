@@ -11,6 +11,17 @@ from overlap_cli.records import dataclass, field  # not dataclasses: start-up ti
 
 
 @dataclass
+class Layer:
+    """One layer of a merged run (config.layers): a catalog recipe, a base dump, an override file or the
+    command line. ``positions`` are its own keys' places (empty for the recipe and the command line)."""
+
+    kind: str  # "recipe" | "base" | "file" | "command line"
+    label: str  # "recipe NAME", the file's path, "command line"
+    file: Optional[str]
+    positions: dict
+
+
+@dataclass
 class Config:
     """One loaded config file (after overrides and interpolation)."""
 
@@ -24,6 +35,67 @@ class Config:
     raw_interpolations: dict = field(default_factory=dict)  # path -> the ${...} text as written
     uses_env_resolver: bool = False
     warnings: list = field(default_factory=list)
+    # A merged run (config.layers.load_layered): the layers bottom to top, the index of the layer that
+    # wrote each key's value, the index of the top file (``file``/``text``/``positions`` are its), the
+    # merged data below the top file, and the sections that became plain dicts (see layers.py).
+    layer_list: list = field(default_factory=list)
+    layers: dict = field(default_factory=dict)
+    top: Optional[int] = None
+    lower_data: Optional[dict] = None
+    plain_dict_paths: set = field(default_factory=set)
+
+    @property
+    def layered(self) -> bool:
+        return bool(self.layer_list)
+
+    def layer_of(self, path: tuple) -> Optional[Layer]:
+        """The layer that wrote the value at ``path`` (or at its nearest ancestor that has one)."""
+        p = tuple(path)
+        while p:
+            i = self.layers.get(p)
+            if i is not None:
+                return self.layer_list[i]
+            p = p[:-1]
+        return None
+
+    def where(self, path: tuple) -> str:
+        """Where the value at ``path`` was written, in words: ``the file`` / ``command-line override`` for a
+        single file; ``recipe NAME``, ``FILE:LINE`` or ``command line`` for a merged run."""
+        if not self.layered:
+            return "command-line override" if tuple(path) in self.override_paths else "the file"
+        layer = self.layer_of(path)
+        if layer is None:
+            return "the merged config"
+        if layer.kind == "command line":
+            return "the command line"
+        if layer.file is None:
+            return layer.label
+        line = _position_in(layer.positions, path)[0]
+        return f"{layer.file}:{line}" if line is not None else layer.file
+
+    def locate(self, path: tuple) -> tuple:
+        """(file, line, column) of the value at ``path``: in a merged run, in the layer that wrote it
+        (``recipe NAME`` / ``command line`` with no line); else in this file."""
+        if self.layered:
+            layer = self.layer_of(path)
+            if layer is not None and layer is not self.layer_list[self.top]:
+                return (layer.file or layer.label, *_position_in(layer.positions, path))
+        return (self.file, *self.position(path))
+
+    def label(self, path: tuple) -> str:
+        """``where`` as a provenance label (Value.layer): ``recipe NAME``, ``FILE:LINE``, ``command line``."""
+        where = self.where(path)
+        return "command line" if where == "the command line" else where
+
+    def origin(self, path: tuple) -> Optional[str]:
+        """For a merged run, where a value not written in the top file came from (``recipe NAME``, another
+        file's ``FILE:LINE``, ``command line``); None when the top file holds it or for a single file."""
+        if not self.layered:
+            return None
+        layer = self.layer_of(path)
+        if layer is None or layer is self.layer_list[self.top]:
+            return None
+        return self.label(path)
 
     # -- access helpers used by the resolver --------------------------------------------------
     def section(self, name: str) -> Optional[dict]:
@@ -49,10 +121,17 @@ class Config:
         return node
 
     def position(self, path: tuple) -> tuple[Optional[int], Optional[int]]:
-        """Line/column of the key at ``path``, or of its nearest ancestor that is in the file."""
-        p = tuple(path)
-        while p:
-            if p in self.positions:
-                return self.positions[p]
-            p = p[:-1]
-        return (None, None)
+        """Line/column of the key at ``path``, or of its nearest ancestor that is in the file. In a merged run
+        only a value the top file wrote has a place in it (``origin`` names the others)."""
+        if self.layered and self.origin(path) is not None:
+            return (None, None)
+        return _position_in(self.positions, path)
+
+
+def _position_in(positions: dict, path: tuple) -> tuple:
+    p = tuple(path)
+    while p:
+        if p in positions:
+            return positions[p]
+        p = p[:-1]
+    return (None, None)

@@ -39,9 +39,16 @@ def load_config(path: str, overrides: Optional[list] = None, text: Optional[str]
         from overlap_cli.config.overrides import apply_overrides
 
         apply_overrides(cfg, overrides)
+    return finish(cfg, interpolations, overrides)
+
+
+def finish(cfg: Config, interpolations: int, overrides: Optional[list] = None) -> Config:
+    """The steps after the data is complete (one file, or a merged run): ``${...}`` resolved over it,
+    as OmegaConf's ``to_container(resolve=True)`` does."""
+    if overrides:
         interpolations += sum(1 for ov in overrides if has_interpolation(ov.value))
     if interpolations > MAX_INTERPOLATIONS:
-        raise InputError(InputProblem(path, f"more than {MAX_INTERPOLATIONS} ${{...}} interpolations; refusing to resolve them"))
+        raise InputError(InputProblem(cfg.file, f"more than {MAX_INTERPOLATIONS} ${{...}} interpolations; refusing to resolve them"))
     if interpolations:  # most configs have none: no second walk over the data, no omegaconf import
         from overlap_cli.config.interpolation import resolve_interpolations
 

@@ -11,7 +11,7 @@ import re
 
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Optional
 
 from overlap_cli.check.results import InputError, InputProblem
 from overlap_cli.config.document import Config
@@ -86,10 +86,15 @@ def parse_override(arg: str) -> Override:
     return Override(arg, op, path, parse_override_value(val))
 
 
-def apply_overrides(cfg: Config, overrides: list[Override]) -> None:
+def apply_overrides(cfg: Config, overrides: list[Override], base_label: Optional[str] = None) -> None:
+    """Apply dotlists in Hydra's struct mode. ``base_label``: a merged run (config.layers) -- what the
+    dotlists apply to, named in errors ("recipe NAME"); a bad one is then a command-line problem."""
+    where = "command line" if base_label else cfg.file
     for ov in overrides:
         def bad(msg: str) -> InputError:
-            return InputError(InputProblem(cfg.file, f"override {ov.raw!r}: {msg}"))
+            if base_label:
+                msg = msg.replace("is not in the config", f"is not in {base_label}")
+            return InputError(InputProblem(where, f"override {ov.raw!r}: {msg}"))
 
         # Bridge merges the file onto a full ConfigContainer, where every field of model/ddp/optimizer
         # exists (and every field of comm_overlap/mixed_precision once the section is a mapping), so a

@@ -22,7 +22,7 @@ from overlap_cli.fix import text as fixtext
 from overlap_cli.fix import tree as fixtree
 from overlap_cli.config import yamlrt
 from overlap_cli.fix.tree import split_key
-from overlap_cli.check.results import FileResult, Finding, InputError, InputProblem
+from overlap_cli.check.results import Edit, FileResult, Finding, InputError, InputProblem
 
 MAX_ROUNDS = 5
 
@@ -76,7 +76,8 @@ class Outcome:
 
 
 def fix_file(
-    path: str, target, unsafe: bool = False, comments: bool = True, selection=None, threshold: str = "warning"
+    path: str, target, unsafe: bool = False, comments: bool = True, selection=None, threshold: str = "warning",
+    lower: tuple = (),
 ) -> Outcome:
     from overlap_cli.config.safe_read import read_text
 
@@ -84,7 +85,7 @@ def fix_file(
         text = read_text(path)
     except InputError as exc:
         return Outcome(path, "", "", error=exc.problem)
-    out = fix_text(path, text, target, unsafe=unsafe, comments=comments, selection=selection, threshold=threshold)
+    out = fix_text(path, text, target, unsafe=unsafe, comments=comments, selection=selection, threshold=threshold, lower=lower)
     try:
         with open(path, "rb") as fh:
             out.bom = fh.read(3) == b"\xef\xbb\xbf"
@@ -94,10 +95,15 @@ def fix_file(
 
 
 def fix_text(
-    path: str, text: str, target, unsafe: bool = False, comments: bool = True, selection=None, threshold: str = "warning"
+    path: str, text: str, target, unsafe: bool = False, comments: bool = True, selection=None, threshold: str = "warning",
+    lower: tuple = (),
 ) -> Outcome:
     """Fix ``text``. Only findings at or above ``threshold`` have their fixes applied: the same bar that
-    makes ``overlap check`` exit 1, so ``fix`` never edits a file that ``check`` passes."""
+    makes ``overlap check`` exit 1, so ``fix`` never edits a file that ``check`` passes.
+
+    In a merged run (a recipe or base under the file, ``lower`` override files between), ``text`` is the top
+    override file and the only one edited: a key the recipe holds is changed by writing it here (Bridge
+    merges this file last); a removal of a key another layer wrote cannot be written here and is skipped."""
     from overlap_cli.check.engine import CheckedFile, check as check_text
     from overlap_cli.check.engine_lm import framework_of
     from overlap_cli.check.results import SEVERITY_RANK
@@ -109,7 +115,7 @@ def fix_text(
     bar = SEVERITY_RANK[threshold]
 
     def check(t: str) -> CheckedFile:
-        return check_text(path, target, None, text=t, selection=selection)
+        return check_text(path, target, None, text=t, selection=selection, lower=lower)
 
     # Work on "\n" line ends and a final newline (what ruamel writes); put the file's own style back last.
     crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
@@ -247,6 +253,8 @@ def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str
     for f in ordered:
         edits = f.fix.edits
         why = _blocked(edits, cfg, data)
+        if why is None and cfg.layered:
+            edits, why = _for_top_file(edits, cfg, data)
         if why:
             skipped.append(Skipped(f, why))
             continue
@@ -329,6 +337,52 @@ def _conflicts(edits, touched: dict) -> bool:
             elif q[: len(p)] == p or p[: len(q)] == q:
                 return True
     return False
+
+
+def _for_top_file(edits, cfg, data) -> tuple:
+    """(edits, None) as they are written into the top file of a merged run, or (edits, why not).
+
+    A removal of a key a lower layer holds cannot be said by a file merged on top (OmegaConf.merge has no
+    deletion), so it is refused. A mapping started in a section the layers below leave null (or hold as a
+    recipe name) gets its class's ``_target_`` too, or Bridge would set it as a plain dict (CFG006)."""
+    from overlap_cli.config.layers import DATACLASS_SECTIONS
+
+    lower = cfg.lower_data or {}
+    out = list(edits)
+    for e in edits:
+        p = split_key(e.key)
+        if e.op == "remove":
+            found, below = _lookup(lower, p)
+            if found and not _is_class_default(p, below):
+                return edits, (f"{e.key} is also set in {cfg.layer_list[0].label if len(cfg.layer_list) < 3 else 'a layer below'}; "
+                               "a file merged on top cannot remove it: set it by hand")
+            continue  # the layers below hold nothing, or the class default a plain config falls back to
+        section = p[0]
+        if section in DATACLASS_SECTIONS and len(p) > 1 and not isinstance(lower.get(section), dict):
+            top = data.get(section) if isinstance(data, dict) else None
+            if not (isinstance(top, dict) and "_target_" in top) and not any(o.key == f"{section}._target_" for o in out):
+                out.insert(0, Edit("set", f"{section}._target_", DATACLASS_SECTIONS[section][0]))
+    return tuple(out), None
+
+
+def _lookup(data, path: tuple) -> tuple:
+    node = data
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _is_class_default(path: tuple, value) -> bool:
+    """Whether ``value`` at ``path`` is what the key falls back to when no file sets it (a dump writes every
+    field; removing the top file's value then leaves the same as removing it from a single config)."""
+    from overlap_cli.frameworks.bridge import facts as bridge
+
+    if len(path) != 2:
+        return False
+    defaults = bridge.SECTION_DEFAULTS.get(path[0], {})
+    return path[1] in defaults and fixtext.same(defaults[path[1]], value)
 
 
 def _blocked(edits, cfg, data) -> Optional[str]:

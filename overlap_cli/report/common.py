@@ -5,6 +5,26 @@ from __future__ import annotations
 from overlap_cli.rules.registry import code_sort_key
 
 
+def location(file: str, f) -> str:
+    """Where a finding is, as report lines start: ``FILE:LINE:COL``; for a finding about a value another
+    layer of a merged run wrote (Finding.origin), that layer and the key: ``FILE (recipe NAME: key)``, or
+    the other file's ``FILE:LINE`` itself."""
+    origin = getattr(f, "origin", None)
+    if origin:
+        head, _, line = origin.rpartition(":")
+        if head and line.isdigit():  # another override file: its own line
+            return origin
+        return f"{file} ({origin}: {f.key})"
+    return f"{file}:{f.line or 1}:{f.column or 1}"
+
+
+def with_origin(f) -> str:
+    """The finding's message, with where its value came from when that is another layer (for formats whose
+    location is always the checked file: SARIF, GitHub annotations)."""
+    origin = getattr(f, "origin", None)
+    return f"{f.message} (value from {origin}: {f.key})" if origin else f.message
+
+
 def summary(results) -> dict:
     out = {"files": len(results), "error": 0, "warning": 0, "info": 0}
     for r in results:

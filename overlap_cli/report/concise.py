@@ -6,12 +6,12 @@ from __future__ import annotations
 import sys
 from typing import IO
 
-from overlap_cli.report.common import summary
+from overlap_cli.report.common import location, summary
 
 
 def finding_line(file: str, f) -> str:
     mark = " [*]" if f.fix is not None and f.fix.applicability == "safe" else ""
-    return f"{file}:{f.line or 1}:{f.column or 1}: {f.code}{mark} {f.severity}: {f.message}"
+    return f"{location(file, f)}: {f.code}{mark} {f.severity}: {f.message}"
 
 
 def render(results, out: IO[str], skipped=(), quiet: bool = False) -> None:

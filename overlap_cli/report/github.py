@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import IO
 
-from overlap_cli.report.common import summary
+from overlap_cli.report.common import summary, with_origin
 
 _COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -40,7 +40,7 @@ def render(results, out: IO[str]) -> None:
             out.write(annotation("error", r.file, e.line, e.column, "overlap: cannot check", e.describe()) + "\n")
             continue
         for f in r.findings:
-            out.write(annotation(f.severity, r.file, f.line or 1, f.column or 1, f.code, f.message) + "\n")
+            out.write(annotation(f.severity, r.file, f.line or 1, f.column or 1, f.code, with_origin(f)) + "\n")
     s = summary(results)
     out.write(
         f"{s['files']} file(s): {s['error']} error(s), {s['warning']} warning(s), {s['info']} info"

@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from overlap_cli import __version__
+from overlap_cli.report.common import with_origin
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -95,7 +96,7 @@ def document(results, skipped=()) -> dict:
             res = {
                 "ruleId": f.code,
                 "level": _LEVEL[f.severity],
-                "message": {"text": f.message},
+                "message": {"text": with_origin(f)},
                 "locations": [{"physicalLocation": {"artifactLocation": where, "region": _region(f.line, f.column)}}],
                 "properties": {"severity": f.severity},
             }

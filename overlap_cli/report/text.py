@@ -19,7 +19,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import IO
 
-from overlap_cli.report.common import summary
+from overlap_cli.report.common import location, summary
 
 SEVERITY_ORDER = ("error", "warning", "info")
 
@@ -42,9 +42,7 @@ def _value(v) -> str:
 
 
 def finding_line(file: str, f) -> str:
-    line = f.line if f.line is not None else 1
-    col = f.column if f.column is not None else 1
-    return f"{file}:{line}:{col} {f.code} {f.severity} {f.message}"
+    return f"{location(file, f)} {f.code} {f.severity} {f.message}"
 
 
 def shown_findings(results, show_info: bool) -> list:
@@ -163,7 +161,7 @@ def render_rich(results, skipped=(), *, show_info=False, show_effective=False, q
     rows = shown_findings(results, show_info)
     for file, f in rows:
         t = Text()
-        t.append(f"{file}:{f.line or 1}:{f.column or 1} ", style="bold")
+        t.append(f"{location(file, f)} ", style="bold")
         t.append(f"{f.code} ", style="bold " + _SEV_STYLE[f.severity].split()[-1])
         t.append(f"{f.severity} ", style=_SEV_STYLE[f.severity])
         t.append(f.message)

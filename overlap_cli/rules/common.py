@@ -15,11 +15,12 @@ from overlap_cli.frameworks.bridge import facts as bridge
 
 def finding(view, code: str, severity: str, message: str, key: Optional[str] = None, fix: Optional[Fix] = None) -> Finding:
     """A finding located at ``key`` (dotted) in the file, or at its nearest ancestor that is there."""
-    line = col = None
+    line = col = origin = None
     if key:
         path = tuple(int(p) if p.isdigit() else p for p in key.split("."))
         line, col = view.cfg.position(path)
-    return Finding(code, severity, message, key, line, col, fix)
+        origin = view.cfg.origin(path)  # a merged run: the recipe or another file wrote it
+    return Finding(code, severity, message, key, line, col, fix, origin)
 
 
 def safe(message: str, *edits: Edit) -> Fix:

@@ -30,9 +30,12 @@ from overlap_cli.records import dataclass, field  # not dataclasses: start-up ti
 # target.apply_table); ``-`` and ``_`` are interchangeable. Other [tool.overlap] keys belong to other parts.
 TARGET_KEYS = (
     "world_size", "nodes", "gpus_per_node", "gpu", "transformer_engine", "te", "te_version", "torch_version",
-    "env_from_shell",
+    "env_from_shell", "recipe",
 )  # fmt: skip
-_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*overlap[ \t]*:[ \t]*target(?![\w-])(.*)$", re.IGNORECASE | re.MULTILINE)
+# ``# overlap: target KEY=VALUE ...``, or ``# overlap: recipe=NAME`` (the same table, one key).
+_DIRECTIVE = re.compile(
+    r"^[ \t]*#[ \t]*overlap[ \t]*:[ \t]*(?:target(?![\w-])|(?=recipe[ \t]*=))(.*)$", re.IGNORECASE | re.MULTILINE
+)
 _INTEGER_KEYS = ("world_size", "nodes", "gpus_per_node")
 _BOOLEAN_KEYS = ("te", "transformer_engine", "env_from_shell")
 
@@ -69,7 +72,7 @@ def _closest(key: str) -> str:
 def parse_directive(text: str, file: str) -> Optional[Directive]:
     """The ``# overlap: target ...`` directive of ``text``, or None. Several directive lines add up; a key
     given twice is an error. Raises model.InputError naming the line for anything it cannot read."""
-    if "target" not in text or "overlap" not in text:  # most files: two substring tests
+    if "overlap" not in text or ("target" not in text and "recipe" not in text):  # most files: substring tests
         return None
     matches = list(_DIRECTIVE.finditer(text))
     if not matches:

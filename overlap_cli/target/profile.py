@@ -2,8 +2,8 @@
 
 Every field carries a source, in this order of precedence:
 ``flag`` (command line) > ``directive`` (a ``# overlap: target ...`` comment in the config itself) >
-``per-file-target`` (``[tool.overlap.per-file-target]``, glob -> table) > ``pyproject`` (``[tool.overlap]``)
-> ``detected`` (``--detect`` read this machine) > ``default`` > ``unknown``. The closer a statement is to
+``per-file-target`` (``[tool.overlap.per-file-target]``, glob -> table) > ``recipe`` (the world size and
+GPU a catalog recipe the run starts from is tuned for) > ``pyproject`` (``[tool.overlap]``) > ``detected`` (``--detect`` read this machine) > ``default`` > ``unknown``. The closer a statement is to
 one config file, the more it says about that file's launch: a repository of configs for 8 to 1,024 GPUs
 needs a target per file, and the machine running the check (``--detect``) is usually not the one the
 config will launch on. A flag outranks all of them because it is the most deliberate statement.
@@ -22,7 +22,8 @@ from overlap_cli.records import dataclass, field  # not dataclasses: start-up ti
 
 FLAG, DIRECTIVE, PER_FILE, PYPROJECT, DETECTED = "flag", "directive", "per-file-target", "pyproject", "detected"
 DEFAULT, UNKNOWN = "default", "unknown"
-_RANK = {FLAG: 6, DIRECTIVE: 5, PER_FILE: 4, PYPROJECT: 3, DETECTED: 2, DEFAULT: 1, UNKNOWN: 0}
+RECIPE = "recipe"  # the launch a catalog recipe is tuned for (its world size and GPU), see apply_recipe
+_RANK = {FLAG: 7, DIRECTIVE: 6, PER_FILE: 5, RECIPE: 4, PYPROJECT: 3, DETECTED: 2, DEFAULT: 1, UNKNOWN: 0}
 
 # GPU names accepted by --gpu and [tool.overlap] gpu, with their CUDA compute capability.
 # B300/GB300 are sm_103, B200/GB200 sm_100; everything at 10.0 or above counts as "SM100 or newer",
@@ -175,6 +176,8 @@ class Target:
             return f"[tool.overlap.per-file-target] {', '.join(repr(g) for g in self.layers.get(PER_FILE, ()))}"
         if src == PYPROJECT:
             return f"[tool.overlap] in {self.settings_path}"
+        if src == RECIPE:
+            return f"recipe {self.extra.get('recipe')}"
         return {FLAG: "command line", DETECTED: "--detect"}.get(src, src)
 
     def to_json(self, data_parallel_size: Optional[int]) -> dict:
@@ -201,7 +204,7 @@ class Target:
         """One sentence naming the values that came from a directive, per-file-target, [tool.overlap] or
         --detect, or None."""
         parts = []
-        for src in (DIRECTIVE, PER_FILE, PYPROJECT, DETECTED):
+        for src in (DIRECTIVE, PER_FILE, RECIPE, PYPROJECT, DETECTED):
             names = [k for k in FIELDS if self.source(k) == src and k != "gpu_generation"]
             if "gpu" in names and "compute_capability" in names:
                 names.remove("compute_capability")  # implied by the GPU named
@@ -271,11 +274,35 @@ def build_target(
         t.set("env_from_shell", True, FLAG)
     if flags.get("framework") is not None:  # --framework bridge|megatron-lm (frameworks.detect)
         t.set("framework", flags["framework"], FLAG)
+    for name in ("recipe", "base"):
+        if flags.get(name) is not None:
+            t.set(name, flags[name], FLAG)
+    apply_recipe(t)
     if t.extra.get("env_from_shell"):
         t.shell_env = dict(shell_env or {})
     else:
         t.set("env_from_shell", False, DEFAULT)
     return t
+
+
+def apply_recipe(t: Target) -> None:
+    """The recipe's own launch (world size and GPU from Bridge's recipe name, recipes.info), below every
+    statement about this file and above [tool.overlap]. An unknown name is left to the loader to report."""
+    name = t.extra.get("recipe")
+    if not name or t.extra.get("base"):
+        return
+    from overlap_cli.frameworks.bridge import recipes
+
+    try:
+        row = recipes.info(name)
+    except KeyError:
+        return
+    t.extra["recipe"] = row["name"]  # the catalog's spelling (with _config), same source
+    if row.get("world_size") is not None:
+        _apply_world(t, row["world_size"], None, None, RECIPE)
+    gpu = row.get("gpu")
+    if gpu in GPUS:
+        _apply_gpu(t, gpu, GPUS[gpu], RECIPE)
 
 
 def _toml_key(pattern: str) -> str:
@@ -394,3 +421,8 @@ def apply_table(t: Target, s, source: str) -> None:
         _apply_gpu(t, gpu, GPUS[gpu], source)
     if boolean("env_from_shell"):
         t.set("env_from_shell", True, source)
+    recipe = s.get("recipe")
+    if recipe is not None:
+        if not isinstance(recipe, str) or not recipe.strip():
+            raise SettingError("recipe", f"must be a recipe name, got {recipe!r}", source)
+        t.set("recipe", recipe.strip(), source)

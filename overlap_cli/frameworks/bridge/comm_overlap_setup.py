@@ -25,7 +25,13 @@ def setup_comm_overlap(r: Resolved, co: dict, prov: dict) -> None:
     r.comm_overlap_user = {k: v for k, v in co.items() if k in known and v is not None and k != "_target_"}
 
     def in_file(key: str) -> str:
-        return "command-line override" if ("comm_overlap", key) in cfg.override_paths else "the file"
+        return cfg.where(("comm_overlap", key))
+
+    def layer(key: str):
+        """The layer of comm_overlap.KEY in a merged run (Value.layer), else None."""
+        if not cfg.layered:
+            return None
+        return cfg.label(("comm_overlap", key) if ("comm_overlap", key) in cfg.layers else ("model", key))
 
     # _get_model_comm_overlap_cfgs: defaults, the TP gate, the PP choice, then user values win.
     auto: dict = {
@@ -79,7 +85,7 @@ def setup_comm_overlap(r: Resolved, co: dict, prov: dict) -> None:
             elif k == "tp_comm_bootstrap_backend" and "tp_comm_bootstrap_backend" not in co:
                 src = (DEFAULT, "CommOverlapConfig default 'nccl'")
             else:
-                src = (USER, f"comm_overlap.{k} in {in_file(k)} wins over Bridge's default")
+                src = (USER, f"comm_overlap.{k} in {in_file(k)} wins over Bridge's default", layer(k))
         else:
             src = reasons.get(k, (BRIDGE_AUTO, "written by comm_overlap"))
         if user_wrote(cfg, "model", k) and model.get(k) != new and k != "tp_comm_overlap_cfg":
@@ -99,17 +105,17 @@ def setup_comm_overlap(r: Resolved, co: dict, prov: dict) -> None:
             te = {k: _strip_target(v) for k, v in ub.items() if k != "_target_" and v is not None}
             model["tp_comm_overlap_cfg"] = te
             prov["model.tp_comm_overlap_cfg"] = Value(
-                te, USER, "comm_overlap.tp_comm_overlap_cfg converted with asdict(), None entries dropped"
+                te, USER, "comm_overlap.tp_comm_overlap_cfg converted with asdict(), None entries dropped", layer("tp_comm_overlap_cfg")
             )
         else:
             prov["model.tp_comm_overlap_cfg"] = Value(
-                ub, USER, "a plain value here makes Bridge's asdict() fail at launch (UB603)"
+                ub, USER, "a plain value here makes Bridge's asdict() fail at launch (UB603)", layer("tp_comm_overlap_cfg")
             )
     else:
         ub = model_cfg.get("tp_comm_overlap_cfg")
         if ub is not None:
             prov["model.tp_comm_overlap_cfg"] = Value(
-                ub, USER, "copied onto the model, but unused: TP overlap is off"
+                ub, USER, "copied onto the model, but unused: TP overlap is off", layer("tp_comm_overlap_cfg")
             )
 
     # DP path: only with Megatron DDP + the distributed optimizer, as the flag stands at setup time.
@@ -139,7 +145,7 @@ def setup_comm_overlap(r: Resolved, co: dict, prov: dict) -> None:
             new = dp_cfg.get(k)
             key = f"{section}.{k}"
             if k in user:
-                src = (USER, f"comm_overlap.{k} in {in_file(k)} wins over Bridge's DP default")
+                src = (USER, f"comm_overlap.{k} in {in_file(k)} wins over Bridge's DP default", layer(k))
                 unknown = False
             elif k in dp_defaults:
                 src, unknown = _dp_reason(r, k, dp_defaults[k])

@@ -68,10 +68,11 @@ def resolve(cfg: Config, target: Target) -> Resolved:
 
     def from_file(section: str, key: str) -> Value:
         if cfg.has((section, key)):
-            where = "command-line override" if (section, key) in cfg.override_paths else "the file"
+            where, layer = cfg.where((section, key)), cfg.label((section, key))
             if (section, key) in cfg.interpolated_paths:
                 where += f" through the interpolation {cfg.raw_interpolations.get((section, key), '${...}')}"
-            return Value(final[section][key], USER, f"set in {where}")
+            return Value(final[section][key], USER, f"set {'on' if where == 'the command line' else 'in'} {where}",
+                         layer if cfg.layered else None)
         default = bridge.SECTION_DEFAULTS[section].get(key)
         return Value(default, DEFAULT, "not in the file: Megatron-Core/Bridge class default")
 
@@ -212,6 +213,10 @@ def resolve(cfg: Config, target: Target) -> Resolved:
         if v.source not in (UNKNOWN,):
             v.value = final[section].get(name, v.value)
     _describe_ub_cfg(r, prov)
+    if cfg.layered:  # every value names its layer; one no layer wrote names its source
+        for v in prov.values():
+            if v.layer is None:
+                v.layer = v.source
     r.effective = prov
     return r
 

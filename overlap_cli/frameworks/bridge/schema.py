@@ -154,16 +154,16 @@ def validate_types(cfg: Config) -> None:
     """Exit-2 problems: a section that is not a mapping, a read key of the wrong type."""
     for name in MAPPING_SECTIONS:
         if name in cfg.data and cfg.data[name] is not None and not isinstance(cfg.data[name], dict):
-            line, col = cfg.position((name,))
+            file, line, col = cfg.locate((name,))
             raise InputError(
-                InputProblem(cfg.file, f"section must be a mapping, got {_describe(cfg.data[name])}", name, line, col)
+                InputProblem(file, f"section must be a mapping, got {_describe(cfg.data[name])}", name, line, col)
             )
     mp = cfg.data.get("mixed_precision")
     if mp is not None and not isinstance(mp, (str, dict)):
-        line, col = cfg.position(("mixed_precision",))
+        file, line, col = cfg.locate(("mixed_precision",))
         raise InputError(
             InputProblem(
-                cfg.file, f"must be a recipe name or a mapping, got {_describe(mp)}", "mixed_precision", line, col
+                file, f"must be a recipe name or a mapping, got {_describe(mp)}", "mixed_precision", line, col
             )
         )
     for path, kind in KEY_TYPES.items():
@@ -171,7 +171,7 @@ def validate_types(cfg: Config) -> None:
             continue
         value = cfg.get(path)
         if not _type_ok(kind, value):
-            line, col = cfg.position(path)
+            file, line, col = cfg.locate(path)
             what = "a positive integer" if "positive" in kind else f"a {kind}"
             if kind.endswith("or null") and "positive" in kind:
                 what = "a positive integer or null"
@@ -179,7 +179,7 @@ def validate_types(cfg: Config) -> None:
             if "positive" in kind and isinstance(value, int) and not isinstance(value, bool):
                 problem = "non-positive parallel size" if path in PARALLEL_SIZES else "non-positive value"
             raise InputError(
-                InputProblem(cfg.file, f"{problem}: expected {what}, got {_describe(value)}", dotted(path), line, col)
+                InputProblem(file, f"{problem}: expected {what}, got {_describe(value)}", dotted(path), line, col)
             )
 
 

@@ -1,0 +1,185 @@
+"""A run as Bridge's entry points build it: a base config (a catalog recipe, or a full dump such as a
+checkpoint's ``run_config.yaml``), then override files merged onto it in order, then dotlist overrides.
+
+This mirrors ``process_config_with_overrides`` (megatron/bridge/training/utils/omegaconf_utils.py:105-160
+of megatron-bridge 0.6.2): the recipe becomes a plain, non-struct OmegaConf dict; ``OmegaConf.merge``
+lays the config file over it (mappings merge key by key, anything else -- a scalar, a list, null, a
+mapping onto a non-mapping -- replaces what was there); Hydra overrides then apply in struct mode (a key
+the merged config lacks needs ``+``); ``to_container(resolve=True)`` resolves ``${...}`` over the merged
+tree; ``_apply_overrides`` (:453-515) writes the result back onto the dataclasses. That last step is where a
+mapping can go wrong: a mapping is recursed into only where the recipe holds a dataclass; a mapping with
+``_target_`` is instantiated; any other value is set as it is. So a ``comm_overlap:`` mapping written onto
+a recipe whose ``comm_overlap`` is null becomes a plain ``dict`` and the launch fails
+(``self.comm_overlap.data_parallel_size = ...``, training/config.py:1041). ``plain_dict_paths`` records
+where that happens (rule CFG006).
+
+The merged ``Config`` remembers, for every key, which layer wrote its value (``Config.layers``), so
+provenance says ``recipe NAME``, ``FILE:LINE`` or ``command line``, and findings point at the line of the
+override file when the value came from it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
+from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.config.document import Config, Layer
+from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
+
+RECIPE, BASE, FILE, COMMAND_LINE = "recipe", "base", "file", "command line"
+
+# Top-level ConfigContainer fields typed as a dataclass that a recipe may leave null or give as a
+# recipe name (megatron/bridge/training/config.py: ``comm_overlap: Optional[CommOverlapConfig]``,
+# ``mixed_precision: Optional[Union[MixedPrecisionConfig, str]]``), with the class ``_target_`` that makes
+# ``_apply_overrides`` instantiate a mapping written there, and the line of config.py that fails on a
+# plain dict.
+DATACLASS_SECTIONS = {
+    "comm_overlap": ("megatron.bridge.training.comm_overlap.CommOverlapConfig", "training/config.py:1041"),
+    "mixed_precision": ("megatron.bridge.training.mixed_precision.MixedPrecisionConfig", "training/config.py:1876"),
+}
+
+
+@dataclass(frozen=True)
+class Stack:
+    """What lies under a checked file: a catalog recipe (``recipe``) or a full dump (``base``), then the
+    override files ``lower`` in order; the checked file is the last (top) override file."""
+
+    recipe: Optional[str] = None
+    base: Optional[str] = None
+    lower: tuple = ()
+
+    @property
+    def label(self) -> str:
+        return f"recipe {self.recipe}" if self.recipe else str(self.base)
+
+
+def unknown_recipe(name: str, where: str = "--recipe") -> InputProblem:
+    from overlap_cli.frameworks.bridge.recipes import closest, versions
+
+    near = closest(name)
+    hint = f"; did you mean {', '.join(near)}?" if near else " (overlap recipes list shows them all)"
+    bridge = versions().get("megatron-bridge", "?")
+    return InputProblem(where, f"unknown recipe {name!r}: not a recipe of Megatron-Bridge {bridge}{hint}")
+
+
+@functools.lru_cache(maxsize=4)
+def _recipe_layer(name: str) -> tuple:
+    """(canonical name, data) of a catalog recipe, parsed once per process (callers copy the data)."""
+    from overlap_cli.config.yamlnodes import parse_nodes
+    from overlap_cli.frameworks.bridge import recipes
+
+    key = recipes.canonical(name)
+    if key is None:
+        raise InputError(unknown_recipe(name))
+    data, _positions, _interpolations = parse_nodes(recipes.text(key), f"recipe {key}")
+    return key, data
+
+
+def recipe_name(name: str) -> str:
+    """The catalog's spelling of ``name``; InputError with the closest names when there is none."""
+    return _recipe_layer(name)[0]
+
+
+def _mapping(path: str, text: Optional[str]) -> tuple:
+    """(data, positions, interpolation count, text) of one YAML file that must be a mapping."""
+    from overlap_cli.config.safe_read import read_text
+    from overlap_cli.config.yamlnodes import parse_nodes
+
+    if text is None:
+        text = read_text(path)
+    data, positions, interpolations = parse_nodes(text, path)
+    if data is None:
+        data = {}  # OmegaConf.load of an empty file is an empty config: nothing to merge
+    if not isinstance(data, dict):
+        raise InputError(InputProblem(
+            path, f"an override file must be a mapping of config sections, got a {type(data).__name__}", line=1, column=1
+        ))
+    return data, positions, interpolations, text
+
+
+def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = None, text: Optional[str] = None) -> Config:
+    """The merged config of ``stack`` + the override file ``path`` (its ``text`` when given) + ``overrides``
+    (parsed dotlists). ``path`` None: the base alone (plus dotlists). The Config's ``file``, ``text`` and
+    ``positions`` are those of the top file -- the one a fix edits -- or the base's when there is none."""
+    import copy
+
+    layers: list = []
+    owner: dict = {}  # path tuple -> index in layers of the layer that wrote the value there
+    plain_dicts: set = set()
+    interpolations = 0
+    if stack.recipe is not None:
+        name, recipe_data = _recipe_layer(stack.recipe)
+        data = copy.deepcopy(recipe_data)
+        layers.append(Layer(RECIPE, f"recipe {name}", None, {}))
+        top_file, top_text, top_positions = f"recipe {name}", "", {}
+    else:
+        data, positions, interpolations, base_text = _mapping(stack.base, text if path is None else None)
+        layers.append(Layer(BASE, stack.base, stack.base, positions))
+        top_file, top_text, top_positions = stack.base, base_text, positions
+    _own(data, (), 0, owner)
+    lower_data = None
+    files = list(stack.lower) + ([path] if path is not None else [])
+    for i, f in enumerate(files):
+        is_top = i == len(files) - 1
+        if is_top:
+            lower_data = copy.deepcopy(data)
+        fdata, fpositions, n, ftext = _mapping(f, text if is_top else None)
+        interpolations += n
+        layers.append(Layer(FILE, f, f, fpositions))
+        _merge(data, fdata, (), len(layers) - 1, owner, plain_dicts)
+        top_file, top_text, top_positions = f, ftext, fpositions
+    cfg = Config(file=top_file, data=data, positions=top_positions, text=top_text)
+    cfg.layer_list, cfg.layers, cfg.top = layers, owner, len(layers) - 1
+    cfg.lower_data = lower_data
+    cfg.plain_dict_paths = plain_dicts
+    if overrides:
+        from overlap_cli.config.overrides import apply_overrides
+
+        layers.append(Layer(COMMAND_LINE, COMMAND_LINE, None, {}))
+        apply_overrides(cfg, overrides, base_label=stack.label if not files else "the merged config")
+        for ov in overrides:
+            _drop(owner, ov.path)
+            if ov.op != "delete":
+                _own(ov.value, ov.path, len(layers) - 1, owner)
+                owner[ov.path] = len(layers) - 1
+    from overlap_cli.config.loader import finish
+
+    return finish(cfg, interpolations, overrides)
+
+
+def _own(value, path: tuple, index: int, owner: dict) -> None:
+    if path:
+        owner[path] = index
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _own(v, path + (k,), index, owner)
+
+
+def _drop(owner: dict, path: tuple) -> None:
+    n = len(path)
+    for p in [p for p in owner if p[:n] == path]:
+        del owner[p]
+
+
+def _merge(dst: dict, src: dict, path: tuple, index: int, owner: dict, plain_dicts: set) -> None:
+    """OmegaConf.merge of ``src`` onto ``dst`` (both plain dicts; ``dst`` changes)."""
+    for key, value in src.items():
+        p = path + (key,)
+        old = dst.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            owner[p] = index
+            if "_target_" in value:
+                plain_dicts.discard(p)  # the merged mapping now names its class: instantiated
+            _merge(old, value, p, index, owner, plain_dicts)
+            continue
+        if not path and key in DATACLASS_SECTIONS and isinstance(value, dict) and "_target_" not in value:
+            plain_dicts.add(p)  # _apply_overrides sets it as a plain dict (no dataclass there to recurse into)
+        else:
+            plain_dicts.discard(p)
+        _drop(owner, p)
+        dst[key] = value
+        _own(value, p, index, owner)
