@@ -24,6 +24,7 @@ import ast
 import enum
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -147,6 +148,41 @@ def core_parser():
     return add_megatron_arguments(parser)
 
 
+_ENTRY = re.compile(r"\b(?:parse_and_validate_args|initialize_megatron|pretrain)\(")
+_PROVIDER = re.compile(r"extra_args_provider\s*=\s*([A-Za-z_]\w*)")
+
+
+def list_sources(source: str, suffix: str) -> list:
+    if "@" in source:
+        gitdir, ref = source.rsplit("@", 1)
+        out = subprocess.run(["git", "-C", gitdir, "ls-tree", "-r", "--name-only", ref], capture_output=True, text=True, check=True).stdout
+        return [n for n in out.split("\n") if n.endswith(suffix)]
+    root = Path(source)
+    return [str(p.relative_to(root)) for p in root.rglob("*" + suffix)]
+
+
+def script_table(source: str, provider_groups: dict) -> dict:
+    """Training-script file name -> the optional groups its parser adds, for every script of the tree whose
+    whole argument set the table holds: it calls Megatron's argument parsing (parse_and_validate_args,
+    initialize_megatron or pretrain) with no extra_args_provider, or with one of PROVIDERS. A name two
+    scripts share is kept only when both agree."""
+    seen: dict = {}
+    for rel in list_sources(source, ".py"):
+        if "/tests/" in "/" + rel or rel.startswith(("megatron/training/", "megatron/core/")):  # libraries, not scripts
+            continue
+        text = read_source(source, rel) or ""
+        if not _ENTRY.search(text) or "__main__" not in text:
+            continue
+        providers = set(_PROVIDER.findall(text)) - {"None", "extra_args_provider"}
+        groups = {provider_groups.get(p) for p in providers}
+        name = rel.rsplit("/", 1)[-1]
+        verdict = None if None in groups else sorted(groups)
+        if name in seen and seen[name] != verdict:
+            verdict = None
+        seen[name] = verdict
+    return {name: groups for name, groups in sorted(seen.items()) if groups is not None}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mlm-source", default=os.environ.get("OVERLAP_MLM_SOURCE", DEFAULT_SOURCE))
@@ -187,6 +223,9 @@ def main() -> int:
         "mlm_source": opts.mlm_source,
         "parser": {"allow_abbrev": parser.allow_abbrev, "prefix_chars": parser.prefix_chars},
         "groups": groups,
+        # script file name -> optional groups: a launch of one of these scripts is checked strictly (a flag
+        # the table lacks is an error, as argparse's); another script may add flags of its own.
+        "scripts": script_table(opts.mlm_source, {func: group for group, _rel, func, *_ in PROVIDERS if group in groups}),
         "options": rows,
     }
     Path(opts.output).write_text(json.dumps(doc, separators=(",", ":"), sort_keys=False) + "\n")

@@ -75,6 +75,9 @@ class Reader(Expander, LaunchFinder):
                 i = self.skip_heredocs(i + 1)
                 continue
             op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
+            if op is not None and c in "()<>" and self.in_test(words):
+                i += 1  # inside [[ ... ]]: grouping and comparison, not a subshell or a redirection
+                continue
             if op is not None:
                 if op in ("<", ">") and text.startswith("(", i + 1):  # <(cmd): process substitution, a word never run
                     end = self.matching(i + 1, "(", ")")
@@ -120,6 +123,18 @@ class Reader(Expander, LaunchFinder):
             word, i = self.read_word(i)
             words.append(word)
         self.command(words)
+
+    @staticmethod
+    def in_test(words: list) -> bool:
+        """The command so far opens a [[ ... ]] test that is not closed yet."""
+        state = False
+        for w in words:
+            t = w.literal_text() if isinstance(w, Word) else None
+            if t == "[[":
+                state = True
+            elif t == "]]":
+                state = False
+        return state
 
     def array_start(self, word: Word) -> Optional[tuple]:
         text = word.literal_text()

@@ -196,3 +196,13 @@ def test_process_substitution_and_redirections():
         diff <(echo a) <(echo b)
         ''')
     assert words(found) == ["--num-layers", "2"]
+
+
+def test_parentheses_and_comparisons_inside_a_test():
+    found = read('''
+        if [[ ( "$MODEL" == gpt_* || "$A" < "$B" ) && -n "${X:-}" ]]; then
+            echo yes
+        fi
+        torchrun --nproc_per_node 2 pretrain_gpt.py --num-layers 2
+        ''')
+    assert words(found) == ["--num-layers", "2"]

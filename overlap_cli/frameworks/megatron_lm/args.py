@@ -103,13 +103,9 @@ def table() -> dict:
             if not any(r["group"] == "core" for r in by_dest.get(row["dest"], ())) or row["group"] == "core":
                 by_dest.setdefault(row["dest"], []).append(row)
         doc["by_flag"], doc["by_dest"] = by_flag, by_dest
-        # script file name -> the optional groups it adds
-        scripts: dict = {}
-        for name, group in doc["groups"].items():
-            if isinstance(group.get("scripts"), list):
-                for script in group["scripts"]:
-                    scripts.setdefault(script, set()).add(name)
-        doc["script_groups"] = scripts
+        # training-script file name -> the optional groups its parser adds (scripts whose whole argument
+        # set the table holds; tools/build_mlm_arguments.py script_table)
+        doc["script_groups"] = {name: set(groups) for name, groups in doc.get("scripts", {}).items()}
         _TABLE = doc
     return _TABLE
 
@@ -176,7 +172,7 @@ def is_yaml_path(path: str) -> bool:
 
 def launch_from_text(found: LaunchText) -> Launch:
     unknowns = list(found.unknowns)
-    args = parse_tokens(found.file, found.tokens, unknowns, script=found.script)
+    args = parse_tokens(found.file, found.tokens, unknowns, script=found.script, strict=strict_for(found.script, found.kind))
     return Launch(
         file=found.file, text=found.text, kind=found.kind, script=found.script, launch_line=found.launch_line,
         args=args, env=found.env, world_size=found.world_size, world_size_line=found.world_size_line,
@@ -282,10 +278,19 @@ def _rows_for_script(rows: list, flag: str, script: Optional[str], token: Token)
     return kept
 
 
-def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, script: Optional[str] = None) -> dict:
+def strict_for(script: Optional[str], kind: str) -> bool:
+    """Whether a flag the table lacks is an error: for a functional-test YAML (the harness runs the
+    scripts the table covers) and for a script whose whole argument set the table holds. Another script
+    (``run_text_generation.py``, a user's ``train.py``) may add arguments of its own."""
+    return kind == "yaml" or script in table()["script_groups"]
+
+
+def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, script: Optional[str] = None,
+                 strict: bool = True) -> dict:
     """dest -> Arg for the argument words of a launch, with argparse's meaning; InputError on what
     argparse rejects. Words not known statically give UNKNOWN values; where one could be flags (an
-    unquoted unknown expansion), a sentence goes to ``unknowns``."""
+    unquoted unknown expansion), a sentence goes to ``unknowns``. Not ``strict``: a flag the table lacks
+    (and the value words after it) is noted in ``unknowns`` instead of being an error."""
     by_flag = table()["by_flag"]
     out: dict = {}
     unrecognized: list = []  # argparse reports them after everything else parsed
@@ -305,6 +310,13 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, scrip
             if kind == "--":
                 unrecognized.extend(tokens[i + 1:] or [tok])
                 break
+            if kind == "U" and not strict:
+                i += 1
+                while i < n and _is_value(tokens[i], by_flag):
+                    i += 1
+                notes.append(f"line {tok.line}: {flag} is not a Megatron-LM flag; {script or 'the training script'} "
+                             "may add it (its own extra_args_provider), so it is not checked")
+                continue
             if kind in ("A", "U"):
                 unrecognized.append(tok)
                 i += 1

@@ -120,3 +120,16 @@ def test_yaml_unknown_flag_points_at_the_key():
 def test_unquoted_parenthesis_is_a_shell_syntax_error():
     assert error("--moe-layer-freq ([0]*3+[1]*5)") == (
         "run.sh:1:62: syntax error near unexpected token '(' (bash would not run this line; quote the word)")
+
+
+def test_a_script_outside_the_table_may_add_flags_of_its_own():
+    lau = load_launch("run.sh", "torchrun --nproc_per_node 8 tools/run_text_generation.py --use-te --out-seq-length 64 --num-layers 2\n")
+    assert lau.args["num_layers"].value == 2 and "use_te" not in lau.args
+    assert any("--use-te is not a Megatron-LM flag; run_text_generation.py may add it" in u for u in lau.unknowns)
+
+
+def test_a_script_the_table_holds_gets_only_its_own_groups():
+    assert launch("--export-model-type GPTModel").args["export_model_type"].value == "GPTModel"  # pretrain_gpt.py: ModelOpt
+    msg = error("--model-provider gpt")
+    assert msg.startswith("run.sh:1:45: --model-provider: pretrain_gpt.py has no such flag")
+    assert "gpt_dynamic_inference.py" in msg
