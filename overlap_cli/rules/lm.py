@@ -74,7 +74,8 @@ def assertion_findings(view, code: str, ids: tuple, fix=None, lead: str = ""):
     expansion may supply a flag it depends on)."""
     for a in view.asserted(*ids):
         note = open_words_note(view, a)
-        message = f"{lead}validate_args asserts \"{a.message}\" ({a.at}){note}"
+        verb = "raises" if a.at.startswith("megatron/training/initialize.py") else "validate_args asserts"
+        message = f"{lead}{verb} \"{a.message}\" ({a.at}){note}"
         f = fix(a) if callable(fix) else fix
         yield lm_finding(view, code, "warning" if note else "error", message, a.dests[0] if a.dests else None,
                          None if note else f)
@@ -236,6 +237,63 @@ def sequence_parallel_dropped(view):
                 f"TP = 1: validate_args turns --sequence-parallel off and prints \"{f.printed}\" ({f.at})",
                 "sequence_parallel",
             )
+
+
+@rule("LM104", "tp-overlap-with-deterministic-mode", "error", "--tp-comm-overlap with --deterministic-mode",
+      fix="unsafe", frameworks=LM)
+def tp_overlap_deterministic(view):
+    """
+    ## What it does
+    Flags `--tp-comm-overlap` together with `--deterministic-mode`.
+
+    ## Why it matters
+    Deterministic mode checks the options it needs and never changes them (megatron-core 0.19.2,
+    `megatron/training/determinism.py:24`, `117-145`, called from `arguments.py:1653`): TP overlap must be
+    off, so the launch stops with `--deterministic-mode requires: tp_comm_overlap=False (got True). Adjust
+    these options to continue.`
+
+    ## Example
+    ```yaml
+    MODEL_ARGS:
+      --tensor-model-parallel-size: 2
+      --sequence-parallel: true
+      --tp-comm-overlap: true
+      --deterministic-mode: true
+    ```
+
+    ## Fix
+    Removes `--tp-comm-overlap`. **Unsafe**: which of the two you want is your choice.
+    """
+    yield from assertion_findings(
+        view, "LM104", ("determinism",),
+        Fix("unsafe", "remove --tp-comm-overlap (deterministic mode needs it off)", (remove_flag(view, "tp_comm_overlap"),)),
+    )
+
+
+@rule("LM105", "tp-overlap-without-te", "error", "--tp-comm-overlap where Transformer Engine is absent", frameworks=LM)
+def tp_overlap_without_te(view):
+    """
+    ## What it does
+    Flags `--tp-comm-overlap` on a target without Transformer Engine (`--no-te`).
+
+    ## Why it matters
+    Megatron-LM sets up the userbuffers through Transformer Engine when it initializes (megatron-core 0.19.2,
+    `megatron/training/initialize.py:157-198`); without it the launch raises `Tensor Parallel
+    Communication/GEMM Overlap optimization needs 'yaml' and 'transformer_engine' packages`.
+
+    ## Example
+    Checked with `--no-te`:
+    ```yaml
+    MODEL_ARGS:
+      --tensor-model-parallel-size: 2
+      --sequence-parallel: true
+      --tp-comm-overlap: true
+    ```
+
+    ## Fix
+    None offered: install Transformer Engine, or drop the flag.
+    """
+    yield from assertion_findings(view, "LM105", ("tp-overlap-te",), lead="at initialize, ")
 
 
 # ----------------------------------------------------------------------------------------------

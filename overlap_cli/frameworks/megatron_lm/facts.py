@@ -116,6 +116,17 @@ MAX_CONN_EP_WARNING = (
 )
 MAX_CONN_WARNINGS_AT = f"{ARGS}:1416"
 
+# arguments.py:1653-1656 -> megatron/training/determinism.py:117-145 — --deterministic-mode checks, never
+# changes, the options it needs: TP overlap must be off (and cross-entropy loss fusion).
+DETERMINISM = "--deterministic-mode requires: {mismatched}. Adjust these options to continue."
+DETERMINISM_REQUIRED = (("cross_entropy_loss_fusion", False), ("tp_comm_overlap", False))  # determinism.py:24
+DETERMINISM_AT = "megatron/training/determinism.py:143"
+# megatron/training/initialize.py:157-159 -> 186-198: userbuffers are set up by Transformer Engine.
+TP_OVERLAP_NEEDS_TE = (
+    "Tensor Parallel Communication/GEMM Overlap optimization needs 'yaml' and 'transformer_engine' packages"
+)
+TP_OVERLAP_NEEDS_TE_AT = "megatron/training/initialize.py:195"
+
 # arguments.py:1759-1768 — --freeze-all-layers.
 FREEZE_AT = f"{ARGS}:1759"
 

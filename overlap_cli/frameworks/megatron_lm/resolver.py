@@ -177,6 +177,15 @@ def resolve(launch, target) -> LMResolved:
     elif tp_or_cp is False:
         r.max_conn_needs_one = False
 
+    # -- --deterministic-mode (arguments.py:1653 -> determinism.py:117-145): checks, never flips ---------
+    if a.get("deterministic_mode") is True:
+        required = lm.DETERMINISM_REQUIRED
+        if all(known(a.get(name)) for name, _ in required):
+            mismatched = [f"{name}={want!r} (got {a.get(name)!r})" for name, want in required if a.get(name) != want]
+            if a.get("tp_comm_overlap") is True and mismatched:
+                fail("determinism", lm.DETERMINISM.format(mismatched=", ".join(mismatched)), lm.DETERMINISM_AT,
+                     "tp_comm_overlap", "deterministic_mode")
+
     # -- --freeze-all-layers (arguments.py:1759-1768) -----------------------------------------------
     if a.get("freeze_all_layers") is True:
         force("freeze", "use_distributed_optimizer", False, lm.FREEZE_AT,
@@ -185,6 +194,9 @@ def resolve(launch, target) -> LMResolved:
               "--freeze-all-layers incompatible with overlap_param_gather. Disabling overlap_param_gather.")
 
     _build_configs(r, a, prov, known, UNKNOWN, fail)
+    # -- initialize: TP overlap's userbuffers come from Transformer Engine (initialize.py:157-198) ------
+    if a.get("tp_comm_overlap") is True and target.transformer_engine is False:
+        fail("tp-overlap-te", lm.TP_OVERLAP_NEEDS_TE, lm.TP_OVERLAP_NEEDS_TE_AT, "tp_comm_overlap")
     r.args = a
     r.model_at_setup = r.final["model"]
     return r

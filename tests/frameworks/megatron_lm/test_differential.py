@@ -80,6 +80,9 @@ LAUNCHES = [
     ("warmup-flush-vpp", "--overlap-p2p-communication-warmup-flush --pipeline-model-parallel-size 2 "
      "--num-virtual-stages-per-pipeline-rank 2", 8, 9, {}),
     ("delay-wgrad-no-ep-overlap", "--delay-wgrad-compute", 8, 9, {}),
+    ("deterministic-tp-overlap", "--deterministic-mode --tensor-model-parallel-size 2 --sequence-parallel "
+     "--tp-comm-overlap", 8, 9, ONE),
+    ("deterministic", "--deterministic-mode --tensor-model-parallel-size 2 --sequence-parallel", 8, 9, ONE),
     ("gbs-derived", "--tensor-model-parallel-size 2 --sequence-parallel --micro-batch-size 2", 16, 10, {}),
 ]
 
