@@ -29,6 +29,13 @@ def tune_command(opts) -> int:
     if checked.result.error is not None:
         sys.stderr.write(checked.result.error.one_line() + "\n")
         return EXIT_INPUT
+    framework = getattr(checked.view, "framework", None)
+    if framework not in (None, "bridge"):
+        # The candidates are Bridge dotlist overrides (comm_overlap.*, model.*, ddp.*, env_vars.*); a launch
+        # script's flags are not searched yet.
+        sys.stderr.write(f"{path}: overlap tune searches Megatron-Bridge configs; this is a {framework} launch "
+                         "(overlap estimate reads it)\n")
+        return EXIT_INPUT
     try:
         found = search(path, checked, target, overrides, reshard=opts.allow_reshard, top=opts.top)
     except Unsupported as exc:

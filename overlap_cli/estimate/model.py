@@ -76,6 +76,17 @@ class Estimate:
         }
 
 
+def efficiency(const: dict, gpu: str) -> float:
+    """Achieved BF16 Tensor Core efficiency of ``gpu``: fitted where measured rows exist, else a published
+    figure (``efficiency_published``), else the fitted value of the nearest part (``efficiency_fallback``)."""
+    if gpu in const["efficiency"]:
+        return const["efficiency"][gpu]
+    published = const.get("efficiency_published", {}).get(gpu)
+    if published:
+        return published["value"]
+    return const["efficiency"][const["efficiency_fallback"][gpu]]
+
+
 def _domain(gpu: dict) -> int:
     d = gpu["nvlink_domain"]
     return 1 << (d.bit_length() - 1)  # the largest power of two in the domain (72 -> 64)
@@ -101,7 +112,7 @@ def estimate(shape, const: dict = None) -> Estimate:
     assumptions = list(s.assumptions)
     reasons, details = {}, {}
     peak = G.peak_tflops(gpu, s.peak_class) * 1e12
-    eff = const["efficiency"].get(s.gpu, const["efficiency"].get(const["efficiency_fallback"].get(s.gpu, ""), 0.4))
+    eff = efficiency(const, s.gpu)
     eff *= const["precision_factor"].get(s.eff_class, 1.0)
     if s.peak_class not in gpu["peak"]:
         assumptions.append(f"{s.gpu} has no {s.peak_class.upper()} Tensor Cores: estimated at its {('fp8' if 'fp8' in gpu['peak'] else 'bf16').upper()} rate")

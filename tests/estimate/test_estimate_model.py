@@ -160,3 +160,14 @@ def test_accuracy_floor_on_the_published_rows():
     base = E.scores(meas, [E.baseline(r, s) for r, s, *_ in data])
     assert sc["mape"] < 15 and sc["tau"] > 0.85
     assert sc["mape"] < base["mape"] / 2
+
+
+def test_a_megatron_lm_launch_estimates_and_tune_says_it_does_not_search_it(root, run_cli):
+    launch = str(root / "examples" / "megatron-lm" / "gpt_pretrain_tp_overlap.sh")
+    code, out, err = run_cli("estimate", launch, "--gpu", "h100", "--format", "json")
+    assert code == 0, err
+    est = json.loads(out)["results"][0]["estimate"]
+    assert est["step_time_s"] >= est["breakdown_s"]["compute"] > 0
+    assert all(v >= 0 for v in est["breakdown_s"].values())
+    code, out, err = run_cli("tune", launch, "--gpu", "h100")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "megatron-lm launch" in err
