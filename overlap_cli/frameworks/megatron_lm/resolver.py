@@ -177,6 +177,16 @@ def resolve(launch, target) -> LMResolved:
     elif tp_or_cp is False:
         r.max_conn_needs_one = False
 
+    # -- emerging optimizers (arguments.py:1669-1686): not adam / sgd -> the layer-wise distributed optimizer
+    optimizer = a.get("optimizer")
+    if known(optimizer) and optimizer not in ("sgd", "adam"):
+        if optimizer == "dist_muon" or a.get("use_distributed_optimizer") is True:
+            r.layer_wise_distopt = True
+        if a.get("use_distributed_optimizer") is True:
+            force("layer-wise", "use_distributed_optimizer", False, f"{lm.ARGS}:1680",
+                  why=f"--optimizer {optimizer}: validate_args uses the layer-wise distributed optimizer instead "
+                  f"and sets this False ({lm.ARGS}:1680-1682)")
+
     # -- --deterministic-mode (arguments.py:1653 -> determinism.py:117-145): checks, never flips ---------
     if a.get("deterministic_mode") is True:
         required = lm.DETERMINISM_REQUIRED

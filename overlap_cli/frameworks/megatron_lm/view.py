@@ -129,6 +129,7 @@ class LMResolved:
     # False, or None while the GPU generation (or TP / CP) is not known.
     max_conn_needs_one: Optional[bool] = None
     launch_warnings: list = field(default_factory=list)  # warnings validate_args prints (no change made)
+    layer_wise_distopt: bool = False  # an emerging optimizer (muon, ...) shards its state layer by layer
     open_words: list = field(default_factory=list)  # unknown expansions that may hold any flags ("$EXTRA_ARGS")
     assertions: list = field(default_factory=list)  # Assertion, in validate_args order
     forcings: list = field(default_factory=list)  # Forcing, in validate_args order

@@ -83,6 +83,7 @@ LAUNCHES = [
     ("deterministic-tp-overlap", "--deterministic-mode --tensor-model-parallel-size 2 --sequence-parallel "
      "--tp-comm-overlap", 8, 9, ONE),
     ("deterministic", "--deterministic-mode --tensor-model-parallel-size 2 --sequence-parallel", 8, 9, ONE),
+    ("muon-distopt", "--optimizer muon --use-distributed-optimizer --overlap-grad-reduce", 8, 9, {}),
     ("gbs-derived", "--tensor-model-parallel-size 2 --sequence-parallel --micro-batch-size 2", 16, 10, {}),
 ]
 
