@@ -68,15 +68,17 @@ def unknown_recipe(name: str, where: str = "--recipe") -> InputProblem:
 
 @functools.lru_cache(maxsize=4)
 def _recipe_layer(name: str) -> tuple:
-    """(canonical name, data) of a catalog recipe, parsed once per process (callers copy the data)."""
+    """(canonical name, data, positions, text) of a catalog recipe, parsed once per process (callers copy
+    the data). Positions are lines of the text ``overlap recipes show NAME`` prints."""
     from overlap_cli.config.yamlnodes import parse_nodes
     from overlap_cli.frameworks.bridge import recipes
 
     key = recipes.canonical(name)
     if key is None:
         raise InputError(unknown_recipe(name))
-    data, _positions, _interpolations = parse_nodes(recipes.text(key), f"recipe {key}")
-    return key, data
+    text = recipes.text(key)
+    data, positions, _interpolations = parse_nodes(text, f"recipe {key}")
+    return key, data, positions, text
 
 
 def recipe_name(name: str) -> str:
@@ -112,10 +114,11 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     plain_dicts: set = set()
     interpolations = 0
     if stack.recipe is not None:
-        name, recipe_data = _recipe_layer(stack.recipe)
+        name, recipe_data, positions, recipe_text = _recipe_layer(stack.recipe)
         data = copy.deepcopy(recipe_data)
-        layers.append(Layer(RECIPE, f"recipe {name}", None, {}))
-        top_file, top_text, top_positions = f"recipe {name}", "", {}
+        layers.append(Layer(RECIPE, f"recipe {name}", None, positions))
+        # Checked alone, the recipe is the top layer: findings get its lines (``overlap recipes show``).
+        top_file, top_text, top_positions = f"recipe {name}", recipe_text, positions
     else:
         data, positions, interpolations, base_text = _mapping(stack.base, text if path is None else None)
         layers.append(Layer(BASE, stack.base, stack.base, positions))
