@@ -48,6 +48,7 @@ TP_OVERLAP_RESIDUAL = 0.5  # times 1/t: the first chunk of a ring of t steps run
 EP_OVERLAP_RESIDUAL = 0.25
 EP_OVERLAP_RESIDUAL_DELAYED_WGRAD = 0.15
 LN_SHARE = 0.3
+SERIALISED_RESIDUAL = 0.5  # share of overlapped communication exposed again when one hardware queue serialises it
 BYTES_ACT = 2  # activations and gradients on the wire in BF16 (FP8 all-gathers are not modelled)
 
 
@@ -213,9 +214,13 @@ def estimate(shape, const: dict = None) -> Estimate:
         t_ep = m * moe_layers * 4 * one
         if s.ep_overlap:
             residual = EP_OVERLAP_RESIDUAL_DELAYED_WGRAD if s.delay_wgrad else EP_OVERLAP_RESIDUAL
+            one_queue = s.cdmc == "1"
+            if one_queue:  # the all-to-all and the other micro-batch's compute share one hardware queue
+                residual = max(residual, SERIALISED_RESIDUAL)
             ep_exposed = max(t_ep * residual, t_ep - compute * 0.5)
             reasons["ep_exposed"] = (f"overlap_moe_expert_parallel_comm is on (EP = {s.ep}, {ep_link[2]}"
-                                     f"{', delay_wgrad_compute' if s.delay_wgrad else ''}): {t_ep:.3f} s of all-to-all, {int(residual * 100)} % left exposed")
+                                     f"{', delay_wgrad_compute' if s.delay_wgrad else ''}): {t_ep:.3f} s of all-to-all, {int(residual * 100)} % left exposed"
+                                     + ("; CUDA_DEVICE_MAX_CONNECTIONS=1 queues it with the compute" if one_queue else ""))
         else:
             ep_exposed = t_ep
             if s.shared_expert_overlap and s.shared_ffn:
@@ -318,8 +323,18 @@ def estimate(shape, const: dict = None) -> Estimate:
             reasons["p2p_exposed"] = f"overlap_p2p_comm is off (PP = {s.pp}, {pp_link[2]}): every activation transfer waits"
         details["t_p2p"] = t_p2p
     if s.cdmc == "1" and not hopper and (s.dp > 1 or s.pp > 1) and (s.tp > 1 or s.cp > 1):
-        assumptions.append("CUDA_DEVICE_MAX_CONNECTIONS=1 on SM100+: one hardware queue; its serialising of the "
-                           "TP/CP and DP/PP streams is not modelled")
+        # SM100+ with TP/CP and DP/PP streams: one hardware queue serialises the DP/PP communication with the
+        # TP/CP kernels (Bridge's launcher uses 32 there), so part of what the overlap hid is exposed again.
+        hidden_dp = (details.get("t_dp_rs", 0.0) + details.get("t_dp_ag", 0.0) - dp_exposed) if dp_groups and not s.fsdp else 0.0
+        hidden_p2p = details.get("t_p2p", 0.0) - p2p_exposed
+        extra_dp, extra_p2p = SERIALISED_RESIDUAL * max(0.0, hidden_dp), SERIALISED_RESIDUAL * max(0.0, hidden_p2p)
+        dp_exposed += extra_dp
+        p2p_exposed += extra_p2p
+        if extra_dp + extra_p2p > 0:
+            reasons["cdmc"] = (f"CUDA_DEVICE_MAX_CONNECTIONS=1 on SM100+ with TP/CP and DP/PP streams: one hardware queue "
+                               f"serialises them ({extra_dp + extra_p2p:.3f} s of overlapped DP/p2p communication exposed)")
+            assumptions.append(f"CUDA_DEVICE_MAX_CONNECTIONS=1: {int(SERIALISED_RESIDUAL * 100)} % of the communication an overlap hides "
+                               "is assumed exposed again when every stream shares one hardware queue")
     out = {
         "compute": compute, "tp_exposed": tp_exposed, "cp_exposed": cp_exposed, "ep_exposed": ep_exposed,
         "dp_exposed": dp_exposed, "pp_bubble": pp_bubble, "p2p_exposed": p2p_exposed,

@@ -15,6 +15,8 @@ def part_reason(est, part: str) -> str:
     text = est.reasons.get(part, "")
     if part in ("tp_exposed", "dp_exposed", "ep_exposed") and "ln_margin" in est.reasons and text:
         text += "; " + est.reasons["ln_margin"]
+    if part in ("dp_exposed", "p2p_exposed") and "cdmc" in est.reasons and text:
+        text += "; " + est.reasons["cdmc"]
     return text or "none: no such communication in this layout"
 
 

@@ -171,3 +171,11 @@ def test_a_megatron_lm_launch_estimates_and_tune_says_it_does_not_search_it(root
     assert all(v >= 0 for v in est["breakdown_s"].values())
     code, out, err = run_cli("tune", launch, "--gpu", "h100")
     assert code == 2 and out == "" and err.count("\n") == 1 and "megatron-lm launch" in err
+
+
+def test_one_hardware_queue_on_sm100_exposes_overlapped_dp_and_a2a(recipe_file):
+    dense = shape_of(recipe_file("llama3_70b_pretrain_64gpu_h100_bf16_config"), 64, "b200")  # TP 4, CP 2, DP 2
+    one, many = estimate(dense.replace(cdmc="1")), estimate(dense.replace(cdmc="32"))
+    assert one.parts["dp_exposed"] > many.parts["dp_exposed"] and "one hardware queue" in one.reasons["cdmc"]
+    moe = shape_of(recipe_file("deepseek_v3_pretrain_256gpu_gb200_bf16_config"), 256, "gb200").replace(ep_overlap=True)
+    assert estimate(moe.replace(cdmc="1")).parts["ep_exposed"] > estimate(moe.replace(cdmc="32")).parts["ep_exposed"]
