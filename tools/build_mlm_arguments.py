@@ -152,13 +152,15 @@ _ENTRY = re.compile(r"\b(?:parse_and_validate_args|initialize_megatron|pretrain)
 _PROVIDER = re.compile(r"extra_args_provider\s*=\s*([A-Za-z_]\w*)")
 
 
-def list_sources(source: str, suffix: str) -> list:
+def entry_scripts(source: str) -> list:
+    """Python files of the tree that call Megatron's argument parsing (candidates for training scripts)."""
     if "@" in source:
         gitdir, ref = source.rsplit("@", 1)
-        out = subprocess.run(["git", "-C", gitdir, "ls-tree", "-r", "--name-only", ref], capture_output=True, text=True, check=True).stdout
-        return [n for n in out.split("\n") if n.endswith(suffix)]
+        out = subprocess.run(["git", "-C", gitdir, "grep", "-l", "-E", r"\b(parse_and_validate_args|initialize_megatron|pretrain)\(", ref, "--", "*.py"],
+                             capture_output=True, text=True).stdout
+        return [line.split(":", 1)[1] for line in out.splitlines() if ":" in line]
     root = Path(source)
-    return [str(p.relative_to(root)) for p in root.rglob("*" + suffix)]
+    return [str(p.relative_to(root)) for p in root.rglob("*.py") if _ENTRY.search(p.read_text(errors="replace"))]
 
 
 def script_table(source: str, provider_groups: dict) -> dict:
@@ -167,7 +169,7 @@ def script_table(source: str, provider_groups: dict) -> dict:
     initialize_megatron or pretrain) with no extra_args_provider, or with one of PROVIDERS. A name two
     scripts share is kept only when both agree."""
     seen: dict = {}
-    for rel in list_sources(source, ".py"):
+    for rel in entry_scripts(source):
         if "/tests/" in "/" + rel or rel.startswith(("megatron/training/", "megatron/core/")):  # libraries, not scripts
             continue
         text = read_source(source, rel) or ""

@@ -111,7 +111,12 @@ def fix_text(
     if framework_of(path, text, target) == "megatron-lm":  # a launch script / functional-test YAML: fix.script
         from overlap_cli.fix.script import fix_launch_text
 
-        return fix_launch_text(path, text, target, unsafe, comments, selection, threshold)
+        done = fix_launch_text(path, text, target, unsafe, comments, selection, threshold)
+        out = Outcome(path, text, done.fixed, problem=done.problem, result=done.result, error=done.error,
+                      threshold=threshold)
+        out.applied = [Applied(f, edits, rnd) for f, edits, rnd in done.applied]
+        out.skipped = [Skipped(f, why) for f, why in done.skipped]
+        return out
     bar = SEVERITY_RANK[threshold]
 
     def check(t: str) -> CheckedFile:

@@ -1,0 +1,115 @@
+"""The shipped option table is what tools/build_mlm_arguments.py makes from the real parser, and args.py gives a
+command line the meaning argparse gives it (Megatron-LM's parser, run in the megatron-core 0.19.2 environment).
+Skipped without that environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from overlap_cli.check.results import InputError
+from overlap_cli.config.argv import LAUNCH_LINE, Token
+from overlap_cli.frameworks.megatron_lm.args import TABLE_PATH, UNKNOWN, parse_tokens
+
+_ENVS = [os.environ.get("OVERLAP_BRIDGE_ENV"), str(ROOT.parent / "shared" / "bridge-env"), "/tmp/bridge-env"]
+PYTHON = next((Path(e) / "bin" / "python" for e in _ENVS if e and (Path(e) / "bin" / "python").exists()), None)
+pytestmark = pytest.mark.skipif(PYTHON is None, reason="no megatron-core 0.19.2 environment (OVERLAP_BRIDGE_ENV)")
+
+# argv lists, each parsed by both; the real parser is core + the ModelOpt group (pretrain_gpt.py's).
+ARGVS = [
+    ["--tensor-model-parallel-size", "2", "--sequence-parallel"],
+    ["--tensor-model-parallel-size=4", "--tensor-model-parallel-size", "2"],
+    ["--no-overlap-p2p-communication", "--overlap-grad-reduce", "--use-distributed-optimizer"],
+    ["--lr", "3e-4", "--min-lr", ".01", "--weight-decay", "1e-2"],
+    ["--recompute-modules", "core_attn", "mlp", "--seed", "-1"],
+    ["--attention-backend", "flash", "--transformer-impl", "local"],
+    ["--hierarchical-context-parallel-sizes", "2", "2"],
+    ["--export-model-type", "HybridModel", "--export-te-mcore-model"],
+    ["--tensor-model-parallel-size", "four"],
+    ["--tensor-model-parallel", "2"],  # no abbreviations
+    ["--sequence-parallel=true"],
+    ["--num-layers"],
+    ["--attention-backend", "fastest"],
+    ["--sequence-parallel", "false"],
+    ["--no-such-flag"],
+]
+
+REAL = r"""
+import argparse, contextlib, io, json, sys, warnings
+warnings.simplefilter("ignore")
+tools, source, table_out = sys.argv[1:4]
+sys.path.insert(0, tools)
+import build_mlm_arguments as build
+from megatron.training.arguments import add_megatron_arguments
+if table_out:  # the table, built in this same process (one megatron import serves both tests)
+    sys.argv = ["build_mlm_arguments.py", "--mlm-source", source, "-o", table_out]
+    with contextlib.redirect_stderr(io.StringIO()):
+        build.main()
+text = build.read_source(source, "megatron/post_training/arguments.py")
+out = []
+for argv in json.loads(sys.stdin.read()):
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    add_megatron_arguments(parser)
+    if text:
+        build.provider_function(source, text, "add_modelopt_args", "arguments.py")(parser)
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            ns = parser.parse_args(argv)
+    except SystemExit:
+        out.append({"error": err.getvalue().strip().splitlines()[-1]})
+        continue
+    except Exception as exc:  # an Enum-typed option's handler raises KeyError past argparse: the launch fails too
+        out.append({"error": repr(exc)})
+        continue
+    given = {a.dest for a in parser._actions for s in a.option_strings if any(w == s or w.startswith(s + "=") for w in argv)}
+    out.append({d: (getattr(ns, d).name if hasattr(getattr(ns, d), "name") else getattr(ns, d)) for d in sorted(given)})
+print(json.dumps(out, default=repr))
+"""
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory):
+    """(source tree or None, the table built from it or None, the real parser's reading of each ARGVS)."""
+    from bench.mlm_corpus import DEFAULT_SOURCE, available
+
+    source = os.environ.get("OVERLAP_MLM_SOURCE", DEFAULT_SOURCE)
+    table_out = str(tmp_path_factory.mktemp("table") / "arguments.json") if available(source) else ""
+    proc = subprocess.run([str(PYTHON), "-c", REAL, str(ROOT / "tools"), source, table_out],
+                          input=json.dumps(ARGVS), capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return table_out or None, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def tokens(argv):
+    return [Token(w, 1, i + 1, LAUNCH_LINE) for i, w in enumerate(argv)]
+
+
+def mine(argv):
+    try:
+        args = parse_tokens("x.sh", tokens(argv), script="pretrain_gpt.py")
+    except InputError as exc:
+        return {"error": exc.problem.message}
+    return {d: a.value for d, a in args.items() if a.value is not UNKNOWN}
+
+
+def test_argv_meaning_matches_the_real_parser(real):
+    for argv, theirs in zip(ARGVS, real[1]):
+        ours = mine(argv)
+        if "error" in theirs:
+            assert "error" in ours, (argv, theirs, ours)
+        else:
+            assert ours == theirs, argv
+
+
+def test_shipped_table_is_what_the_build_writes(real):
+    if real[0] is None:
+        pytest.skip("no Megatron-LM source tree (OVERLAP_MLM_SOURCE) for the optional groups")
+    built, shipped = json.loads(Path(real[0]).read_text()), json.loads(Path(TABLE_PATH).read_text())
+    built.pop("mlm_source"), shipped.pop("mlm_source")
+    assert built == shipped
