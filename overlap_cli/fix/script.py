@@ -18,7 +18,9 @@ import re
 
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
-    from typing import Optional
+    from typing import Any, Optional
+
+from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
 MAX_ROUNDS = 5
 _MAX_CONN = "CUDA_DEVICE_MAX_CONNECTIONS"
@@ -49,15 +51,26 @@ class Unplaceable(Exception):
 # ----------------------------------------------------------------------------------------------
 
 
+@dataclass
+class LaunchFix:
+    """What fix_launch_text did; fix.loop turns it into its Outcome."""
+
+    fixed: str
+    applied: list = field(default_factory=list)  # (finding, edits, round)
+    skipped: list = field(default_factory=list)  # (finding, why)
+    problem: Optional[str] = None  # the file was refused as a whole (and left untouched)
+    result: Any = None  # the check of the fixed text (or of the original on a problem)
+    error: Any = None  # the launch could not be read
+
+
 def fix_launch_text(path: str, text: str, target, unsafe: bool = False, comments: bool = True, selection=None,
-                    threshold: str = "warning"):
-    """fix.loop.fix_text for a launch: returns a fix.loop.Outcome."""
+                    threshold: str = "warning") -> LaunchFix:
+    """fix.loop.fix_text for a launch."""
     from overlap_cli.check.engine import check as check_text
     from overlap_cli.check.results import SEVERITY_RANK
-    from overlap_cli.fix.loop import Applied, Outcome, Skipped
 
     bar = SEVERITY_RANK[threshold]
-    out = Outcome(path, text, text, threshold=threshold)
+    out = LaunchFix(text)
 
     def check(t: str):
         return check_text(path, target, None, text=t, selection=selection)
@@ -84,11 +97,11 @@ def fix_launch_text(path: str, text: str, target, unsafe: bool = False, comments
                 k = (f.code, f.key, str(exc))
                 if k not in skipped_keys:
                     skipped_keys.add(k)
-                    out.skipped.append(Skipped(f, str(exc)))
+                    out.skipped.append((f, str(exc)))
                 continue
             if candidate != new:
                 new = candidate
-                applied.append(Applied(f, list(f.fix.edits), rnd))
+                applied.append((f, list(f.fix.edits), rnd))
                 view = _reload_view(view, new)  # later edits of this round place against the edited text
         if new == current:
             break
