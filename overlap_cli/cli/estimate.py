@@ -6,38 +6,43 @@ from __future__ import annotations
 
 import sys
 
-from overlap_cli.cli.check import EXIT_CLEAN, EXIT_INPUT, UsageError, parse_overrides, split_args, target_from_options
+from overlap_cli.cli.check import (
+    EXIT_CLEAN, EXIT_INPUT, UsageError, layered_inputs, parse_overrides, split_args, target_from_options,
+)
 
 
-def estimate_one(path: str, opts, overrides: list):
-    """(estimate, checked file, None) or (None, checked file or None, one-line error) for one config."""
+def estimate_one(path, opts, overrides: list, lower: tuple = ()):
+    """(estimate, checked file, None) or (None, checked file, one-line error) for one config (``path`` with
+    the files ``lower`` under it, as --recipe/--base merge them; path None: the base alone)."""
     from overlap_cli.check.engine import check
     from overlap_cli.estimate.inputs import Unsupported, shape_from_view
     from overlap_cli.estimate.model import estimate
 
-    checked = check(path, target_from_options(opts, path), overrides)
+    checked = check(path, target_from_options(opts, path), overrides, lower=lower)
     if checked.result.error is not None:
         return None, checked, checked.result.error.one_line()
     try:
         return estimate(shape_from_view(checked.view)), checked, None
     except Unsupported as exc:
-        return None, checked, f"{path}: cannot estimate: {exc}"
+        return None, checked, f"{checked.result.file}: cannot estimate: {exc}"
 
 
 def estimate_command(opts) -> int:
     """Estimate the step time of each config on its target: compute, the exposed TP / CP / EP / DP
     communication, the pipeline bubble and the exposed p2p transfers, each with the setting behind it."""
-    files, raw = split_args(opts.args)
-    if not files:
+    files, raw = split_args(opts.args or [])
+    stack = layered_inputs(opts, files)  # --recipe/--base: the files are one merged run
+    runs = [stack] if stack is not None else [(f, ()) for f in files]
+    if not runs:
         raise UsageError("no config file given")
     overrides = parse_overrides(raw)
     results, failed = [], False
-    for path in files:
-        est, _, error = estimate_one(path, opts, overrides)
+    for path, lower in runs:
+        est, checked, error = estimate_one(path, opts, overrides, lower)
         if error is not None:
             failed = True
             sys.stderr.write(error + "\n")
-        results.append((path, est, error))
+        results.append((checked.result.file, est, error))
     if opts.format == "json":
         import json
 

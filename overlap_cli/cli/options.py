@@ -192,7 +192,7 @@ DIFF = (
 # ---------------------------------------------------------------------------------------------
 
 ESTIMATE = (
-    Param("args", kind=ARGUMENTS, metavar="CONFIG... [OVERRIDES...]", help="Config files, then Hydra-style overrides applied to each."),
+    Param("args", kind=ARGUMENTS, metavar="CONFIG... [OVERRIDES...]", required=False, help="Config files (with --recipe/--base: override files merged in order into one run), then Hydra-style overrides applied to each."),
     *TARGET,
     Param("format", "--format", "-f", **_choices("text", "json"), help="Output format."),
 )

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import sys
 
-from overlap_cli.cli.check import EXIT_CLEAN, EXIT_INPUT, UsageError, parse_overrides, split_args, target_from_options
+from overlap_cli.cli.check import (
+    EXIT_CLEAN, EXIT_INPUT, UsageError, layered_inputs, parse_overrides, split_args, target_from_options,
+)
 
 
 def tune_command(opts) -> int:
@@ -18,28 +20,35 @@ def tune_command(opts) -> int:
     from overlap_cli.estimate.tune import search
 
     files, raw = split_args(opts.args or [])
-    if len(files) != 1:
+    stack = layered_inputs(opts, files)  # --recipe/--base: the files are one merged run, the last on top
+    if stack is not None:
+        path, lower = stack
+    elif len(files) == 1:
+        path, lower = files[0], ()
+    else:
         raise UsageError("overlap tune takes exactly one config file" if files else "no config file given")
-    path = files[0]
     overrides = parse_overrides(raw)
     if opts.write and overrides:
         raise UsageError("--write edits the file: give the settings in it, not as overrides")
+    if opts.write and path is None:
+        raise UsageError("--write edits the top override file: give one after --recipe/--base")
     target = target_from_options(opts, path)
-    checked = check(path, target, overrides)
+    checked = check(path, target, overrides, lower=lower)
     if checked.result.error is not None:
         sys.stderr.write(checked.result.error.one_line() + "\n")
         return EXIT_INPUT
+    name = checked.result.file
     framework = getattr(checked.view, "framework", None)
     if framework not in (None, "bridge"):
         # The candidates are Bridge dotlist overrides (comm_overlap.*, model.*, ddp.*, env_vars.*); a launch
         # script's flags are not searched yet.
-        sys.stderr.write(f"{path}: overlap tune searches Megatron-Bridge configs; this is a {framework} launch "
+        sys.stderr.write(f"{name}: overlap tune searches Megatron-Bridge configs; this is a {framework} launch "
                          "(overlap estimate reads it)\n")
         return EXIT_INPUT
     try:
-        found = search(path, checked, target, overrides, reshard=opts.allow_reshard, top=opts.top)
+        found = search(path, checked, target, overrides, reshard=opts.allow_reshard, top=opts.top, lower=lower)
     except Unsupported as exc:
-        sys.stderr.write(f"{path}: cannot estimate: {exc}\n")
+        sys.stderr.write(f"{name}: cannot estimate: {exc}\n")
         return EXIT_INPUT
     base, cands = found["base"], found["candidates"]
     if opts.format == "json":
@@ -47,7 +56,7 @@ def tune_command(opts) -> int:
 
         from overlap_cli.check.results import json_document
 
-        doc = json_document(file=path, base=base.to_json(), evaluated=found["evaluated"], checked=found["checked"],
+        doc = json_document(file=name, base=base.to_json(), evaluated=found["evaluated"], checked=found["checked"],
                             candidates=[_cand_json(c, base) for c in cands], written=None)
     if opts.write and cands:
         _write(path, cands[0])
@@ -56,7 +65,7 @@ def tune_command(opts) -> int:
             doc["written"] = 0
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return EXIT_CLEAN
-    out = [f"{path}: estimated step {base.step_time:.3f} s as written; {found['evaluated']} candidates estimated, "
+    out = [f"{name}: estimated step {base.step_time:.3f} s as written; {found['evaluated']} candidates estimated, "
            f"{found['checked']} re-checked against the rules\n"]
     if not cands:
         out.append("no candidate is estimated faster without a rule predicting a crash\n")

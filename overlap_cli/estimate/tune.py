@@ -150,7 +150,8 @@ def _dotlist(pairs: list) -> list:
     return [("++" if key.startswith("env_vars.") else "") + f"{key}={text(v)}" for key, v in pairs]
 
 
-def search(path: str, checked, target, overrides: list, reshard: bool = False, top: int = 5, verify_limit: int = 60) -> dict:
+def search(path, checked, target, overrides: list, reshard: bool = False, top: int = 5, verify_limit: int = 60,
+           lower: tuple = ()) -> dict:
     """{"base": Estimate, "candidates": [Candidate ...] best first, "evaluated": n, "checked": n, "rejected": [...]}"""
     from overlap_cli.check.engine import check
 
@@ -210,7 +211,7 @@ def search(path: str, checked, target, overrides: list, reshard: bool = False, t
         from overlap_cli.cli.check import parse_overrides
 
         n_checked += 1
-        again = check(path, target, list(overrides) + parse_overrides(_dotlist(pairs)))
+        again = check(path, target, list(overrides) + parse_overrides(_dotlist(pairs)), lower=lower)
         if again.result.error is not None or again.view is None:
             rejected.append((pairs, again.result.error.one_line() if again.result.error else "no view"))
             continue

@@ -65,3 +65,26 @@ def test_write_applies_the_best_candidate(tmp_path, run_cli, recipe_file):
     assert json.loads(out)["results"][0]["estimate"]["step_time_s"] == pytest.approx(best["step_time_s"])
     code, out, _ = run_cli("check", path, *flags, "--format", "json")
     assert not [f for f in json.loads(out)["results"][0]["findings"] if f["severity"] == "error"]
+
+
+def test_recipe_layering_estimate_and_tune_write_the_override_file(tmp_path, run_cli):
+    recipe = "llama3_70b_pretrain_64gpu_h100_fp8cs_config"
+    flags = ["--recipe", recipe, "--world-size", "64", "--gpu", "h100"]
+    code, out, err = run_cli("estimate", *flags, "--format", "json")
+    assert code == 0, err
+    alone = json.loads(out)["results"][0]
+    override = tmp_path / "override.yaml"
+    override.write_text("comm_overlap:\n  overlap_grad_reduce: false\n  overlap_param_gather: false\n")
+    code, out, err = run_cli("estimate", str(override), *flags, "--format", "json")
+    layered = json.loads(out)["results"][0]
+    assert layered["file"] == str(override)
+    assert layered["estimate"]["breakdown_s"]["dp_exposed"] > alone["estimate"]["breakdown_s"]["dp_exposed"]
+    code, out, err = run_cli("tune", str(override), *flags, "--format", "json")
+    assert code == 0, err
+    best = json.loads(out)["candidates"][0]
+    code, out, err = run_cli("tune", str(override), *flags, "--write")
+    assert code == 0, err
+    code, out, _ = run_cli("estimate", str(override), *flags, "--format", "json")
+    assert json.loads(out)["results"][0]["estimate"]["step_time_s"] == pytest.approx(best["step_time_s"])
+    code, out, err = run_cli("tune", *flags, "--write")
+    assert code == 2 and "give one after --recipe/--base" in err
