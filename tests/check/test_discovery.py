@@ -105,7 +105,7 @@ def test_cli_directory_and_notes(run_cli, tmp_path):
 def test_directory_without_yaml_is_an_input_error(run_cli, tmp_path):
     (tmp_path / "empty").mkdir()
     code, out, err = run_cli("check", tmp_path / "empty")
-    assert code == 2 and "no *.yaml or *.yml files" in err and str(tmp_path / "empty") in err
+    assert code == 2 and "no *.yaml, *.yml or launch-script files" in err and str(tmp_path / "empty") in err
 
 
 def test_only_non_configs_is_clean(run_cli, tmp_path):
@@ -158,3 +158,13 @@ def test_effective_jobs(jobs, n, expected):
     from overlap_cli.check.runner import effective_jobs
 
     assert effective_jobs(jobs, n) == expected
+
+
+def test_folder_with_launch_scripts(run_cli, tmp_path):
+    tree(tmp_path, {"runs/train.sh": "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 2 --tp-comm-overlap\n",
+                    "runs/setup.sh": "pip install -e .\n"})
+    code, out, err = run_cli("check", tmp_path / "runs", "--format", "json")
+    doc = json.loads(out)
+    assert [Path(r["file"]).name for r in doc["results"]] == ["train.sh"]
+    assert not doc.get("skipped") and "setup.sh" not in err  # passed over quietly
+    assert code == 1
