@@ -44,11 +44,11 @@ def _vs_given(opts) -> bool:
 
 def _check_side(path, opts):
     """One side, checked with the usual per-file target resolution (flags > directive > per-file-target >
-    [tool.overlap] > --detect): its FileResult. With --recipe/--base the side is the merged run of that
-    base and the override file ``path`` (None: the base alone)."""
-    from overlap_cli.check.engine import check_file
+    [tool.overlap] > --detect): its CheckedFile (the result and, for the step-time estimate, the view). With
+    --recipe/--base the side is the merged run of that base and the override file ``path`` (None: the base alone)."""
+    from overlap_cli.check.engine import check
 
-    return check_file(path, target_from_options(opts, path))
+    return check(path, target_from_options(opts, path))
 
 
 def diff(opts) -> int:
@@ -67,8 +67,9 @@ def diff(opts) -> int:
         what = "one file compares" if files else "the recipe compares"
         raise UsageError(f"{what} against itself: give NEW, or a --vs-* flag (e.g. --vs-world-size, --vs-recipe)")
     old_path, new_path = (files[0], files[-1]) if files else (None, None)
-    old = _check_side(old_path, opts)
-    new = _check_side(new_path, _NewSide(opts))
+    old_checked = _check_side(old_path, opts)
+    new_checked = _check_side(new_path, _NewSide(opts))
+    old, new = old_checked.result, new_checked.result
     errors = []
     for result in (old, new):
         if result.error is not None and result.error.one_line() not in errors:
@@ -80,11 +81,14 @@ def diff(opts) -> int:
     from overlap_cli.check.compare import compare
     from overlap_cli.report import diff as render
 
+    from overlap_cli.cli.estimate import step_change, step_change_line
+
     comparison = compare(old, new)
+    steps = step_change(old_checked, new_checked)  # shown, not a difference: the exit code is the settings'
     if opts.format == "json":
         import json
 
-        sys.stdout.write(json.dumps(render.to_json(comparison), indent=2, default=str) + "\n")
+        sys.stdout.write(json.dumps({**render.to_json(comparison), "estimate": steps}, indent=2, default=str) + "\n")
     else:
-        sys.stdout.write(render.render_text(comparison))
+        sys.stdout.write(render.render_text(comparison) + step_change_line(steps))
     return EXIT_FINDINGS if comparison.differs else EXIT_CLEAN

@@ -62,3 +62,28 @@ def estimate_command(opts) -> int:
             render_text(path, est, sys.stdout)
             first = False
     return EXIT_INPUT if failed else EXIT_CLEAN
+
+
+def step_change(old, new) -> dict:
+    """The estimated step time of two checked runs (``overlap diff``'s sides) and its change:
+    {"old_step_time_s", "new_step_time_s", "change_s", "unavailable": [why, ...]} (None where a side cannot
+    be estimated)."""
+    from overlap_cli.estimate.inputs import Unsupported, shape_from_view
+    from overlap_cli.estimate.model import estimate
+
+    times, unavailable = [], []
+    for checked in (old, new):
+        try:
+            times.append(estimate(shape_from_view(checked.view)).step_time)
+        except Unsupported as exc:
+            times.append(None)
+            unavailable.append(f"{checked.result.file}: {exc}")
+    change = times[1] - times[0] if None not in times else None
+    return {"old_step_time_s": times[0], "new_step_time_s": times[1], "change_s": change, "unavailable": unavailable}
+
+
+def step_change_line(doc: dict) -> str:
+    if doc["change_s"] is None:
+        return "estimated step time: not available (" + "; ".join(doc["unavailable"]) + ")\n"
+    old, new, change = doc["old_step_time_s"], doc["new_step_time_s"], doc["change_s"]
+    return f"estimated step time: {old:.3f} s -> {new:.3f} s ({change:+.3f} s, {100 * change / old:+.1f} %)\n"

@@ -128,7 +128,8 @@ def test_usage_errors(run_cli, args):
 def test_json_shape_and_version(run_cli):
     code, doc = diff_json(run_cli, PP, TUNED, "--world-size", "64")
     assert code == 1
-    assert list(doc) == ["version", "old", "new", "effective", "findings"] and doc["version"] == 1
+    assert list(doc) == ["version", "old", "new", "effective", "findings", "estimate"] and doc["version"] == 1
+    assert set(doc["estimate"]) == {"old_step_time_s", "new_step_time_s", "change_s", "unavailable"}
     for side in ("old", "new"):
         assert set(doc[side]) == {"file", "target"}
     assert doc["old"]["file"] == PP and doc["new"]["file"] == TUNED

@@ -179,3 +179,15 @@ def test_one_hardware_queue_on_sm100_exposes_overlapped_dp_and_a2a(recipe_file):
     assert one.parts["dp_exposed"] > many.parts["dp_exposed"] and "one hardware queue" in one.reasons["cdmc"]
     moe = shape_of(recipe_file("deepseek_v3_pretrain_256gpu_gb200_bf16_config"), 256, "gb200").replace(ep_overlap=True)
     assert estimate(moe.replace(cdmc="1")).parts["ep_exposed"] > estimate(moe.replace(cdmc="32")).parts["ep_exposed"]
+
+
+def test_diff_shows_the_estimated_step_time_change(recipe_file, run_cli):
+    path = recipe_file("llama3_70b_pretrain_64gpu_h100_bf16_config")
+    flags = ["--world-size", "64", "--vs-world-size", "128", "--gpu", "h100"]
+    code, out, err = run_cli("diff", path, *flags, "--format", "json")
+    assert code == 1, err
+    steps = json.loads(out)["estimate"]
+    assert steps["new_step_time_s"] < steps["old_step_time_s"]  # twice the data-parallel replicas, same batch
+    assert steps["change_s"] == pytest.approx(steps["new_step_time_s"] - steps["old_step_time_s"])
+    code, out, _ = run_cli("diff", path, *flags)
+    assert out.splitlines()[-1].startswith("estimated step time: ") and " -> " in out.splitlines()[-1]
