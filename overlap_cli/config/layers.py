@@ -116,11 +116,14 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     if stack.recipe is not None:
         name, recipe_data, positions, recipe_text = _recipe_layer(stack.recipe)
         data = copy.deepcopy(recipe_data)
+        base_data = recipe_data
         layers.append(Layer(RECIPE, f"recipe {name}", None, positions))
         # Checked alone, the recipe is the top layer: findings get its lines (``overlap recipes show``).
-        top_file, top_text, top_positions = f"recipe {name}", recipe_text, positions
+        # A copy: a ``~key`` dotlist drops positions from the top file's, and these are the cached ones.
+        top_file, top_text, top_positions = f"recipe {name}", recipe_text, dict(positions)
     else:
         data, positions, interpolations, base_text = _mapping(stack.base, text if path is None else None)
+        base_data = copy.deepcopy(data) if any(ov.op == "delete" for ov in overrides or ()) else None
         layers.append(Layer(BASE, stack.base, stack.base, positions))
         top_file, top_text, top_positions = stack.base, base_text, positions
     _own(data, (), 0, owner)
@@ -144,14 +147,43 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
 
         layers.append(Layer(COMMAND_LINE, COMMAND_LINE, None, {}))
         apply_overrides(cfg, overrides, base_label=stack.label if not files else "the merged config")
-        for ov in overrides:
+        for i, ov in enumerate(overrides):
             _drop(owner, ov.path)
             if ov.op != "delete":
                 _own(ov.value, ov.path, len(layers) - 1, owner)
                 owner[ov.path] = len(layers) - 1
+            elif not any(_related(ov.path, later.path) for later in overrides[i + 1:]):
+                _keep_base_value(cfg, base_data, ov.path, owner, plain_dicts)
     from overlap_cli.config.loader import finish
 
     return finish(cfg, interpolations, overrides)
+
+
+def _related(a: tuple, b: tuple) -> bool:
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
+
+
+def _keep_base_value(cfg: Config, base_data: Optional[dict], path: tuple, owner: dict, plain_dicts: set) -> None:
+    """``~key``: Hydra deletes the key from the merged config, so the dict ``_apply_overrides`` walks has no
+    entry there and the dataclass keeps the value the base (the recipe's ConfigContainer) was built with
+    (omegaconf_utils.py:468-515 sets only the keys it is given): the base's value, not the lower files'."""
+    import copy
+
+    node = base_data
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return  # the base has nothing there (a key the files added): it is gone
+        node = node[part]
+    parent = cfg.data
+    for part in path[:-1]:
+        parent = parent.get(part) if isinstance(parent, dict) else None
+    if not isinstance(parent, dict):
+        return
+    parent[path[-1]] = copy.deepcopy(node)
+    _own(parent[path[-1]], path, 0, owner)
+    for p in [p for p in plain_dicts if p[: len(path)] == path]:
+        plain_dicts.discard(p)
 
 
 def _own(value, path: tuple, index: int, owner: dict) -> None:
