@@ -27,6 +27,7 @@ from overlap_cli.config.shell_lex import Word
 _TORCHRUN_NO_VALUE = frozenset((
     "--module", "-m", "--no-python", "--no_python", "--run-path", "--run_path", "--standalone",
     "--virtual-local-rank", "--virtual_local_rank", "-h", "--help",
+    "--use-env", "--use_env",  # torch.distributed.launch's own (torch/distributed/launch.py)
 ))
 _TORCHRUN_VALUE = (
     "--nnodes", "--nproc-per-node", "--nproc_per_node", "--rdzv-backend", "--rdzv_backend", "--rdzv-endpoint",

@@ -95,9 +95,14 @@ def table() -> dict:
         for row in doc["options"]:
             if row["action"] == "help":
                 continue
-            meaning = {k: v for k, v in row.items() if k != "group"}
+            meaning = None
             for spelling in row["flags"]:
-                rows = by_flag.setdefault(spelling, [])
+                rows = by_flag.get(spelling)
+                if rows is None:
+                    by_flag[spelling] = [row]
+                    continue
+                if meaning is None:
+                    meaning = {k: v for k, v in row.items() if k != "group"}
                 if not any({k: v for k, v in r.items() if k != "group"} == meaning for r in rows):
                     rows.append(row)
             if not any(r["group"] == "core" for r in by_dest.get(row["dest"], ())) or row["group"] == "core":
@@ -364,6 +369,9 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, scrip
         first = unrecognized[0]
         words = " ".join(t.text if t.text is not None else "?" for t in unrecognized)
         message = f"unrecognized arguments: {words}"
+        if first.origin == MODEL_ARGS and first.text in ("false", "False", "FALSE"):
+            # the harness passes `--flag: false` as two words (tests/functional_tests/shell_test_utils/_run_training.sh)
+            message += " (`--flag: false` hands argparse the word 'false'; leave the key out to keep the flag off)"
         key = None
         if first.text and first.text.startswith("-") and not _negative_number(first.text):
             key = first.text.partition("=")[0]

@@ -133,3 +133,15 @@ def test_a_script_the_table_holds_gets_only_its_own_groups():
     msg = error("--model-provider gpt")
     assert msg.startswith("run.sh:1:45: --model-provider: pretrain_gpt.py has no such flag")
     assert "gpt_dynamic_inference.py" in msg
+
+
+def test_yaml_false_is_a_stray_word_with_a_hint():
+    with pytest.raises(InputError) as err:
+        load_launch("m.yaml", "MODEL_ARGS:\n  --num-layers: 2\n  --sequence-parallel: false\n")
+    line = err.value.problem.one_line()
+    assert line.startswith("m.yaml:3:24: unrecognized arguments: false (`--flag: false` hands argparse the word 'false'")
+
+
+def test_torch_distributed_launch_use_env():
+    lau = load_launch("run.sh", "python -m torch.distributed.launch --use_env --nproc_per_node 4 pretrain_gpt.py --num-layers 2\n")
+    assert lau.world_size == 4 and lau.args["num_layers"].value == 2
