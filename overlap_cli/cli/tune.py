@@ -73,6 +73,8 @@ def tune_command(opts) -> int:
         gain = base.step_time - c.est.step_time
         out.append(f"{i}. {c.est.step_time:.3f} s  (-{gain:.3f} s, {100 * gain / base.step_time:.1f} % faster)\n")
         for key, value in c.edits:
+            if isinstance(value, dict) and c.knobs.get("ub_preset"):
+                value = f"the userbuffers preset {c.knobs['ub_preset']} (overlap presets show {c.knobs['ub_preset']})"
             out.append(f"     set {key} = {_show(value)}\n")
         out.append(f"     as overrides: {' '.join(c.overrides)}\n")
     if opts.write and cands:

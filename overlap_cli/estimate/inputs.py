@@ -198,7 +198,7 @@ def shape_from_view(view) -> Shape:
     env = _env(view)
     ub = view.ub
     ub_fields = (ub.te_config if isinstance(ub.te_config, dict) else ub.given) if ub is not None else None
-    ub_sms = _ub_sms(ub_fields if isinstance(ub_fields, dict) else {})
+    ub_sms_used = ub_sms(ub_fields if isinstance(ub_fields, dict) else {})
     fsdp = bool(view.megatron_fsdp) or (ddp.get("data_parallel_sharding_strategy") in ("optim_grads_params",) and bool(view.megatron_fsdp))
     peft = cfg.get(("peft",)) is not None and isinstance(cfg.get(("peft",)), dict)
 
@@ -222,7 +222,7 @@ def shape_from_view(view) -> Shape:
         tp=tp, pp=pp, vp=vp, cp=cp, dp=dp, ep=ep, etp=etp,
         eff_class=eff_class, peak_class=peak_class, recompute=recompute, peft=peft,
         sp=bool(view.value("model.sequence_parallel")),
-        tp_overlap=bool(view.value("model.tp_comm_overlap")), ub_sms=ub_sms,
+        tp_overlap=bool(view.value("model.tp_comm_overlap")), ub_sms=ub_sms_used,
         overlap_p2p=bool(view.value("model.overlap_p2p_comm")),
         ep_overlap=bool(view.value("model.overlap_moe_expert_parallel_comm")),
         delay_wgrad=bool(view.value("model.delay_wgrad_compute")),
@@ -245,7 +245,7 @@ def shape_from_view(view) -> Shape:
     return shape
 
 
-def _ub_sms(fields: dict) -> int:
+def ub_sms(fields: dict) -> int:
     """Mean SMs a userbuffers config gives its communication kernels (``num_sm`` of each GEMM's entry)."""
     sms = [v.get("num_sm") for v in fields.values() if isinstance(v, dict) and isinstance(v.get("num_sm"), int)]
     return round(sum(sms) / len(sms)) if sms else UB_DEFAULT_SMS

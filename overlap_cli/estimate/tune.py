@@ -52,6 +52,9 @@ def knob_space(view, shape, reshard: bool) -> dict:
             space["overlap_param_gather"] = [s.overlap_param_gather, not s.overlap_param_gather]
     if s.tp > 1:
         space["tp_comm_overlap"] = [s.tp_overlap and s.sp, not (s.tp_overlap and s.sp)]
+        preset = _fitting_preset(view)
+        if preset is not None:
+            space["ub_preset"] = [None, preset]
     if s.ep > 1 and s.kinds["moe"]:
         space["ep_overlap"] = [(s.ep_overlap, s.delay_wgrad)] + [v for v in ((True, True), (True, False), (False, False)) if v != (s.ep_overlap, s.delay_wgrad)]
     space["cdmc"] = [s.cdmc] + [c for c in CONNECTIONS if c != s.cdmc]
@@ -65,6 +68,25 @@ def knob_space(view, shape, reshard: bool) -> dict:
         space["mbs"] = [s.mbs] + [b for b in (1, 2, 4) if b != s.mbs]
     space["vp"] = [s.vp]  # VPP values depend on PP: expanded per layout below
     return space
+
+
+def _fitting_preset(view):
+    """The one shipped userbuffers preset tuned for this run (frameworks/bridge/preset_fit.py), when the config
+    does not already use it; else None."""
+    ub = getattr(view, "ub", None)
+    if ub is None:
+        return None
+    from overlap_cli.frameworks.bridge.preset_fit import single_exact_fit
+
+    name = single_exact_fit(ub.shape)
+    return None if name is None or name == ub.preset else name
+
+
+def _preset_sms(name: str) -> int:
+    from overlap_cli.estimate.inputs import ub_sms
+    from overlap_cli.frameworks.bridge.presets import serialized_form
+
+    return ub_sms(serialized_form(name))
 
 
 def _vpp_values(shape, pp: int, microbatches: int) -> list:
@@ -93,6 +115,9 @@ def apply_knobs(shape, knobs: dict):
             ch.update(tp=tp, pp=pp, cp=cp, dp=dp)
         elif k == "mbs":
             ch["mbs"] = v
+        elif k == "ub_preset":
+            if v is not None:
+                ch["ub_sms"] = _preset_sms(v)
         else:
             ch[k] = v
     new = shape.replace(**ch)
@@ -138,6 +163,10 @@ def overrides_for(view, base, knobs: dict) -> list:
                       ("model.context_parallel_size", cp)]
         elif k == "mbs" and v != base.mbs:
             pairs.append(("train.micro_batch_size", v))
+        elif k == "ub_preset" and v is not None:
+            from overlap_cli.frameworks.bridge.presets import serialized_form
+
+            put("tp_comm_overlap_cfg", "model", serialized_form(v))
         elif k == "vp" and v != base.vp:
             pairs.append(("model.virtual_pipeline_model_parallel_size", v if v > 1 else None))
     return pairs
@@ -145,6 +174,10 @@ def overrides_for(view, base, knobs: dict) -> list:
 
 def _dotlist(pairs: list) -> list:
     def text(v):
+        if isinstance(v, dict):
+            import json
+
+            return json.dumps(v, separators=(",", ":"))  # a YAML flow mapping
         return "null" if v is None else ("true" if v is True else "false" if v is False else str(v))
 
     return [("++" if key.startswith("env_vars.") else "") + f"{key}={text(v)}" for key, v in pairs]

@@ -88,3 +88,18 @@ def test_recipe_layering_estimate_and_tune_write_the_override_file(tmp_path, run
     assert json.loads(out)["results"][0]["estimate"]["step_time_s"] == pytest.approx(best["step_time_s"])
     code, out, err = run_cli("tune", *flags, "--write")
     assert code == 2 and "give one after --recipe/--base" in err
+
+
+def test_tune_proposes_the_userbuffers_preset_that_fits(tmp_path, run_cli):
+    override = tmp_path / "override.yaml"
+    override.write_text("comm_overlap:\n  tp_comm_overlap_cfg: null\n")
+    flags = ["--recipe", "llama3_70b_pretrain_64gpu_h100_fp8cs_config", "--world-size", "64", "--gpu", "h100"]
+    code, out, err = run_cli("tune", str(override), *flags, "--format", "json")
+    assert code == 0, err
+    keys = [[e["key"] for e in c["edits"]] for c in json.loads(out)["candidates"]]
+    assert any("comm_overlap.tp_comm_overlap_cfg" in k for k in keys)
+    code, out, err = run_cli("tune", str(override), *flags, "--write")
+    assert "userbuffers preset userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192" in out
+    code, out, _ = run_cli("check", str(override), *flags, "--format", "json")
+    cfg = json.loads(out)["results"][0]["effective"]["model.tp_comm_overlap_cfg"]["value"]
+    assert cfg["preset"] == "userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192"
