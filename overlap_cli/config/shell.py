@@ -238,6 +238,7 @@ class Reader(Expander, LaunchFinder):
             for p in prefixes:
                 self.assign(p)
             return
+        rest = self.launcher_from_variable(rest)
         if self.launch is not None:
             if self.is_launch(rest):
                 self.extra_launches.append(self.pos(rest[0].start)[0])
@@ -263,6 +264,25 @@ class Reader(Expander, LaunchFinder):
             return
         if self.is_launch(rest):
             self.launch = {"prefixes": prefixes, "words": rest, "blocks": self.block_ids()}
+
+    def launcher_from_variable(self, words: list) -> list:
+        """``$LAUNCHER pretrain_gpt.py ...`` with LAUNCHER="torchrun --nproc_per_node 8" set in the script:
+        the command's first word expanded into the words it stands for (each keeps the offsets of its
+        characters in the assignment; none is literal text of the launch line)."""
+        first = words[0] if words else None
+        if not isinstance(first, Word) or first.literal_text() is not None or self.is_launch(words):
+            return words
+        noted = len(self.unknowns)
+        fields = self.expand(first, "", split=True)
+        if not fields or any(f.unknown for f in fields):
+            del self.unknowns[noted:]  # not a launch we can see: what it could not expand is no launch's unknown
+            return words
+        made = []
+        for f in fields:
+            w = Word([("lit", f.text, list(f.offsets))], first.start, first.end)
+            w.origin = f.origin
+            made.append(w)
+        return made + words[1:] if self.is_launch(made + words[1:]) else words
 
     def block_ids(self) -> tuple:
         return tuple(b[1] for b in self.blocks)

@@ -253,6 +253,8 @@ class Expander(Lexer):
         for f in out:
             if f.word is word and not all(p[0] == "lit" for p in word.parts):
                 f.word = None
+            if word.origin is not None:  # a word made from a variable's value: not literal where it is used
+                f.word, f.whole, f.origin = None, False, word.origin
         return out
 
     def append_field(self, cur: Field, v: Field, pass_through: bool) -> None:

@@ -27,10 +27,12 @@ WORD_END = " \t\r\n;&|<>()"
 class Word:
     """A word as written: its parts, and where it starts and ends in the text."""
 
-    __slots__ = ("parts", "start", "end")
+    __slots__ = ("parts", "start", "end", "origin")
 
     def __init__(self, parts: list, start: int, end: int):
         self.parts, self.start, self.end = parts, start, end
+        # set on a word that stands for part of a variable's value (``$LAUNCHER``): where it was written
+        self.origin = None
 
     def literal_text(self) -> Optional[str]:
         """The word's text when it has no expansion at all."""

@@ -206,3 +206,26 @@ def test_parentheses_and_comparisons_inside_a_test():
         torchrun --nproc_per_node 2 pretrain_gpt.py --num-layers 2
         ''')
     assert words(found) == ["--num-layers", "2"]
+
+
+def test_launcher_in_a_variable():
+    found = read('''
+        LAUNCHER="torchrun --nproc_per_node 4 --nnodes 2"
+        $LAUNCHER pretrain_gpt.py --num-layers 2
+        ''')
+    assert found.launch_line == 2 and found.script == "pretrain_gpt.py" and found.world_size == 8
+    assert words(found) == ["--num-layers", "2"] and found.tokens[0].literal
+    found = read('''
+        RUN="python pretrain_gpt.py --num-layers 3"
+        $RUN --hidden-size 8
+        ''')
+    assert words(found) == ["--num-layers", "3", "--hidden-size", "8"]
+    assert found.tokens[0].origin == "variable RUN (line 1)" and not found.tokens[0].literal and found.tokens[0].line == 1
+
+
+def test_unknown_command_words_are_not_launch_unknowns():
+    found = read('''
+        $PREPARE --fast
+        torchrun --nproc_per_node 2 pretrain_gpt.py --num-layers 2
+        ''')
+    assert not any("PREPARE" in u for u in found.unknowns)
