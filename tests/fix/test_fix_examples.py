@@ -29,6 +29,8 @@ from caselib import CASES as CASES_LIST, read_header  # noqa: E402
 
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.yaml")) + sorted((EXAMPLES / "bridge").glob("*.yaml"))
 CASE_FILES = CASES_LIST
+# Bridge configs; launch scripts hold flags, not keys (tests/fix/test_fix_script.py checks their edited lines).
+YAML_CASE_FILES = [c for c in CASES_LIST if "megatron_lm" not in c.parts]
 
 
 def _rel(path: Path) -> str:
@@ -131,7 +133,7 @@ def test_unsafe_fixes_leave_no_fix_behind(path, run_cli, tmp_path):
 
 
 @pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
-@pytest.mark.parametrize("path", EXAMPLE_FILES + CASE_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", EXAMPLE_FILES + YAML_CASE_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_only_edited_keys_change(path, unsafe, tmp_path):
     """Every original line that the fix replaced or deleted belongs to a key that an applied edit names."""
     import difflib

@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 import os
 import stat
+from pathlib import Path
+
+import pytest
 
 
 def _fix(run_cli, tmp_path, name: str, text: str, *args, newline: str = "\n"):
@@ -101,3 +104,49 @@ def test_crlf_yaml_keeps_its_line_endings(run_cli, tmp_path):
     text = "MODEL_ARGS:\n  --tensor-model-parallel-size: 1\n  --sequence-parallel: true\n  --tp-comm-overlap: true\n"
     code, fixed, out, path = _fix(run_cli, tmp_path, "model_config.yaml", text, newline="\r\n")
     assert fixed == "MODEL_ARGS:\r\n  --tensor-model-parallel-size: 1\r\n  --sequence-parallel: true\r\n", out
+
+
+LM_CASES = sorted((Path(__file__).resolve().parents[1] / "cases" / "megatron_lm").glob("*.sh"))
+LM_CASES = [c for c in LM_CASES if ".fixed." not in c.name]
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+@pytest.mark.parametrize("case", LM_CASES, ids=lambda p: p.stem)
+def test_only_edited_flags_change(case, unsafe):
+    """Every original line the fix replaced or deleted is the line of an edited flag or variable, the line
+    before a removed last word (its continuation), or the line beside which a flag was added."""
+    import difflib
+    import shlex
+
+    from overlap_cli.cli.check import target_from_options
+    from overlap_cli.cli.options import TARGET, options
+    from overlap_cli.fix.loop import fix_file
+    from overlap_cli.fix.script import ANCHORS, flag_row
+    from overlap_cli.frameworks.megatron_lm.args import load_launch
+
+    header = [ln for ln in case.read_text().splitlines() if ln.startswith("# args:")]
+    args = shlex.split(header[0].split(":", 1)[1]) if header else []
+    gpu = args[args.index("--gpu") + 1] if "--gpu" in args else None
+    target = target_from_options(options(TARGET, gpu=gpu, te=False if "--no-te" in args else None), str(case))
+    out = fix_file(str(case), target, unsafe=unsafe)
+    if out.error is not None or not out.changed:
+        return
+    launch = load_launch(str(case), out.original)
+    allowed: set = set()
+    for a in out.applied:
+        for e in a.edits:
+            if e.key.startswith("env."):
+                var = launch.env.get(e.key[4:])
+                if var is not None:
+                    allowed.add(var.line)
+                continue
+            dest = flag_row(e.key)["dest"] if e.key.startswith("-") else e.key.split(".")[-1]
+            near = [dest, *ANCHORS.get(dest, ())]
+            lines = {launch.args[d].line for d in near if d in launch.args}
+            lines |= {a.finding.line} if a.finding.line else set()
+            allowed |= lines | {ln - 1 for ln in lines}
+    a_lines, b_lines = out.original.splitlines(True), out.fixed.splitlines(True)
+    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, a_lines, b_lines, autojunk=False).get_opcodes():
+        if tag in ("replace", "delete"):
+            stray = [i + 1 for i in range(i1, i2) if i + 1 not in allowed]
+            assert not stray, f"lines {stray} changed but no edit names them"
