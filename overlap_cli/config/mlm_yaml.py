@@ -73,6 +73,10 @@ def read_mlm_yaml(path: str, text: str, key: str = "MODEL_ARGS") -> LaunchText:
             raise InputError(InputProblem(path, f"{key} must be a mapping of --flag: value", key=key,
                                           line=args_node.start_mark.line + 1, column=args_node.start_mark.column + 1))
         node = _flatten(loader, args_node, path, yaml)
+        for k, _ in node.value:
+            if not isinstance(k, yaml.ScalarNode):
+                raise InputError(InputProblem(path, f"{key} keys are flag names (--flag: value); this one is a {k.id}",
+                                              key=key, line=k.start_mark.line + 1, column=k.start_mark.column + 1))
         if node.value and not any(isinstance(k, yaml.ScalarNode) and k.value.startswith("-") for k, _ in node.value):
             first = node.value[0][0]
             raise InputError(InputProblem(
@@ -135,6 +139,8 @@ def _model_args(found: LaunchText, node, key: str, yaml) -> None:
             # yq's tostring writes the list back as YAML; the harness strips one pair of brackets. Each
             # element is taken as one word, the reading argparse's nargs lists want.
             items = [c for c in v.value if isinstance(c, yaml.ScalarNode)]
+            if len(items) != len(v.value):
+                raise InputError(InputProblem(found.file, "a list of flag values holds scalars only", key=f"{key}.{k.value}", line=line, column=col))
             found.tokens.append(flag)
             found.tokens.extend(_value_token(found, c.value, c, origin, from_merge) for c in items)
             continue

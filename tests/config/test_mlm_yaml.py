@@ -92,3 +92,14 @@ def test_nemo_style_model_args_are_not_megatron_flags():
     with pytest.raises(InputError) as err:
         read_mlm_yaml("m.yaml", "MODEL_ARGS:\n  trainer.num_nodes: 1\n")
     assert err.value.problem.one_line().startswith("m.yaml:2:3: MODEL_ARGS: MODEL_ARGS holds no --flag keys")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("MODEL_ARGS:\n  ? [a, b]\n  : 1\n", "m.yaml:2:5: MODEL_ARGS: MODEL_ARGS keys are flag names (--flag: value); this one is a sequence"),
+    ("MODEL_ARGS:\n  --num-layers: [1, {a: 2}]\n", "m.yaml:2:3: MODEL_ARGS.--num-layers: a list of flag values holds scalars only"),
+    ("MODEL_ARGS:\n  --x: {a: 1}\n", "m.yaml:2:3: MODEL_ARGS.--x: a mapping is not a flag value"),
+])
+def test_shapes_that_are_no_command_line(text, expected):
+    with pytest.raises(InputError) as err:
+        read_mlm_yaml("m.yaml", text)
+    assert err.value.problem.one_line() == expected
