@@ -29,6 +29,7 @@ _SNIFF_BYTES = 1 << 20
 
 _MODEL_ARGS = re.compile(r"^MODEL_ARGS[ \t]*:", re.M)
 _FLAG_KEY = re.compile(r"^[ \t]+['\"]?--[A-Za-z]", re.M)
+_DOTTED_KEY = re.compile(r"^[ \t]+['\"]?[A-Za-z_]\w*\.[\w.]+['\"]?[ \t]*:", re.M)  # NeMo's trainer.num_nodes
 _SHEBANG = re.compile(rb"^#![ \t]*\S*(?:/|env[ \t]+)(?:ba|z|k|da)?sh\b")
 
 
@@ -96,6 +97,6 @@ def discoverable(path: str) -> Optional[bool]:
         if head is None:
             return None
         text = head.decode("utf-8", "replace")
-        if _MODEL_ARGS.search(text) and _FLAG_KEY.search(text):
-            return True
-    return None  # NeMo's MODEL_ARGS files fall to the Bridge sniff, which notes them as not a config
+        if _MODEL_ARGS.search(text) and (_FLAG_KEY.search(text) or not _DOTTED_KEY.search(text)):
+            return True  # --flag keys, or none at all (an empty MODEL_ARGS: the script's defaults)
+    return None  # NeMo's MODEL_ARGS files (trainer.num_nodes: ...) fall to the Bridge sniff, which notes them

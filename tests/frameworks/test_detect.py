@@ -46,3 +46,8 @@ def test_a_fifo_is_never_opened(tmp_path):
     os.mkfifo(fifo)
     assert framework_of(str(fifo)) == "bridge"  # returns at once: the Bridge reader then refuses it
     assert discoverable(str(tmp_path / "fifo.sh")) is True  # missing: the check says why
+
+
+def test_empty_model_args_is_a_launch_with_the_scripts_defaults(tmp_path):
+    (tmp_path / "model_config.yaml").write_text("ENV_VARS:\n  CUDA_DEVICE_MAX_CONNECTIONS: 1\nMODEL_ARGS:\nTEST_TYPE: regular\n")
+    assert discoverable(str(tmp_path / "model_config.yaml")) is True
