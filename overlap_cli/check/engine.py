@@ -139,7 +139,12 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
     result.target = target.to_json(view.dp)
     from overlap_cli.frameworks.bridge.launch_env import effective_entries
 
-    result.effective = {**view.effective, **effective_entries(view)}  # + env.<NAME>: the launch environment
+    env = effective_entries(view)
+    if cfg.layered:  # the layer that wrote env_vars.NAME, as for the other settings; else the source
+        for key, v in env.items():
+            if v.layer is None:
+                v.layer = cfg.label(("env_vars", key[len("env."):])) if v.source == "env_vars" else v.source
+    result.effective = {**view.effective, **env}  # + env.<NAME>: the launch environment
     try:
         findings = filter_findings(run_rules(view), cfg.file, cfg.text, selection)
     except InputError as exc:  # an invalid [tool.overlap] selection table
