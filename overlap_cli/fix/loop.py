@@ -106,7 +106,7 @@ def fix_text(
     merges this file last); a removal of a key another layer wrote cannot be written here and is skipped."""
     from overlap_cli.check.engine import CheckedFile, check as check_text
     from overlap_cli.check.engine_lm import framework_of
-    from overlap_cli.check.results import SEVERITY_RANK
+    from overlap_cli.fix import fixable
 
     if framework_of(path, text, target) == "megatron-lm":  # a launch script / functional-test YAML: fix.script
         from overlap_cli.fix.script import fix_launch_text
@@ -117,8 +117,6 @@ def fix_text(
         out.applied = [Applied(f, edits, rnd) for f, edits, rnd in done.applied]
         out.skipped = [Skipped(f, why) for f, why in done.skipped]
         return out
-    bar = SEVERITY_RANK[threshold]
-
     def check(t: str) -> CheckedFile:
         return check_text(path, target, None, text=t, selection=selection, lower=lower)
 
@@ -141,10 +139,7 @@ def fix_text(
     current = work
     skipped_keys: set = set()
     for rnd in range(1, MAX_ROUNDS + 2):
-        wanted = [
-            f for f in result.findings
-            if f.fix and f.fix.edits and (f.fix.applicability == "safe" or unsafe) and SEVERITY_RANK[f.severity] >= bar
-        ]
+        wanted = fixable(result.findings, unsafe, threshold)
         if not wanted:
             break
         try:

@@ -67,9 +67,8 @@ def fix_launch_text(path: str, text: str, target, unsafe: bool = False, comments
                     threshold: str = "warning") -> LaunchFix:
     """fix.loop.fix_text for a launch."""
     from overlap_cli.check.engine import check as check_text
-    from overlap_cli.check.results import SEVERITY_RANK
+    from overlap_cli.fix import fixable
 
-    bar = SEVERITY_RANK[threshold]
     out = LaunchFix(text)
 
     def check(t: str):
@@ -83,10 +82,7 @@ def fix_launch_text(path: str, text: str, target, unsafe: bool = False, comments
     seen = {text}
     skipped_keys: set = set()
     for rnd in range(1, MAX_ROUNDS + 2):
-        wanted = [
-            f for f in result.findings
-            if f.fix and f.fix.edits and (f.fix.applicability == "safe" or unsafe) and SEVERITY_RANK[f.severity] >= bar
-        ]
+        wanted = fixable(result.findings, unsafe, threshold)
         if not wanted:
             break
         new, applied = current, []
