@@ -234,13 +234,13 @@ def search(path, checked, target, overrides: list, reshard: bool = False, top: i
     base_sig = tuple(getattr(base_shape, k) for k in SIGNATURE)
     seen.add(base_sig)
     out, rejected, n_checked = [], [], 0
-    accepted_times = []
+    accepted_times, accepted_fast = [], []
     for t, _, knobs in scored:
         if len(out) >= top or n_checked >= verify_limit:
             break
         pairs = overrides_for(view, base_shape, knobs)
-        if not pairs:
-            continue
+        if not pairs or any(abs(t - a) < 1e-3 * base.step_time for a in accepted_fast):
+            continue  # nothing to change, or (by the fast estimate) the same gain as a candidate already taken
         from overlap_cli.cli.check import parse_overrides
 
         n_checked += 1
@@ -263,6 +263,7 @@ def search(path, checked, target, overrides: list, reshard: bool = False, top: i
             continue
         seen.add(sig)
         accepted_times.append(est.step_time)
+        accepted_fast.append(t)
         out.append(cand)
     out.sort(key=lambda c: c.est.step_time)
     return {"base": base, "candidates": out, "evaluated": len(scored), "checked": n_checked, "rejected": rejected}
