@@ -99,19 +99,32 @@ def _load(path, target: Target, overrides, text, lower):
         return load_layered(path, stack, overrides, text if path is not None else None), target
     except InputError as exc:
         if exc.problem.file == "--recipe":  # an unknown recipe: say where its name was written
-            raise InputError(_recipe_problem(exc.problem, target, path)) from None
+            raise InputError(_recipe_problem(exc.problem, target, path, text)) from None
         raise
 
 
-def _recipe_problem(problem: InputProblem, target: Target, path) -> InputProblem:
+def _recipe_problem(problem: InputProblem, target: Target, path, text=None) -> InputProblem:
     source = target.source("recipe")
     if source == "directive" and path is not None:
-        return InputProblem(path, "# overlap: recipe: " + problem.message, key="recipe", line=target.layers.get("directive"))
+        line, column = _directive_place(text or "", target.layers.get("directive"))
+        return InputProblem(path, "# overlap: " + problem.message, key="recipe", line=line, column=column)
     if source in ("per-file-target", "pyproject"):
         where = target.settings_path or "pyproject.toml"
         key = "tool.overlap.recipe" if source == "pyproject" else "tool.overlap.per-file-target.recipe"
         return InputProblem(where, problem.message, key=key)
     return problem
+
+
+def _directive_place(text: str, fallback) -> tuple:
+    """(line, column) of ``recipe`` in the last ``# overlap: recipe=NAME`` comment line (the one that counts)."""
+    import re
+
+    place = (fallback, None)
+    for n, line in enumerate(text.splitlines(), 1):
+        m = re.match(r"[ \t]*#[ \t]*overlap[ \t]*:.*?\b(recipe)[ \t]*=", line, re.IGNORECASE)
+        if m:
+            place = (n, m.start(1) + 1)
+    return place
 
 
 def _check(result: FileResult, path, target: Target, overrides, text, selection, lower=()) -> Optional[Resolved]:
