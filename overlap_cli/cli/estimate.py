@@ -32,11 +32,23 @@ def estimate_command(opts) -> int:
     communication, the pipeline bubble and the exposed p2p transfers, each with the setting behind it."""
     files, raw = split_args(opts.args or [])
     stack = layered_inputs(opts, files)  # --recipe/--base: the files are one merged run
-    runs = [stack] if stack is not None else [(f, ()) for f in files]
-    if not runs:
+    if stack is None and not files:
         raise UsageError("no config file given")
     overrides = parse_overrides(raw)
     results, failed = [], False
+    if stack is not None:
+        runs = [stack]
+    else:  # FILE or DIR, found as overlap check finds them
+        from overlap_cli.check.runner import gather
+
+        found, skipped, problems = gather(files)
+        for path, reason in skipped:
+            sys.stderr.write(f"note: {path}: skipped: {reason}\n")
+        for problem in problems:
+            failed = True
+            sys.stderr.write(problem.error.one_line() + "\n")
+            results.append((problem.file, None, problem.error.one_line()))
+        runs = [(f, ()) for f in found]
     for path, lower in runs:
         est, checked, error = estimate_one(path, opts, overrides, lower)
         if error is not None:

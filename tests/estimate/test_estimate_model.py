@@ -191,3 +191,11 @@ def test_diff_shows_the_estimated_step_time_change(recipe_file, run_cli):
     assert steps["change_s"] == pytest.approx(steps["new_step_time_s"] - steps["old_step_time_s"])
     code, out, _ = run_cli("diff", path, *flags)
     assert out.splitlines()[-1].startswith("estimated step time: ") and " -> " in out.splitlines()[-1]
+
+
+def test_a_folder_is_estimated_file_by_file(root, run_cli, tmp_path):
+    code, out, err = run_cli("estimate", str(root / "examples" / "bridge"), "--gpu", "h100", "--world-size", "64", "--format", "json")
+    results = json.loads(out)["results"]
+    assert len(results) >= 2 and all(r["file"].endswith(".yaml") for r in results)
+    code, out, err = run_cli("estimate", str(tmp_path / "missing.yaml"))
+    assert code == 2 and err.count("\n") == 1 and "missing.yaml" in err
