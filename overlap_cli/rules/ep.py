@@ -11,7 +11,7 @@ crash log can be matched to the rule with ``overlap explain``.
 from __future__ import annotations
 
 from overlap_cli.check.results import Edit
-from overlap_cli.rules.registry import rule
+from overlap_cli.rules.registry import BOTH, rule
 from overlap_cli.target import versions
 from overlap_cli.rules.common import as_int, finding, fmt, model_key, model_value, safe, set_, torch_version, unknown_version_text, unsafe
 
@@ -56,7 +56,8 @@ def _smallest_vpp(view):
     return smallest(view.get_final("model", "num_layers"), view.pp)
 
 
-@rule("EP701", "ep-overlap-prerequisite", "error", "EP all-to-all overlap requested but a prerequisite fails", fix="crash/unsafe")
+@rule("EP701", "ep-overlap-prerequisite", "error", "EP all-to-all overlap requested but a prerequisite fails", fix="crash/unsafe",
+      frameworks=BOTH)
 def ep_overlap_prerequisites(view):
     """
     ## What it does

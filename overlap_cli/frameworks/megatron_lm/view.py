@@ -138,6 +138,8 @@ class LMResolved:
     model_at_setup: dict = field(default_factory=dict)
     gaf_from_provider: bool = False
     megatron_fsdp: bool = False
+    layout: Any = None  # (Bridge's pipeline_layout.Layout; Megatron-LM's VPP from a layout is in vpp)
+    layout_vpp: Optional[int] = None  # validate_args already derives VPP from a layout (vpp holds it)
     ub: Any = None  # no userbuffers preset object: --tp-comm-overlap-cfg names a YAML file the launch reads
     # The launch environment as Bridge's launch_env.plan caches it (EnvSetting per env.* entry), so readers
     # of that plan (effective_entries) see the launch's variables.

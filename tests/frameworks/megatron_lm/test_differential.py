@@ -84,6 +84,17 @@ LAUNCHES = [
      "--tp-comm-overlap", 8, 9, ONE),
     ("deterministic", "--deterministic-mode --tensor-model-parallel-size 2 --sequence-parallel", 8, 9, ONE),
     ("muon-distopt", "--optimizer muon --use-distributed-optimizer --overlap-grad-reduce", 8, 9, {}),
+    ("ep-overlap-ep1", "--num-experts 8 --moe-token-dispatcher-type alltoall --overlap-moe-expert-parallel-comm "
+     "--bf16", 8, 9, {}),
+    ("ep-overlap-no-bf16", "--expert-model-parallel-size 8 --num-experts 8 --moe-token-dispatcher-type alltoall "
+     "--overlap-moe-expert-parallel-comm", 8, 9, {}),
+    ("ep-overlap-pp-no-vpp", "--expert-model-parallel-size 4 --num-experts 8 --moe-token-dispatcher-type alltoall "
+     "--overlap-moe-expert-parallel-comm --bf16 --pipeline-model-parallel-size 2", 8, 9, {}),
+    ("ep-overlap", "--expert-model-parallel-size 8 --num-experts 8 --moe-token-dispatcher-type alltoall "
+     "--overlap-moe-expert-parallel-comm --bf16", 8, 9, {}),
+    ("ep-overlap-tp2-hopper", "--tensor-model-parallel-size 2 --sequence-parallel --expert-model-parallel-size 4 "
+     "--num-experts 8 --moe-token-dispatcher-type alltoall --overlap-moe-expert-parallel-comm --bf16 "
+     "--disable-bias-linear", 8, 9, {}),
     ("gbs-derived", "--tensor-model-parallel-size 2 --sequence-parallel --micro-batch-size 2", 16, 10, {}),
 ]
 
