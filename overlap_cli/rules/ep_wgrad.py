@@ -305,7 +305,7 @@ def delay_wgrad_cuda_graph(view):
         )
 
 
-@rule("EP708", "dispatch-backward-wgrad-conflict", "error", "overlap_dispatch_backward_with_experts_wgrad conflicts", fix="crash")
+@rule("EP708", "dispatch-backward-wgrad-conflict", "error", "overlap_dispatch_backward_with_experts_wgrad conflicts", fix="crash", frameworks=BOTH)
 def dispatch_backward_conflict(view):
     """
     ## What it does
@@ -367,7 +367,7 @@ def dispatch_backward_conflict(view):
         )
 
 
-@rule("EP709", "early-attn-release-without-ep-overlap", "error", "ep_overlap_early_attn_memory_release without EP overlap", fix="crash")
+@rule("EP709", "early-attn-release-without-ep-overlap", "error", "ep_overlap_early_attn_memory_release without EP overlap", fix="crash", frameworks=BOTH)
 def early_attn_release(view):
     """
     ## What it does

@@ -95,6 +95,9 @@ LAUNCHES = [
     ("ep-overlap-tp2-hopper", "--tensor-model-parallel-size 2 --sequence-parallel --expert-model-parallel-size 4 "
      "--num-experts 8 --moe-token-dispatcher-type alltoall --overlap-moe-expert-parallel-comm --bf16 "
      "--disable-bias-linear", 8, 9, {}),
+    ("early-attn-release-no-ep-overlap", "--ep-overlap-early-attn-memory-release", 8, 9, {}),
+    ("dispatch-backward-with-ep-overlap", "--expert-model-parallel-size 8 --num-experts 8 --moe-token-dispatcher-type "
+     "alltoall --overlap-moe-expert-parallel-comm --bf16 --overlap-dispatch-backward-with-experts-wgrad", 8, 9, {}),
     ("gbs-derived", "--tensor-model-parallel-size 2 --sequence-parallel --micro-batch-size 2", 16, 10, {}),
 ]
 
