@@ -76,3 +76,14 @@ def test_diff_of_two_launches(run_cli, tmp_path):
                                               "reason": "max(40,000,000, 1,000,000 · DP 4 · CP 1) parameters (megatron/training/training.py:1552)"}
     code, out, _ = run_cli("diff", old, old, "--gpu", "h100")
     assert code == 0, out
+
+
+def test_suppressions_in_a_script(run_cli, tmp_path):
+    """A comment line inside a continued command would end it in bash, so a script suppresses a finding on
+    the comment line above its flag inside an array, or for the whole file."""
+    path = _write(tmp_path, "sup.sh", "#!/bin/bash\n# overlap: ignore-file[LM303]\nARGS=(\n    # overlap: ignore[LM101]\n"
+                  "    --tp-comm-overlap\n)\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n"
+                  "torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 2 \"${ARGS[@]}\"\n")
+    code, out, _ = run_cli("check", path, "--gpu", "h100", "--format", "json")
+    codes = [f["code"] for f in json.loads(out)["results"][0]["findings"]]
+    assert "LM101" not in codes and "LM303" not in codes and code == 0, codes
