@@ -127,6 +127,7 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
         layers.append(Layer(BASE, stack.base, stack.base, positions))
         top_file, top_text, top_positions = stack.base, base_text, positions
     _own(data, (), 0, owner)
+    base_dataclasses = {k for k in DATACLASS_SECTIONS if isinstance(data.get(k), dict)}
     lower_data = None
     files = list(stack.lower) + ([path] if path is not None else [])
     for i, f in enumerate(files):
@@ -153,10 +154,21 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
                 _own(ov.value, ov.path, len(layers) - 1, owner)
                 owner[ov.path] = len(layers) - 1
             elif not any(_related(ov.path, later.path) for later in overrides[i + 1:]):
-                _keep_base_value(cfg, base_data, ov.path, owner, plain_dicts)
+                _keep_base_value(cfg, base_data, ov.path, owner)
+    # What the files' merge recorded, settled against the base (a dotlist can start such a mapping too:
+    # +comm_overlap.KEY=... onto a null section; a file's null then mapping still meets the recipe's dataclass).
+    cfg.plain_dict_paths = _plain_dict_sections(cfg.data, base_dataclasses)
     from overlap_cli.config.loader import finish
 
     return finish(cfg, interpolations, overrides)
+
+
+def _plain_dict_sections(data: dict, base_dataclasses: set) -> set:
+    """The sections ``_apply_overrides`` sets as plain dicts: a mapping without ``_target_`` in the final
+    config where the base's ConfigContainer holds no dataclass to recurse into (omegaconf_utils.py:476-491
+    looks at the recipe's own attribute, not at the merged layers)."""
+    return {(k,) for k in DATACLASS_SECTIONS
+            if isinstance(data.get(k), dict) and "_target_" not in data[k] and k not in base_dataclasses}
 
 
 def _related(a: tuple, b: tuple) -> bool:
@@ -164,7 +176,7 @@ def _related(a: tuple, b: tuple) -> bool:
     return a[:n] == b[:n]
 
 
-def _keep_base_value(cfg: Config, base_data: Optional[dict], path: tuple, owner: dict, plain_dicts: set) -> None:
+def _keep_base_value(cfg: Config, base_data: Optional[dict], path: tuple, owner: dict) -> None:
     """``~key``: Hydra deletes the key from the merged config, so the dict ``_apply_overrides`` walks has no
     entry there and the dataclass keeps the value the base (the recipe's ConfigContainer) was built with
     (omegaconf_utils.py:468-515 sets only the keys it is given): the base's value, not the lower files'."""
@@ -182,8 +194,6 @@ def _keep_base_value(cfg: Config, base_data: Optional[dict], path: tuple, owner:
         return
     parent[path[-1]] = copy.deepcopy(node)
     _own(parent[path[-1]], path, 0, owner)
-    for p in [p for p in plain_dicts if p[: len(path)] == path]:
-        plain_dicts.discard(p)
 
 
 def _own(value, path: tuple, index: int, owner: dict) -> None:

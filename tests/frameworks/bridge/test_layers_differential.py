@@ -57,6 +57,11 @@ CASES = [
     ("comm-overlap-null-in-file", L70, ["comm_overlap: null\n"], [], 64),
     ("bigger-world", DSV3, [], [], 128),
     ("dotlist-null-vpp", L70, [], ["model.virtual_pipeline_model_parallel_size=null"], 64),
+    ("dotlist-plus-onto-null-section", GEMMA, [], ["+comm_overlap.overlap_grad_reduce=true"], 8),
+    ("dotlist-force-section-with-target", GEMMA, [],
+     ["++comm_overlap={_target_:megatron.bridge.training.comm_overlap.CommOverlapConfig,tp_comm_overlap:false}"], 8),
+    ("interpolation-across-layers", L70, ["model:\n  context_parallel_size: ${model.tensor_model_parallel_size}\n"], [], 64),
+    ("mixed-precision-null", QWEN_MOE, ["mixed_precision: null\n"], [], 16),
 ]
 
 COMPARED = [
