@@ -147,7 +147,10 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
         from overlap_cli.config.overrides import apply_overrides
 
         layers.append(Layer(COMMAND_LINE, COMMAND_LINE, None, {}))
+        started = {p for ov in overrides if ov.op != "delete" for p in _started(cfg.data, ov.path)}
         apply_overrides(cfg, overrides, base_label=stack.label if not files else "the merged config")
+        for p in started:  # a mapping the dotlist started (+comm_overlap.KEY=... onto null) is the command line's
+            owner[p] = len(layers) - 1
         for i, ov in enumerate(overrides):
             _drop(owner, ov.path)
             if ov.op != "delete":
@@ -169,6 +172,16 @@ def _plain_dict_sections(data: dict, base_dataclasses: set) -> set:
     looks at the recipe's own attribute, not at the merged layers)."""
     return {(k,) for k in DATACLASS_SECTIONS
             if isinstance(data.get(k), dict) and "_target_" not in data[k] and k not in base_dataclasses}
+
+
+def _started(data: dict, path: tuple) -> list:
+    """The ancestors of ``path`` that are no mapping in ``data`` yet (a dotlist there creates them)."""
+    out, node = [], data
+    for i, part in enumerate(path[:-1]):
+        node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            out.append(path[: i + 1])
+    return out
 
 
 def _related(a: tuple, b: tuple) -> bool:

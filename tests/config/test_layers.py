@@ -197,3 +197,24 @@ def test_base_file_from_a_dump(run_cli, tmp_path, monkeypatch, corpus):
     # a finding on a value of the dump points at its line there
     [dp301] = [f for f in based["findings"] if f["code"] == "DP301"]
     assert dp301["origin"].startswith("run_config.yaml:") and dp301["line"] is None
+
+
+def test_a_dotlist_mapping_onto_a_null_section(run_cli):
+    """+comm_overlap.KEY=... onto a recipe whose comm_overlap is null starts a plain dict (CFG006, placed on
+    the command line); onto a section a file set to null over the recipe's dataclass, Bridge recurses into
+    the recipe's object and the run is fine."""
+    gemma = "gemma3_1b_pretrain_1gpu_h100_bf16_config"
+    [r] = check_json(run_cli, "--recipe", gemma, "+comm_overlap.overlap_grad_reduce=true", "--world-size", "8")
+    [cfg006] = [f for f in r["findings"] if f["code"] == "CFG006"]
+    assert (cfg006["severity"], cfg006["origin"], cfg006["line"]) == ("error", "command line", None)
+    [r] = check_json(run_cli, "--recipe", gemma, f"++comm_overlap={{_target_:{CO_TARGET},tp_comm_overlap:false}}",
+                     "--world-size", "8")
+    assert not [f for f in r["findings"] if f["severity"] == "error"]
+
+
+def test_null_in_a_file_then_a_dotlist_mapping(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "over.yaml").write_text("comm_overlap: null\n")
+    [r] = check_json(run_cli, "--recipe", R70, "over.yaml", "+comm_overlap.tp_comm_overlap=false")
+    assert not [f for f in r["findings"] if f["code"] == "CFG006"]
+    assert (r["effective"]["model.tp_comm_overlap"]["value"], r["effective"]["model.tp_comm_overlap"]["layer"]) == (False, "command line")

@@ -62,6 +62,8 @@ CASES = [
      ["++comm_overlap={_target_:megatron.bridge.training.comm_overlap.CommOverlapConfig,tp_comm_overlap:false}"], 8),
     ("interpolation-across-layers", L70, ["model:\n  context_parallel_size: ${model.tensor_model_parallel_size}\n"], [], 64),
     ("mixed-precision-null", QWEN_MOE, ["mixed_precision: null\n"], [], 16),
+    # null in the file, a mapping started on the command line: _apply_overrides meets the recipe's dataclass
+    ("null-then-dotlist-mapping", L70, ["comm_overlap: null\n"], ["+comm_overlap.tp_comm_overlap=false"], 64),
 ]
 
 COMPARED = [
