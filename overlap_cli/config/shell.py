@@ -264,6 +264,21 @@ class Reader(Expander, LaunchFinder):
             return
         if self.is_launch(rest):
             self.launch = {"prefixes": prefixes, "words": rest, "blocks": self.block_ids()}
+            self.note_broken_continuation(rest[-1].end)
+
+    def note_broken_continuation(self, end: int) -> None:
+        """A launch whose last word ends in a backslash and a blank (``--bf16 \\ `` + newline): the blank is
+        escaped, so the line does not continue, and the flags on the next lines never reach the launch."""
+        text = self.text
+        line_end = self.end_of_line(end)
+        if not (end >= 2 and text[end - 2] == "\\" and text[end - 1] in " \t" and not text[end:line_end].strip()):
+            return
+        following = text[line_end + 1:self.end_of_line(line_end + 1)].lstrip()
+        if following.startswith("-"):
+            line = self.pos(end - 2)[0]
+            self.unknowns.append(
+                f"line {line}: the backslash is followed by a blank, so the line does not continue: the launch ends "
+                f"here and the flags from line {line + 1} on are not passed (bash then runs them as a command)")
 
     def launcher_from_variable(self, words: list) -> list:
         """``$LAUNCHER pretrain_gpt.py ...`` with LAUNCHER="torchrun --nproc_per_node 8" set in the script:

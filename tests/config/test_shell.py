@@ -229,3 +229,9 @@ def test_unknown_command_words_are_not_launch_unknowns():
         torchrun --nproc_per_node 2 pretrain_gpt.py --num-layers 2
         ''')
     assert not any("PREPARE" in u for u in found.unknowns)
+
+
+def test_backslash_blank_does_not_continue_the_launch():
+    found = read("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 \\ \n    --sequence-parallel\n")
+    assert words(found) == ["--num-layers", "2", " "]  # bash passes the escaped blank as a word too
+    assert any("line 1: the backslash is followed by a blank" in u and "line 2 on are not passed" in u for u in found.unknowns)

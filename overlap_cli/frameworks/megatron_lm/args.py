@@ -369,6 +369,9 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, scrip
         first = unrecognized[0]
         words = " ".join(t.text if t.text is not None else "?" for t in unrecognized)
         message = f"unrecognized arguments: {words}"
+        if first.text is not None and not first.text.strip():
+            message = (f"unrecognized argument {first.text!r}: an escaped blank (a backslash followed by a space at the "
+                       "end of a line does not continue it; argparse exits 2)")
         if first.origin == MODEL_ARGS and first.text in ("false", "False", "FALSE"):
             # the harness passes `--flag: false` as two words (tests/functional_tests/shell_test_utils/_run_training.sh)
             message += " (`--flag: false` hands argparse the word 'false'; leave the key out to keep the flag off)"

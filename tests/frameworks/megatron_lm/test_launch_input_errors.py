@@ -31,3 +31,11 @@ def test_bad_launch_is_one_line_exit_2(run_cli, tmp_path, name):
     line = err.strip().replace(str(tmp_path) + "/", "")
     assert line == expected
     assert "Traceback" not in err
+
+
+def test_backslash_blank_at_the_end_of_a_launch_line(run_cli, tmp_path):
+    (tmp_path / "train.sh").write_text("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 \\ \n    --sequence-parallel\n")
+    code, out, err = run_cli("check", str(tmp_path / "train.sh"))
+    assert code == 2
+    assert err.strip().endswith("train.sh:1:60: unrecognized argument ' ': an escaped blank (a backslash followed by a "
+                                "space at the end of a line does not continue it; argparse exits 2)")
