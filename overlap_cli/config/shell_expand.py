@@ -159,6 +159,78 @@ class Expander(Lexer):
         return None, expr, False
 
 
+    def arithmetic(self, expr: str) -> Optional[int]:
+        """``$((expr))`` of integers and variables the script sets to integers, with + - * / % and
+        parentheses (bash: integer division truncates toward zero); None for anything else."""
+        tokens = re.findall(r"\s*(\d+|\$?\{?[A-Za-z_]\w*\}?|[-+*/%()])", expr)
+        if "".join(tokens).replace(" ", "") != re.sub(r"\s+", "", expr):
+            return None
+        values: list = []
+        for tok in (t.strip() for t in tokens):
+            if tok[0].isdigit():
+                values.append(tok)
+            elif tok[0] in "$_" or tok[0].isalpha():
+                var = self.vars.get(tok.strip("${}"))
+                text = var.fields[0].text if var is not None and not var.note and not var.array and var.fields else None
+                if text is None or not text.strip().lstrip("-").isdigit():
+                    return None
+                values.append(f"({int(text)})")
+            else:
+                values.append(tok)
+        pos = 0
+
+        def atom() -> int:
+            nonlocal pos
+            tok = values[pos] if pos < len(values) else None
+            if tok in ("-", "+"):
+                pos += 1
+                return -atom() if tok == "-" else atom()
+            if tok == "(" or (tok and tok.startswith("(")):
+                if tok != "(":  # a variable's value, already an integer
+                    pos += 1
+                    return int(tok[1:-1])
+                pos += 1
+                v = add()
+                if pos >= len(values) or values[pos] != ")":
+                    raise ValueError
+                pos += 1
+                return v
+            if tok is None or not tok.isdigit():
+                raise ValueError
+            pos += 1
+            return int(tok)
+
+        def mul() -> int:
+            nonlocal pos
+            v = atom()
+            while pos < len(values) and values[pos] in ("*", "/", "%"):
+                op = values[pos]
+                pos += 1
+                w = atom()
+                if op == "*":
+                    v *= w
+                else:
+                    if w == 0:
+                        raise ValueError
+                    q = abs(v) // abs(w) * (1 if (v >= 0) == (w >= 0) else -1)
+                    v = q if op == "/" else v - q * w
+            return v
+
+        def add() -> int:
+            nonlocal pos
+            v = mul()
+            while pos < len(values) and values[pos] in ("+", "-"):
+                op = values[pos]
+                pos += 1
+                v = v + mul() if op == "+" else v - mul()
+            return v
+
+        try:
+            result = add()
+        except (ValueError, IndexError, RecursionError):  # RecursionError: parentheses nested thousands deep
+            return None
+        return result if pos == len(values) else None
+
     def join(self, fields: list, origin: str) -> Field:
         out = Field(origin)
         for f in fields:
@@ -196,6 +268,18 @@ class Expander(Lexer):
                 only_unquoted_unknown = False
                 continue
             quoted = part[4]
+            if kind == "arith":
+                value = self.arithmetic(part[1])
+                if value is None:
+                    kind = "unknown"
+                    part = ("unknown", self.text[part[2]:part[3]], part[2], part[3], quoted)
+                else:  # an integer the script states: a word of its own text, written nowhere
+                    cur.chars.extend(str(value))
+                    cur.offsets.extend([part[2]] * len(str(value)))
+                    cur.whole, cur.word = False, None
+                    started = True
+                    only_unquoted_unknown = False
+                    continue
             if kind == "unknown":
                 cur.hole(part[1])
                 started = True

@@ -3,7 +3,7 @@
 A word is a list of parts, each keeping the file offset of every character it holds:
 ``("lit", text, offsets[, "q"])`` (``"q"``: written inside quotes), ``("var", NAME, start, end, quoted, None,
 None)``, ``("brace", BODY, start, end, quoted)`` for ``${BODY}``, and ``("unknown", TEXT, start, end,
-quoted)`` for what is never evaluated here (``$(...)``, backticks, ``$1``, ``$'...'`` with escapes).
+quoted)`` for what is never evaluated here, ``("arith", EXPR, start, end, quoted)`` for ``$((EXPR))`` (``$(...)``, backticks, ``$1``, ``$'...'`` with escapes).
 Backslash-newline continuations vanish as bash removes them; comments and here-document bodies are
 skipped by the command reader with ``end_of_line`` / ``heredoc`` / ``skip_heredocs``.
 """
@@ -223,7 +223,10 @@ class Lexer:
         nxt = text[i + 1] if i + 1 < n else ""
         if nxt == "(":
             end = self.matching(i + 1, "(", ")")
-            parts.append(("unknown", text[i:end], i, end, quoted))
+            if text.startswith("((", i + 1) and text.endswith("))", 0, end):  # $(( arithmetic ))
+                parts.append(("arith", text[i + 3:end - 2], i, end, quoted))
+            else:
+                parts.append(("unknown", text[i:end], i, end, quoted))
             return end
         if nxt == "{":
             end = self.matching(i + 1, "{", "}")

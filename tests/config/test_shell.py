@@ -235,3 +235,16 @@ def test_backslash_blank_does_not_continue_the_launch():
     found = read("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 \\ \n    --sequence-parallel\n")
     assert words(found) == ["--num-layers", "2", " "]  # bash passes the escaped blank as a word too
     assert any("line 1: the backslash is followed by a blank" in u and "line 2 on are not passed" in u for u in found.unknowns)
+
+
+@pytest.mark.parametrize("expr, value", [
+    ("$GPUS*$NODES", "16"), ("GPUS * NODES / 4", "4"), ("(GPUS + 2) % 3", "1"), ("-7 / 2", "-3"), ("${GPUS}*2", "16"),
+    ("GPUS / 0", None), ("UNSET * 2", None), ("GPUS ** 2", None), ("$(nproc) * 2", None),
+])
+def test_arithmetic_of_known_integers(expr, value):
+    found = read(f'''
+        GPUS=8
+        NODES=2
+        torchrun --nproc_per_node 8 pretrain_gpt.py --global-batch-size $(({expr}))
+        ''')
+    assert words(found)[-1] == value
