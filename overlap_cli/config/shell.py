@@ -4,8 +4,9 @@ What is understood: comments, backslash-newline continuations, single and double
 escapes, ``VAR=...`` / ``VAR+=...`` / ``ARR=(...)`` / ``ARR+=(...)`` assignments and ``export`` /
 ``declare -x`` / ``unset`` in the same script, and the expansions ``$VAR``, ``${VAR}``, ``${ARR[@]}``,
 ``${ARR[*]}``, ``${ARR[N]}``, ``${VAR:-default}`` / ``${VAR-default}`` / ``${VAR:=default}`` with bash's
-word splitting (an unquoted expansion splits on blanks; ``"${ARR[@]}"`` gives one word per element).
-Everything else is *unknown*, never guessed: ``$(...)``, backticks, ``$((...))``, ``$1``/``$@``, other
+word splitting (an unquoted expansion splits on blanks; ``"${ARR[@]}"`` gives one word per element), and
+``$((...))`` over integers the script states. Everything else is *unknown*, never guessed: ``$(...)``,
+backticks, ``<(...)``, ``$1``/``$@``, other
 ``${...}`` operators, variables the script does not set (they come from the caller's environment), and
 variables set inside an ``if``/``case``/loop/function body once that block is closed (whether it ran is
 not known statically). A ``${VAR:-default}`` of a variable the script never sets takes the default, with
@@ -13,7 +14,8 @@ a sentence in ``unknowns`` saying the environment may set it.
 
 The launch line is the first simple command that runs ``torchrun``, ``python -m torch.distributed.run``
 (or ``.launch``), or ``python[3] ... pretrain_*.py`` — possibly after ``srun [options]``, ``exec``,
-``env [NAME=value...]``, ``nohup``, ``time``, ``numactl [options]`` or ``uv run``. Its environment is what the script
+``env [NAME=value...]``, ``nohup``, ``time``, ``numactl [options]`` or ``uv run``, or held in a variable
+(``$LAUNCHER pretrain_gpt.py``). Its environment is what the script
 exports before it plus its ``NAME=value`` prefixes. The world size is torchrun's ``--nproc-per-node`` ×
 ``--nnodes`` when both are known integers (elastic ``MIN:MAX`` and ``gpu``/``auto`` are unknown).
 
