@@ -250,3 +250,47 @@ def _torchrun_option(name: str) -> Optional[str]:
         if len(canonical) == 1:
             return hits[0]
     return None
+
+
+_SBATCH = re.compile(r"^#SBATCH[ \t]+(--nodes|-N|--ntasks-per-node|--ntasks|-n)(?:[ \t]*=[ \t]*|[ \t]+)?(\S+)", re.M)
+_SLURM_SIZE_NAMES = {"-N": "nodes", "--nodes": "nodes", "-n": "ntasks", "--ntasks": "ntasks", "--ntasks-per-node": "ntasks-per-node"}
+
+
+def srun_world_size(reader: "Reader", found: "LaunchText", words: list, upto: int) -> None:
+    """One process per Slurm task when ``srun`` starts the training script itself (no torchrun): the world
+    size is srun's ``--ntasks``, or ``--nodes`` x ``--ntasks-per-node`` — from the srun line, else from the
+    script's ``#SBATCH`` directives (srun takes the allocation's). Only literal integers count; a node
+    range (``-N 2-4``) or anything else leaves it unknown."""
+    srun = next((k for k in range(upto) if (reader.static_text(words[k]) or "").rsplit("/", 1)[-1] == "srun"), None)
+    if srun is None:
+        return
+    sizes: dict = {}
+    for m in _SBATCH.finditer(reader.text):
+        sizes[_SLURM_SIZE_NAMES[m.group(1)]] = (m.group(2), reader.pos(m.start(2))[0])
+    k = srun + 1
+    while k < upto:
+        t = reader.static_text(words[k]) or ""
+        name, eq, value = t.partition("=")
+        if not eq and len(name) > 2 and name[:2] in ("-N", "-n") and not name.startswith("--"):
+            name, value, eq = name[:2], name[2:], "="  # -N2
+        if name in _SLURM_SIZE_NAMES:
+            if not eq and k + 1 < upto:
+                value = reader.static_text(words[k + 1]) or ""
+                k += 1
+            sizes[_SLURM_SIZE_NAMES[name]] = (value, reader.pos(words[k].start)[0])
+        k += 1
+
+    def number(key):
+        got = sizes.get(key)
+        return (int(got[0]), got[1]) if got and got[0].isdigit() and int(got[0]) > 0 else None
+
+    total = number("ntasks")
+    if total is None:
+        nodes, per_node = number("nodes"), number("ntasks-per-node")
+        if nodes is None or per_node is None:
+            found.unknowns.append("srun starts the training script: the world size is its task count, not given as "
+                                  "literal --ntasks or --nodes x --ntasks-per-node (srun line or #SBATCH); unknown")
+            return
+        total = (nodes[0] * per_node[0], per_node[1])
+    found.world_size, found.world_size_line = total
+

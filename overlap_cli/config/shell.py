@@ -17,7 +17,8 @@ The launch line is the first simple command that runs ``torchrun``, ``python -m 
 ``env [NAME=value...]``, ``nohup``, ``time``, ``numactl [options]`` or ``uv run``, or held in a variable
 (``$LAUNCHER pretrain_gpt.py``). Its environment is what the script
 exports before it plus its ``NAME=value`` prefixes. The world size is torchrun's ``--nproc-per-node`` ×
-``--nnodes`` when both are known integers (elastic ``MIN:MAX`` and ``gpu``/``auto`` are unknown).
+``--nnodes`` when both are known integers (elastic ``MIN:MAX`` and ``gpu``/``auto`` are unknown), or,
+when ``srun`` starts the script itself, its task count (``launchers.srun_world_size``).
 
 Every word keeps the offset of each character in the file, so a flag reached through ``"${ARGS[@]}"`` is
 reported at its line in the array, and a word written literally on the launch line can be edited there.
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 from overlap_cli.check.results import InputError, InputProblem
 from overlap_cli.config.argv import LAUNCH_LINE, UNKNOWN, EnvVar, LaunchText, Token, variable_origin
-from overlap_cli.config.launchers import LaunchFinder, torchrun_options
+from overlap_cli.config.launchers import LaunchFinder, srun_world_size, torchrun_options
 from overlap_cli.config.shell_expand import Expander, Field, Var
 from overlap_cli.config.shell_lex import NAME, Word
 
@@ -438,6 +439,7 @@ def _launch(reader: Reader) -> LaunchText:
     if kind == "python":
         script_pos = start  # find_program gave the script word itself
         found.script = reader.script_name(prog_word, True)
+        srun_world_size(reader, found, words, index)
     else:
         script_pos = torchrun_options(reader, found, fields, start + 1)
         if script_pos is not None and script_pos < len(fields):

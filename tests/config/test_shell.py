@@ -248,3 +248,17 @@ def test_arithmetic_of_known_integers(expr, value):
         torchrun --nproc_per_node 8 pretrain_gpt.py --global-batch-size $(({expr}))
         ''')
     assert words(found)[-1] == value
+
+
+@pytest.mark.parametrize("text, size, line", [
+    ("#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=8\nsrun python pretrain_gpt.py --num-layers 2\n", 32, 3),
+    ("#SBATCH -N 4\nsrun --ntasks-per-node 8 --nodes=2 python pretrain_gpt.py --num-layers 2\n", 16, 2),
+    ("srun -n 64 --container-image x python pretrain_gpt.py --num-layers 2\n", 64, 1),
+    ("srun -N2 python pretrain_gpt.py --num-layers 2\n", None, None),
+    ("#SBATCH --nodes=2-4\n#SBATCH --ntasks-per-node=8\nsrun python pretrain_gpt.py --num-layers 2\n", None, None),
+    ("#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=1\nsrun torchrun --nproc_per_node 8 --nnodes 4 pretrain_gpt.py --num-layers 2\n", 32, 3),
+])
+def test_world_size_of_srun_tasks(text, size, line):
+    found = read_launch_script("job.sbatch", text)
+    assert words(found) == ["--num-layers", "2"]
+    assert (found.world_size, found.world_size_line) == (size, line)
