@@ -39,8 +39,13 @@ def check_launch(result: FileResult, path: str, target, text, selection):
         return None
     result.target = view.target.to_json(view.dp)
     result.effective = dict(view.effective)
+    from overlap_cli.frameworks.megatron_lm.edits import launch_fix
+
     try:
-        findings = filter_findings(run_rules(view), path, text, selection)
+        findings = run_rules(view)
+        for f in findings:  # the fixes of rules shared with Bridge, as flag edits
+            f.fix = launch_fix(f.fix, launch)
+        findings = filter_findings(findings, path, text, selection)
     except InputError as exc:
         result.error = exc.problem
         return None

@@ -171,8 +171,7 @@ def _describe(goal: tuple) -> str:
 def _goal(launch, edit) -> Optional[tuple]:
     """("flag", dest, True | None) to give / drop a store_true-like flag, ("env", NAME, value); None when
     the launch already is so. Unplaceable for an edit with no flag behind it."""
-    from overlap_cli.frameworks.megatron_lm.args import UNKNOWN, option
-    from overlap_cli.frameworks.megatron_lm.view import LaunchConfig
+    from overlap_cli.frameworks.megatron_lm.args import UNKNOWN
 
     key = edit.key
     if key.startswith("env."):
@@ -181,19 +180,10 @@ def _goal(launch, edit) -> Optional[tuple]:
         if var is not None and var.value is not UNKNOWN and var.value == str(edit.value):
             return None
         return ("env", name, str(edit.value))
-    if key.startswith("-"):
-        row = flag_row(key)
-        if row is None:
-            raise Unplaceable(f"{key} is not a Megatron-LM flag")
-        dest, give = row["dest"], edit.op != "remove"
-    else:  # a Megatron-Core field (a rule shared with Bridge): the flag of the same dest
-        parts = tuple(key.split("."))
-        dest = LaunchConfig.dest_of(parts)
-        row = option(dest)
-        if row is None or row["action"] not in ("store_true", "store_false") or not isinstance(edit.value, bool):
-            raise Unplaceable(f"{key} is not set by a Megatron-LM switch; edit the launch by hand")
-        give = edit.value if row["action"] == "store_true" else not edit.value
-        key = row["flags"][0]
+    row = flag_row(key) if key.startswith("-") else None  # engine_lm turned shared rules' model.* edits into flags
+    if row is None:
+        raise Unplaceable(f"{key} is not a Megatron-LM flag")
+    dest, give = row["dest"], edit.op != "remove"
     if row["action"] not in ("store_true", "store_false"):
         raise Unplaceable(f"{key} takes a value; edit it by hand")
     given = launch.args.get(dest)

@@ -95,7 +95,7 @@ def dp_overlap_off(view):
     pass, bucketed gradients).
     """
     args = view.args
-    if args.get("overlap_grad_reduce") is not False or args.get("use_torch_fsdp2") is True:
+    if args.get("overlap_grad_reduce") is not False or args.get("use_torch_fsdp2") is True or view.inference:
         return
     if view.dp is not None and view.dp <= 1:
         return
@@ -225,3 +225,79 @@ def settings_turned_off(view):
         yield lm_finding(view, "LM307", "info", f"validate_args prints \"{f.printed}\" ({f.at})", "use_megatron_fsdp")
     for f in view.forced("freeze"):
         yield lm_finding(view, "LM307", "warning", f"validate_args prints \"{f.printed}\" ({f.at})", f.dest)
+
+
+@rule("LM308", "fp8-param-gather-needs-distopt", "error", "--fp8-param-gather without the distributed optimizer or FSDP",
+      fix="unsafe", frameworks=LM)
+def fp8_param_gather_needs_distopt(view):
+    """
+    ## What it does
+    Flags `--fp8-param-gather` without `--use-distributed-optimizer`, `--use-torch-fsdp2` or
+    `--use-megatron-fsdp`.
+
+    ## Why it matters
+    FP8 parameters are all-gathered in FP8 by the sharded optimizer; plain DDP has nothing to gather.
+    `validate_args` asserts (megatron-core 0.19.2, `megatron/training/arguments.py:1061`): `--fp8-param-gather
+    only supported with distributed optimizer, torch fsdp2, megatron fsdp, or inference mode`.
+
+    ## Example
+    ```yaml
+    MODEL_ARGS:
+      --fp8-format: hybrid
+      --fp8-param-gather: true
+    ```
+
+    ## Fix
+    Adds `--use-distributed-optimizer`. **Unsafe**: it shards the optimizer state.
+    """
+    yield from assertion_findings(
+        view, "LM308", ("fp8-param-gather",),
+        Fix("unsafe", "add --use-distributed-optimizer (FP8 parameter gather needs it)", (add_flag(view, "use_distributed_optimizer"),)),
+    )
+
+
+@rule("LM309", "delay-wgrad-launch-checks", "error", "--delay-wgrad-compute outside what validate_args allows",
+      frameworks=LM)
+def delay_wgrad_launch_checks(view):
+    """
+    ## What it does
+    Flags `--delay-wgrad-compute` without Transformer Engine layers (`--transformer-impl local`), and with
+    `--overlap-grad-reduce` on a Transformer Engine older than 2.8.0 (`--te-version`; unknown: info).
+
+    ## Why it matters
+    Before Megatron-Core's own checks (EP704), `validate_args` asserts (megatron-core 0.19.2,
+    `megatron/training/arguments.py:1822-1828`): `Delaying wgrad compute is only supported with
+    transformer_engine implementation`, and `overlap_grad_reduce is only supported with TE >= 2.8.0 when
+    enabling delay_wgrad_compute` — the delayed weight gradients must reach the overlapped grad reduce.
+
+    ## Example
+    Checked with `--te-version 2.7`:
+    ```yaml
+    MODEL_ARGS:
+      --expert-model-parallel-size: 8
+      --num-experts: 8
+      --overlap-moe-expert-parallel-comm: true
+      --delay-wgrad-compute: true
+      --overlap-grad-reduce: true
+      --bf16: true
+    ```
+
+    ## Fix
+    None offered: a newer Transformer Engine, or no delayed wgrad.
+    """
+    yield from assertion_findings(view, "LM309", ("delay-wgrad",))
+    if not view.delay_wgrad_ogr_te:
+        return
+    from overlap_cli.frameworks.megatron_lm import facts as lm
+    from overlap_cli.rules.common import te_version, unknown_version_text
+    from overlap_cli.target import versions
+
+    have = te_version(view)
+    status = versions.status(have, "2.8.0")
+    if status == "too-old":
+        yield lm_finding(view, "LM309", "error", f"Transformer Engine {have} is older than 2.8.0: validate_args asserts "
+                         f"\"{lm.DELAY_WGRAD_OGR_TE}\" ({lm.DELAY_WGRAD_OGR_TE_AT})", "overlap_grad_reduce")
+    elif status == "unknown":
+        yield lm_finding(view, "LM309", "info", f"--delay-wgrad-compute with --overlap-grad-reduce needs Transformer "
+                         f"Engine >= 2.8.0 ({unknown_version_text(have, 'Transformer Engine', '--te-version')})",
+                         "overlap_grad_reduce")

@@ -48,6 +48,26 @@ LAYERS_NOT_DIVISIBLE_VPP = (
 )
 LAYERS_NOT_DIVISIBLE_VPP_AT = f"{ARGS}:938"
 
+# arguments.py:788-802, 826 — a hybrid layer pattern describes the pipeline split itself.
+HYBRID_WITH = {
+    "num_layers_per_virtual_pipeline_stage": (
+        "--num-layers-per-virtual-pipeline-stage should not be used with --hybrid-layer-pattern. To specify "
+        "virtual pipelining, describe a number of pipeline segments in --hybrid-layer-pattern that is a multiple "
+        "of --pipeline-model-parallel-size greater than 1"),
+    "num_virtual_stages_per_pipeline_rank": (
+        "--num-virtual-stages-per-pipeline-rank should not be used with --hybrid-layer-pattern. Virtual pipeline "
+        "stages are derived from the number of | segments in the pattern."),
+    "pipeline_model_parallel_layout": (
+        "--pipeline-model-parallel-layout should not be used with --hybrid-layer-pattern. Pipeline stage layout "
+        "is defined by | separators in the pattern."),
+}
+HYBRID_WITH_AT = f"{ARGS}:788"
+HYBRID_SEGMENTS = (
+    "The number of hybrid pipeline segments described by --hybrid-layer-pattern must be evenly divisible by "
+    "--pipeline-model-parallel-size. Got {segments} segments and {pp} pipeline parallel size."
+)
+HYBRID_SEGMENTS_AT = f"{ARGS}:826"
+
 # arguments.py:966-976 — the interleaved schedule's pipeline size.
 INTERLEAVED_PP_1 = (
     "When interleaved schedule is used, pipeline-model-parallel size should be greater than 1"
@@ -83,6 +103,12 @@ OPS_OPG = "Must use --overlap-param-gather-with-optimizer-step with --overlap-pa
 OPS_VPP = "--overlap-param-gather-with-optimizer-step only supported with interleaved pipeline parallelism"
 OPS_DIST_CKPT = "--overlap-param-gather-with-optimizer-step not supported with distributed checkpointing yet"
 OPS_AT = f"{ARGS}:1032"
+
+# arguments.py:1060-1062 — FP8 parameters are all-gathered by the distributed optimizer or FSDP.
+FP8_PARAM_GATHER = (
+    "--fp8-param-gather only supported with distributed optimizer, torch fsdp2, megatron fsdp, or inference mode"
+)
+FP8_PARAM_GATHER_AT = f"{ARGS}:1061"
 
 # arguments.py:1100-1112, 1143 — Megatron-FSDP.
 MFSDP_FORCES_DISTOPT = (
@@ -126,6 +152,12 @@ TP_OVERLAP_NEEDS_TE = (
     "Tensor Parallel Communication/GEMM Overlap optimization needs 'yaml' and 'transformer_engine' packages"
 )
 TP_OVERLAP_NEEDS_TE_AT = "megatron/training/initialize.py:195"
+
+# arguments.py:1822-1828 — --delay-wgrad-compute's own launch checks.
+DELAY_WGRAD_TE_IMPL = "Delaying wgrad compute is only supported with transformer_engine implementation"
+DELAY_WGRAD_TE_IMPL_AT = f"{ARGS}:1823"
+DELAY_WGRAD_OGR_TE = "overlap_grad_reduce is only supported with TE >= 2.8.0 when enabling delay_wgrad_compute"
+DELAY_WGRAD_OGR_TE_AT = f"{ARGS}:1826"
 
 # arguments.py:1759-1768 — --freeze-all-layers.
 FREEZE_AT = f"{ARGS}:1759"

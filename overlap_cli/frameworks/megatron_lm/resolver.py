@@ -54,6 +54,7 @@ def resolve(launch, target) -> LMResolved:
 
     r = LMResolved(launch=launch, cfg=LaunchConfig(launch), target=target)
     # Unquoted unknown expansions ($EXTRA_ARGS from outside): any flag may be among their words.
+    r.inference = _inference(launch)
     r.open_words = [t.what or "an unknown expansion" for t in launch.tokens if getattr(t, "multi", False)]
     asserts, forcings = r.assertions, r.forcings
 
@@ -138,6 +139,11 @@ def resolve(launch, target) -> LMResolved:
         elif known(a.get("ckpt_format")) and a.get("ckpt_format") != "torch":  # update_use_dist_ckpt
             fail("ops", lm.OPS_DIST_CKPT, lm.OPS_AT, dest, "ckpt_format")
 
+    # -- FP8 parameter all-gather (arguments.py:1060-1062) -------------------------------------------
+    if a.get("fp8_param_gather") is True and distopt is False and a.get("use_torch_fsdp2") is not True \
+            and a.get("use_megatron_fsdp") is not True and not r.inference:
+        fail("fp8-param-gather", lm.FP8_PARAM_GATHER, lm.FP8_PARAM_GATHER_AT, "fp8_param_gather")
+
     # -- Megatron-FSDP (arguments.py:1100-1145) -----------------------------------------------------
     if a.get("use_megatron_fsdp") is True:
         r.megatron_fsdp = True
@@ -196,6 +202,15 @@ def resolve(launch, target) -> LMResolved:
                 fail("determinism", lm.DETERMINISM.format(mismatched=", ".join(mismatched)), lm.DETERMINISM_AT,
                      "tp_comm_overlap", "deterministic_mode")
 
+    # -- --delay-wgrad-compute (arguments.py:1822-1828): Transformer Engine layers, and TE >= 2.8 to
+    # overlap the grad reduce with it (the version is the target's: rules read r.delay_wgrad_ogr_te)
+    r.delay_wgrad_ogr_te = False
+    if a.get("delay_wgrad_compute") is True:
+        if known(a.get("transformer_impl")) and a.get("transformer_impl") != "transformer_engine":
+            fail("delay-wgrad", lm.DELAY_WGRAD_TE_IMPL, lm.DELAY_WGRAD_TE_IMPL_AT, "delay_wgrad_compute", "transformer_impl")
+        elif a.get("overlap_grad_reduce") is True:
+            r.delay_wgrad_ogr_te = True
+
     # -- --freeze-all-layers (arguments.py:1759-1768) -----------------------------------------------
     if a.get("freeze_all_layers") is True:
         force("freeze", "use_distributed_optimizer", False, lm.FREEZE_AT,
@@ -229,10 +244,22 @@ def _virtual_pipeline(r, a, prov, known, integer, fail) -> None:
         prov["virtual_pipeline_model_parallel_size"] = Value(
             None, UNKNOWN_SOURCE, "depends on a flag whose value is not known statically")
         return
-    if hybrid:  # arguments.py:820-837: | segments of the main pattern (before the MTP separator /)
+    if hybrid:
+        # arguments.py:788-802: the pattern is the pipeline split; no other way of asking for VPP with it.
+        for dest, message in lm.HYBRID_WITH.items():
+            if a.get(dest) is not None:
+                fail("vpp-args", message, lm.HYBRID_WITH_AT, dest)
+                r.vpp, r.vpp_known = None, False
+                return
+        # arguments.py:820-837: | segments of the main pattern (before the MTP separator /).
         segments = str(hybrid).split("/")[0].count("|") + 1
-        if segments > 1 or pp == 1:
-            if segments % pp == 0 and segments > pp:
+        if not (segments == 1 and pp > 1):
+            if segments % pp:
+                fail("layout", lm.HYBRID_SEGMENTS.format(segments=segments, pp=pp), lm.HYBRID_SEGMENTS_AT,
+                     "hybrid_layer_pattern" if a.get("hybrid_layer_pattern") is not None else "hybrid_override_pattern")
+                r.vpp, r.vpp_known = None, False
+                return
+            if segments > pp:
                 vpp, why = segments // pp, f"{segments} segments of --hybrid-layer-pattern / PP {pp} (arguments.py:832)"
     given = [x is not None for x in (nl_vps, nvs, layout)]
     if sum(given) > 1:
@@ -282,6 +309,17 @@ def _virtual_pipeline(r, a, prov, known, integer, fail) -> None:
     else:
         prov["virtual_pipeline_model_parallel_size"] = Value(
             None, DEFAULT, "no virtual pipeline flag: validate_args leaves it None (arguments.py:948)")
+
+
+def _inference(launch) -> bool:
+    """An inference run, where parse_args runs without gradients (the ``not torch.is_grad_enabled()`` of
+    arguments.py:1061): an inference script, or a functional test of ``MODE: inference`` (the harness
+    reads it: tests/functional_tests/shell_test_utils/run_ci_test.sh:68)."""
+    import re
+
+    if launch.script and "inference" in launch.script:
+        return True
+    return launch.kind == "yaml" and re.search(r"^MODE[ \t]*:[ \t]*['\"]?inference\b", launch.text, re.M) is not None
 
 
 def _max_connections(r, launch, unknown):

@@ -129,6 +129,8 @@ class LMResolved:
     # False, or None while the GPU generation (or TP / CP) is not known.
     max_conn_needs_one: Optional[bool] = None
     launch_warnings: list = field(default_factory=list)  # warnings validate_args prints (no change made)
+    inference: bool = False  # an inference run: no gradients, no DP gradient reduction
+    delay_wgrad_ogr_te: bool = False  # --delay-wgrad-compute with --overlap-grad-reduce: needs TE >= 2.8.0
     layer_wise_distopt: bool = False  # an emerging optimizer (muon, ...) shards its state layer by layer
     open_words: list = field(default_factory=list)  # unknown expansions that may hold any flags ("$EXTRA_ARGS")
     assertions: list = field(default_factory=list)  # Assertion, in validate_args order

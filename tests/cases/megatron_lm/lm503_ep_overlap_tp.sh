@@ -5,4 +5,5 @@
 # absent: LM501
 # exit: 1
 torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 2 --sequence-parallel \
-    --expert-model-parallel-size 4 --num-experts 8 --overlap-moe-expert-parallel-comm
+    --expert-model-parallel-size 4 --num-experts 8 --moe-token-dispatcher-type alltoall --bf16 \
+    --disable-bias-linear --overlap-moe-expert-parallel-comm

@@ -98,6 +98,14 @@ LAUNCHES = [
     ("early-attn-release-no-ep-overlap", "--ep-overlap-early-attn-memory-release", 8, 9, {}),
     ("dispatch-backward-with-ep-overlap", "--expert-model-parallel-size 8 --num-experts 8 --moe-token-dispatcher-type "
      "alltoall --overlap-moe-expert-parallel-comm --bf16 --overlap-dispatch-backward-with-experts-wgrad", 8, 9, {}),
+    ("fp8-param-gather-no-distopt", "--fp8-format hybrid --fp8-param-gather", 8, 9, {}),
+    ("fp8-param-gather-distopt", "--fp8-format hybrid --fp8-param-gather --use-distributed-optimizer", 8, 9, {}),
+    ("delay-wgrad-local-impl", "--delay-wgrad-compute --transformer-impl local", 8, 9, {}),
+    ("hybrid-vpp", "--hybrid-layer-pattern 'M*|M*|M*|M*' --pipeline-model-parallel-size 2", 8, 9, {}),
+    ("hybrid-segments-not-divisible", "--hybrid-layer-pattern 'M*|M*|M*' --pipeline-model-parallel-size 2", 8, 9, {}),
+    ("hybrid-with-vpp-flag", "--hybrid-layer-pattern 'M*|M*|M*|M*' --pipeline-model-parallel-size 2 "
+     "--num-virtual-stages-per-pipeline-rank 2", 8, 9, {}),
+    ("hybrid-no-pipes", "--hybrid-layer-pattern 'M*M*' --pipeline-model-parallel-size 2", 8, 9, {}),
     ("gbs-derived", "--tensor-model-parallel-size 2 --sequence-parallel --micro-batch-size 2", 16, 10, {}),
 ]
 
