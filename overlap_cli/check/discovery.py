@@ -33,6 +33,9 @@ SKIPPED_DIRS = frozenset(("__pycache__", "node_modules", "site-packages"))
 _SECTION_RE = re.compile(
     r"^(?:['\"]?)(?:" + "|".join(CONFIG_SECTIONS) + r")(?:['\"]?)[ \t]*:(?:[ \t\r]|$)", re.MULTILINE
 )
+# An override file that names its recipe (``# overlap: recipe=NAME``, or ``recipe=`` in a target directive)
+# is a run to check whatever sections it sets (config.layers merges it onto the recipe).
+_RECIPE_DIRECTIVE_RE = re.compile(r"^[ \t]*#[ \t]*overlap[ \t]*:[ \t]*(?:target\b[^\n]*)?\brecipe[ \t]*=", re.MULTILINE | re.IGNORECASE)
 # Every top-level field of Bridge's ConfigContainer (megatron/bridge/training/config.py:962), as its
 # serializer writes them: a file named explicitly with any of them is a (partial) training config.
 CONTAINER_SECTIONS = CONFIG_SECTIONS + (
@@ -63,7 +66,8 @@ def looks_like_config(path: str, pattern=None) -> bool:
             head = fh.read(_SNIFF_BYTES)
     except OSError:
         return True
-    return bool((pattern or _SECTION_RE).search(head.decode("utf-8", errors="replace")))
+    text = head.decode("utf-8", errors="replace")
+    return bool((pattern or _SECTION_RE).search(text)) or bool(_RECIPE_DIRECTIVE_RE.search(text))
 
 
 # A top-level key in block style: the shape of a YAML mapping file.

@@ -168,3 +168,19 @@ def test_folder_with_launch_scripts(run_cli, tmp_path):
     assert [Path(r["file"]).name for r in doc["results"]] == ["train.sh"]
     assert not doc.get("skipped") and "setup.sh" not in err  # passed over quietly
     assert code == 1
+
+
+def test_override_file_naming_its_recipe_is_found_whatever_it_sets(run_cli, tmp_path):
+    # Only train: -- no overlap section -- but the file is a run on top of a recipe: checked, layered.
+    tree(tmp_path, {
+        "runs/short.yaml": "# overlap: recipe=llama3_8b_pretrain_8gpu_h100_bf16_config\ntrain:\n  train_iters: 10\n",
+        "runs/target_form.yaml": "# overlap: target recipe=llama3_8b_pretrain_8gpu_h100_bf16_config\ntrain:\n  train_iters: 10\n",
+        "runs/notes.yaml": "train:\n  train_iters: 10\n",
+    })
+    code, out, err = run_cli("check", str(tmp_path / "runs"), "--format", "json")
+    files = [Path(r["file"]).name for r in json.loads(out)["results"]]
+    assert files == ["short.yaml", "target_form.yaml"]
+    assert "notes.yaml: skipped" in err
+    first = json.loads(out)["results"][0]
+    assert first["target"]["sources"]["world_size"] == "recipe"
+    assert first["effective"]["model.tensor_model_parallel_size"]["layer"] == "recipe llama3_8b_pretrain_8gpu_h100_bf16_config"
