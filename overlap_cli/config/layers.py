@@ -111,7 +111,6 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
 
     layers: list = []
     owner: dict = {}  # path tuple -> index in layers of the layer that wrote the value there
-    plain_dicts: set = set()
     interpolations = 0
     if stack.recipe is not None:
         name, recipe_data, positions, recipe_text = _recipe_layer(stack.recipe)
@@ -137,12 +136,11 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
         fdata, fpositions, n, ftext = _mapping(f, text if is_top else None)
         interpolations += n
         layers.append(Layer(FILE, f, f, fpositions))
-        _merge(data, fdata, (), len(layers) - 1, owner, plain_dicts)
+        _merge(data, fdata, (), len(layers) - 1, owner)
         top_file, top_text, top_positions = f, ftext, fpositions
     cfg = Config(file=top_file, data=data, positions=top_positions, text=top_text)
     cfg.layer_list, cfg.layers, cfg.top = layers, owner, len(layers) - 1
     cfg.lower_data = lower_data
-    cfg.plain_dict_paths = plain_dicts
     if overrides:
         from overlap_cli.config.overrides import apply_overrides
 
@@ -158,7 +156,7 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
                 owner[ov.path] = len(layers) - 1
             elif not any(_related(ov.path, later.path) for later in overrides[i + 1:]):
                 _keep_base_value(cfg, base_data, ov.path, owner)
-    # What the files' merge recorded, settled against the base (a dotlist can start such a mapping too:
+    # Decided against the base, after the files and dotlists (a dotlist can start such a mapping too:
     # +comm_overlap.KEY=... onto a null section; a file's null then mapping still meets the recipe's dataclass).
     cfg.plain_dict_paths = _plain_dict_sections(cfg.data, base_dataclasses)
     from overlap_cli.config.loader import finish
@@ -223,21 +221,15 @@ def _drop(owner: dict, path: tuple) -> None:
         del owner[p]
 
 
-def _merge(dst: dict, src: dict, path: tuple, index: int, owner: dict, plain_dicts: set) -> None:
+def _merge(dst: dict, src: dict, path: tuple, index: int, owner: dict) -> None:
     """OmegaConf.merge of ``src`` onto ``dst`` (both plain dicts; ``dst`` changes)."""
     for key, value in src.items():
         p = path + (key,)
         old = dst.get(key)
         if isinstance(value, dict) and isinstance(old, dict):
             owner[p] = index
-            if "_target_" in value:
-                plain_dicts.discard(p)  # the merged mapping now names its class: instantiated
-            _merge(old, value, p, index, owner, plain_dicts)
+            _merge(old, value, p, index, owner)
             continue
-        if not path and key in DATACLASS_SECTIONS and isinstance(value, dict) and "_target_" not in value:
-            plain_dicts.add(p)  # _apply_overrides sets it as a plain dict (no dataclass there to recurse into)
-        else:
-            plain_dicts.discard(p)
         _drop(owner, p)
         dst[key] = value
         _own(value, p, index, owner)
