@@ -121,7 +121,7 @@ def test_only_edited_flags_change(case, unsafe):
     from overlap_cli.cli.check import target_from_options
     from overlap_cli.cli.options import TARGET, options
     from overlap_cli.fix.loop import fix_file
-    from overlap_cli.fix.script import ANCHORS, flag_row
+    from overlap_cli.fix.script_place import ANCHORS, flag_row
     from overlap_cli.frameworks.megatron_lm.args import load_launch
 
     header = [ln for ln in case.read_text().splitlines() if ln.startswith("# args:")]
