@@ -52,7 +52,9 @@ def check_launch(result: FileResult, path: str, target, text, selection):
     result.findings = sorted(findings, key=lambda f: (f.line or 0, f.column or 0, -SEVERITY_RANK[f.severity], f.code))
     if view.world_source == "launch":
         where = f" (line {launch.world_size_line})" if launch.world_size_line else ""
-        result.notes.append(f"world size {view.world_size} from the launch's torchrun sizes{where}")
+        other = target.world_size
+        also = f"; the target's {other} ({target.source_label('world_size')}) is not used" if other not in (None, view.world_size) else ""
+        result.notes.append(f"world size {view.world_size} from the launch's torchrun sizes{where}{also}")
     elif view.world_size is None:
         result.notes.append("world size not given: data-parallel-dependent values are reported as unknown")
     if view.target.gpu_generation is None and view.max_conn_needs_one is None and view.tp and view.cp \
