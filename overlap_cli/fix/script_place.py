@@ -88,14 +88,17 @@ def _add_flag(text: str, launch, flag: str, finding):
         if launch.kind == "yaml":
             yield "".join(lines[: i + 1] + [f"{indent}{flag}: true{eol}"] + lines[i + 1:])
             continue
+        stop = (anchor.value_span or anchor.flag_span)[2] - 1
+        same_line = "".join(lines[:i] + [body[:stop] + f" {flag}" + body[stop:] + eol] + lines[i + 1:])
         if body.rstrip().endswith("\\"):
             yield "".join(lines[: i + 1] + [f"{indent}{flag} \\{eol}"] + lines[i + 1:])
         else:
             yield "".join(lines[: i + 1] + [f"{indent}{flag}{eol}"] + lines[i + 1:])  # an array or a string's lines
+            continued = i > 0 and _body(lines[i - 1]).rstrip().endswith("\\")
+            if not continued:  # a one-line command: the flag joins it rather than starting a line at column 1
+                yield same_line
             yield "".join(lines[:i] + [body.rstrip() + f" \\{eol}", f"{indent}{flag}{eol}"] + lines[i + 1:])
-        # Same line, right after the anchor's words.
-        stop = (anchor.value_span or anchor.flag_span)[2] - 1
-        yield "".join(lines[:i] + [body[:stop] + f" {flag}" + body[stop:] + eol] + lines[i + 1:])
+        yield same_line  # right after the anchor's words
     if launch.insert_at and launch.kind != "yaml":
         ln, col = launch.insert_at
         i = ln - 1

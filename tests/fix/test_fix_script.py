@@ -150,3 +150,9 @@ def test_only_edited_flags_change(case, unsafe):
         if tag in ("replace", "delete"):
             stray = [i + 1 for i in range(i1, i2) if i + 1 not in allowed]
             assert not stray, f"lines {stray} changed but no edit names them"
+
+
+def test_a_one_line_launch_gets_the_flag_beside_its_neighbour(run_cli, tmp_path):
+    text = "export CUDA_DEVICE_MAX_CONNECTIONS=1\ntorchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 2 --tp-comm-overlap --bf16\n"
+    code, fixed, out, path = _fix(run_cli, tmp_path, "one.sh", text, "--gpu", "h100")
+    assert fixed == text.replace("--tp-comm-overlap --bf16", "--tp-comm-overlap --sequence-parallel --bf16"), out
