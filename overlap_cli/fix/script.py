@@ -159,7 +159,7 @@ def _goal(launch, edit) -> Optional[tuple]:
     if key.startswith("env."):
         name = key[4:]
         var = launch.env.get(name)
-        if var is not None and var.value is not UNKNOWN and var.value == str(edit.value):
+        if var is not None and var.how != "assignment" and var.value is not UNKNOWN and var.value == str(edit.value):
             return None
         return ("env", name, str(edit.value))
     row = flag_row(key) if key.startswith("-") else None  # engine_lm turned shared rules' model.* edits into flags

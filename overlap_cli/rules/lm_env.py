@@ -44,8 +44,9 @@ def max_connections_not_one(view):
 
     ## Fix
     Writes `export CUDA_DEVICE_MAX_CONNECTIONS=1` before the launch line. **Safe (a) — removes a launch
-    crash** when the variable is not set; changing a value the launch sets (or adding it for an unknown
-    GPU) is **unsafe**.
+    crash** when the variable is not set; changing a value the launch sets, exporting the script's own
+    `CUDA_DEVICE_MAX_CONNECTIONS=1` (which without `export` reaches torchrun's processes only if the calling
+    shell exports it: a warning), or adding it for an unknown GPU is **unsafe**.
     """
     value, var = view.max_connections, view.launch.env.get(_NAME)
     from overlap_cli.frameworks.megatron_lm.args import UNKNOWN
@@ -57,6 +58,14 @@ def max_connections_not_one(view):
         return
     split = f"TP={view.tp}, CP={view.cp}"
     if view.max_conn_needs_one is True and value is UNKNOWN:
+        if view.max_connections_unexported:
+            yield lm_finding(
+                view, "LM501", "warning",
+                f"{split} on {view.target.gpu_label()}: validate_args asserts {_NAME} == \"1\", and {_NAME} is "
+                f"{view.max_connections_from}: torchrun's processes see it only if the calling shell exports it",
+                env=_NAME, fix=_set_one(view, "unsafe"),  # the caller's shell may export it: not a certain crash
+            )
+            return
         yield lm_finding(
             view, "LM501", "warning",
             f"{split} on {view.target.gpu_label()}: validate_args asserts {_NAME} == \"1\" and the launch sets it "

@@ -88,7 +88,12 @@ def build_configs(r, a, prov, known, unknown, fail) -> None:
         eff[key] = v
     for name in SHOWN_ENV:
         env = r.launch.env.get(name)
-        if env is not None:
+        if env is not None and env.how == "assignment":  # not exported: torchrun sees the caller's value
+            value = None if r.max_connections is unknown or name != MAX_CONNECTIONS else r.max_connections
+            eff[f"env.{name}"] = Value(value, "shell" if value is not None else UNKNOWN_SOURCE,
+                                       f"assigned on line {env.line} but not exported: torchrun's processes see "
+                                       "the calling shell's value")
+        elif env is not None:
             value = None if env.value is unknown else env.value
             source = USER if value is not None else UNKNOWN_SOURCE
             eff[f"env.{name}"] = Value(value, source, f"{how_set(env)} on line {env.line}" + (

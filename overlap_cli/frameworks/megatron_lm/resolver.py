@@ -318,9 +318,18 @@ def _inference(launch) -> bool:
 
 def _max_connections(r, launch, unknown):
     """CUDA_DEVICE_MAX_CONNECTIONS as the training processes see it: the launch's own setting, else the
-    shell's (with --env-from-shell), else unset (None)."""
+    shell's (with --env-from-shell), else unset (None). ``NAME=value`` without ``export`` stays in the
+    script's shell: torchrun's processes see the caller's value, not known statically."""
     env = launch.env.get(MAX_CONNECTIONS)
-    if env is not None:
+    if env is not None and env.how == "assignment":
+        shell = r.target.shell_env
+        if shell is not None:
+            r.max_connections = shell.get(MAX_CONNECTIONS)
+        else:
+            r.max_connections = unknown
+        r.max_connections_from = f"assigned on line {env.line} but not exported"
+        r.max_connections_unexported = True
+    elif env is not None:
         r.max_connections = env.value
         r.max_connections_from = f"{how_set(env)} on line {env.line}"
     elif r.target.shell_env is not None and MAX_CONNECTIONS in r.target.shell_env:

@@ -125,6 +125,7 @@ class LMResolved:
     vpp_known: bool = True
     max_connections: Any = None  # CUDA_DEVICE_MAX_CONNECTIONS at launch: str, None (unset) or UNKNOWN
     max_connections_from: str = ""  # how it is set, in words
+    max_connections_unexported: bool = False  # assigned in the script without export
     # Whether validate_args asserts CUDA_DEVICE_MAX_CONNECTIONS == "1" (arguments.py:1413-1439): True /
     # False, or None while the GPU generation (or TP / CP) is not known.
     max_conn_needs_one: Optional[bool] = None
