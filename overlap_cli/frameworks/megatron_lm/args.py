@@ -369,7 +369,10 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, scrip
         first = unrecognized[0]
         words = " ".join(t.text if t.text is not None else "?" for t in unrecognized)
         message = f"unrecognized arguments: {words}"
-        if first.text is not None and not first.text.strip():
+        if first.text == "\r":
+            message = ("unrecognized argument '\\r': the script has CRLF line ends, so bash reads each `\\` at a line's "
+                       "end as an escaped carriage return, not a continuation (argparse exits 2); convert it to LF")
+        elif first.text is not None and not first.text.strip():
             message = (f"unrecognized argument {first.text!r}: an escaped blank (a backslash followed by a space at the "
                        "end of a line does not continue it; argparse exits 2)")
         if first.origin == MODEL_ARGS and first.text in ("false", "False", "FALSE"):

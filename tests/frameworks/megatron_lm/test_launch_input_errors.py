@@ -39,3 +39,12 @@ def test_backslash_blank_at_the_end_of_a_launch_line(run_cli, tmp_path):
     assert code == 2
     assert err.strip().endswith("train.sh:1:60: unrecognized argument ' ': an escaped blank (a backslash followed by a "
                                 "space at the end of a line does not continue it; argparse exits 2)")
+
+
+def test_crlf_script_says_why_its_continuations_break(run_cli, tmp_path):
+    # bash reads "\<CR><LF>" as an escaped carriage return: the launch gets the word "\r", argparse refuses it.
+    text = "#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py \\\n  --tensor-model-parallel-size 2\n"
+    (tmp_path / "train.sh").write_bytes(text.replace("\n", "\r\n").encode())
+    code, out, err = run_cli("check", str(tmp_path / "train.sh"))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "train.sh:2:45: unrecognized argument '\\r': the script has CRLF line ends" in err
