@@ -6,7 +6,8 @@
 Seeds: the small examples and rule cases, and every recipe of Megatron-Bridge's corpus when it is beside
 the repository (bench/mutate.py CORPUS): real dumps take wrong-typed values, sizes that do not divide,
 removed sections and keys moved into other sections, and run under no target, their own launch, or a
-random one (with or without a Transformer Engine version). An internal error counts as a failure.
+random one (with or without a Transformer Engine version); a third of the cases are merged as an override
+file onto a random catalog recipe (``--recipe``). An internal error counts as a failure.
 
 Every case must hold what tests/test_fuzz.py asserts: no traceback; exit 0, 1 or 2; exit 2 with exactly
 one line naming the file; valid JSON; ``fix --write`` (with or without --unsafe-fixes and --no-comments)
@@ -71,16 +72,20 @@ def target_flags(rng: random.Random, launch) -> list:
 
 
 def one_case(app, seed_path: Path, rng: random.Random, folder: Path, do_fix: bool,
-             stats: collections.Counter, launch=None) -> tuple[list[tuple[str, str]], bytes]:
+             stats: collections.Counter, launch=None, recipe=None) -> tuple[list[tuple[str, str]], bytes]:
     """Run one mutated case: ([(problem kind, detail)] (empty when everything held), the mutated bytes).
     ``stats`` counts what the fix runs did (ran, changed the file, refused it, kept a removed key's comment).
-    ``launch``: (world size, gpu) of a corpus recipe, for its own target."""
+    ``launch``: (world size, gpu) of a corpus recipe, for its own target. ``recipe``: run the mutated file as
+    an override file on top of that catalog recipe (check, fix and the re-checks all get --recipe)."""
     mutated, applied = mutate(seed_path.read_bytes(), RandomChooser(rng))
     path = folder / "case.yaml"
     path.write_bytes(mutated)
     problems = []
     target = target_flags(rng, launch)
     stats["cases with a target"] += bool(target)
+    if recipe is not None:
+        target += ["--recipe", recipe]
+        stats["cases layered on a recipe"] += 1
 
     def contract(tag, code, out, err, exc, text_output=True):
         if exc is not None:
@@ -140,8 +145,11 @@ def worker(args) -> tuple[int, dict, dict, dict]:
     start, count, seed, fix_every, keep = args
     from overlap_cli.cli.app import app
 
+    from overlap_cli.frameworks.bridge.recipes import names
+
     launches = corpus_seeds()
     sources = seeds() + sorted(launches)  # real Bridge dumps outnumber the small cases when present
+    recipes = names()
     rng = random.Random(seed * 1_000_003 + start)
     groups: dict = collections.defaultdict(int)
     examples: dict = {}
@@ -153,7 +161,9 @@ def worker(args) -> tuple[int, dict, dict, dict]:
             # Fix on a full dump costs ~100x a check: on real dumps it runs on a quarter as many cases.
             every = fix_every * (4 if seed_path in launches else 1)
             do_fix = fix_every > 0 and i % every == 0
-            problems, mutated = one_case(app, seed_path, rng, folder, do_fix, stats, launches.get(seed_path))
+            # A third of the cases are override files merged onto a random catalog recipe.
+            recipe = rng.choice(recipes) if rng.random() < 1 / 3 else None
+            problems, mutated = one_case(app, seed_path, rng, folder, do_fix, stats, launches.get(seed_path), recipe)
             stats["cases on real Bridge dumps"] += seed_path in launches
             for kind, detail in problems:
                 key = f"{kind}: {detail.split(' [seed')[0]}"
