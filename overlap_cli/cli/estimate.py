@@ -22,9 +22,14 @@ def estimate_one(path, opts, overrides: list, lower: tuple = ()):
     if checked.result.error is not None:
         return None, checked, checked.result.error.one_line()
     try:
-        return estimate(shape_from_view(checked.view)), checked, None
+        est = estimate(shape_from_view(checked.view))
     except Unsupported as exc:
         return None, checked, f"{checked.result.file}: cannot estimate: {exc}"
+    crashes = sorted({f.code for f in checked.result.findings if f.severity == "error"})
+    if crashes:  # the estimate is of the settings as written; the rules say this launch would not run them
+        est.assumptions.insert(0, f"overlap check predicts this launch fails ({', '.join(crashes)}): the estimate "
+                                  "is of the settings as written, not of a run that happens")
+    return est, checked, None
 
 
 def estimate_command(opts) -> int:

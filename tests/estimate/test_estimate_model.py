@@ -199,3 +199,15 @@ def test_a_folder_is_estimated_file_by_file(root, run_cli, tmp_path):
     assert len(results) >= 2 and all(r["file"].endswith(".yaml") for r in results)
     code, out, err = run_cli("estimate", str(tmp_path / "missing.yaml"))
     assert code == 2 and err.count("\n") == 1 and "missing.yaml" in err
+
+
+def test_an_estimate_of_a_launch_the_rules_say_fails_says_so(root, run_cli):
+    # The example asks for --tp-comm-overlap without --sequence-parallel: validate_args asserts (LM101).
+    launch = str(root / "examples" / "megatron-lm" / "gpt_pretrain_tp_overlap.sh")
+    code, out, err = run_cli("estimate", launch, "--gpu", "h100", "--format", "json")
+    assumptions = json.loads(out)["results"][0]["estimate"]["assumptions"]
+    assert assumptions[0].startswith("overlap check predicts this launch fails (LM101)")
+    # A tuned recipe the rules pass.
+    code, out, err = run_cli("estimate", "--recipe", "llama3_70b_pretrain_64gpu_h100_bf16_config", "--format", "json")
+    assert code == 0, err
+    assert not any("predicts this launch fails" in a for a in json.loads(out)["results"][0]["estimate"]["assumptions"])
