@@ -349,10 +349,14 @@ def comments(text: str) -> list[str]:
 def lost_comments(before: str, after: str) -> list[str]:
     """Comments of ``before`` that no comment of ``after`` holds, counted one for one: a comment written
     twice must be there twice. "Holds" is containment, since fix may add its own note to a line, before
-    the user's comment (the comment line left by a removed key) or after it (an edited key)."""
+    the user's comment (the comment line left by a removed key) or after it (an edited key). A note fix
+    wrote in an earlier run (``# overlap: CODE why``) is its own: a later edit of that key replaces it."""
     free = comments(after)
     lost = []
+    own = re.compile(r"^#\s*overlap:\s*[A-Z]{2,4}\d{3}\b")
     for c in sorted(comments(before), key=len, reverse=True):  # longest first: "# a  # b" before "# a"
+        if own.match(c):
+            continue
         at = next((i for i, k in enumerate(free) if c in k), None)
         if at is None:
             lost.append(c)
