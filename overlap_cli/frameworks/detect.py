@@ -74,7 +74,8 @@ def framework_of(path: Optional[str], text: Optional[str] = None, forced: Option
             if head is None:
                 return BRIDGE  # the loader reports the unreadable file
             text = head.decode("utf-8", "replace")
-        return MEGATRON_LM if _MODEL_ARGS.search(text) else BRIDGE
+        # The substring test first: scanning a 30 KB dump with the anchored pattern costs ~0.1 ms.
+        return MEGATRON_LM if "MODEL_ARGS" in text and _MODEL_ARGS.search(text) else BRIDGE
     head = text.encode("utf-8", "replace")[:256] if text is not None else (_head(path) or b"")[:256]
     return MEGATRON_LM if _SHEBANG.match(head) else BRIDGE
 
@@ -97,6 +98,6 @@ def discoverable(path: str) -> Optional[bool]:
         if head is None:
             return None
         text = head.decode("utf-8", "replace")
-        if _MODEL_ARGS.search(text) and (_FLAG_KEY.search(text) or not _DOTTED_KEY.search(text)):
+        if "MODEL_ARGS" in text and _MODEL_ARGS.search(text) and (_FLAG_KEY.search(text) or not _DOTTED_KEY.search(text)):
             return True  # --flag keys, or none at all (an empty MODEL_ARGS: the script's defaults)
     return None  # NeMo's MODEL_ARGS files (trainer.num_nodes: ...) fall to the Bridge sniff, which notes them

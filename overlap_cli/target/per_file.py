@@ -33,6 +33,7 @@ TARGET_KEYS = (
     "env_from_shell", "recipe",
 )  # fmt: skip
 # ``# overlap: target KEY=VALUE ...``, or ``# overlap: recipe=NAME`` (the same table, one key).
+_DIRECTIVE_HEAD = re.compile(r"#[ \t]*overlap[ \t]*:", re.IGNORECASE)
 _DIRECTIVE = re.compile(
     r"^[ \t]*#[ \t]*overlap[ \t]*:[ \t]*(?:target(?![\w-])|(?=recipe[ \t]*=))(.*)$", re.IGNORECASE | re.MULTILINE
 )
@@ -73,6 +74,8 @@ def parse_directive(text: str, file: str) -> Optional[Directive]:
     """The ``# overlap: target ...`` directive of ``text``, or None. Several directive lines add up; a key
     given twice is an error. Raises model.InputError naming the line for anything it cannot read."""
     if "overlap" not in text or ("target" not in text and "recipe" not in text):  # most files: substring tests
+        return None
+    if not _DIRECTIVE_HEAD.search(text):  # Bridge dumps say "overlap" and "_target_" everywhere: one cheap scan
         return None
     matches = list(_DIRECTIVE.finditer(text))
     if not matches:
