@@ -125,7 +125,13 @@ def estimate(shape, const: dict = None) -> Estimate:
     t_gemm = hw_flops / n / (peak * eff)
     # Memory-bound element-wise work: bytes per hidden element per token per sub-layer (fitted), plus the
     # MoE permute/unpermute of top-k copies of each token.
-    tokens_local = s.gbs * s.seq / (s.dp * s.cp) / (s.tp if s.sp or s.tp == 1 else 1)
+    # Without sequence parallelism only the work outside the tensor-parallel region (norms, dropouts,
+    # residual adds) is replicated on every TP rank; inside it (GeLU, softmax) is split as ever. Korthikanti
+    # et al. 2022, Sec. 4.2: activations per layer are sbh(34 + 5as/h) with TP + SP and sbh(10 + 24/t +
+    # 5as/(ht)) with TP alone, i.e. 10 of the 34 units stay whole; traffic is taken to split the same way.
+    tokens_local = s.gbs * s.seq / (s.dp * s.cp) / s.tp
+    if s.tp > 1 and not s.sp:
+        tokens_local *= (24 + 10 * s.tp) / 34
     sublayers = (s.layers if s.mixer_per_layer else 2 * s.layers) + 2 * s.mtp
     moe_copies = s.kinds["moe"] * s.topk if s.kinds["moe"] else 0
     mem_elems = tokens_local / s.pp * s.hidden * (sublayers + moe_copies * const["moe_permute_weight"])
