@@ -60,18 +60,11 @@ class Config:
 
     def where(self, path: tuple) -> str:
         """Where the value at ``path`` was written, in words: ``the file`` / ``command-line override`` for a
-        single file; ``recipe NAME``, ``FILE:LINE`` or ``command line`` for a merged run."""
+        single file; ``recipe NAME``, ``FILE:LINE`` or ``the command line`` for a merged run."""
         if not self.layered:
             return "command-line override" if tuple(path) in self.override_paths else "the file"
-        layer = self.layer_of(path)
-        if layer is None:
-            return "the merged config"
-        if layer.kind == "command line":
-            return "the command line"
-        if layer.file is None:
-            return layer.label
-        line = _position_in(layer.positions, path)[0]
-        return f"{layer.file}:{line}" if line is not None else layer.file
+        label = self.label(path)
+        return "the command line" if label == "command line" else label
 
     def locate(self, path: tuple) -> tuple:
         """(file, line, column) of the value at ``path``: in a merged run, in the layer that wrote it
@@ -83,9 +76,15 @@ class Config:
         return (self.file, *self.position(path))
 
     def label(self, path: tuple) -> str:
-        """``where`` as a provenance label (Value.layer): ``recipe NAME``, ``FILE:LINE``, ``command line``."""
-        where = self.where(path)
-        return "command line" if where == "the command line" else where
+        """The layer of a merged run that wrote the value at ``path``, as a provenance label (Value.layer):
+        ``recipe NAME``, ``FILE:LINE``, ``command line``."""
+        layer = self.layer_of(path)
+        if layer is None:
+            return "the merged config"
+        if layer.file is None:
+            return layer.label  # the recipe, the command line: no line to point at
+        line = _position_in(layer.positions, path)[0]
+        return f"{layer.file}:{line}" if line is not None else layer.file
 
     def origin(self, path: tuple) -> Optional[str]:
         """For a merged run, where a value not written in the top file came from (``recipe NAME``, another
@@ -103,13 +102,7 @@ class Config:
         return value if isinstance(value, dict) else None
 
     def has(self, path: tuple) -> bool:
-        node: Any = self.data
-        for part in path:
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            else:
-                return False
-        return True
+        return self.get(path, _ABSENT) is not _ABSENT
 
     def get(self, path: tuple, default: Any = None) -> Any:
         node: Any = self.data
@@ -126,6 +119,9 @@ class Config:
         if self.layered and self.origin(path) is not None:
             return (None, None)
         return _position_in(self.positions, path)
+
+
+_ABSENT = object()
 
 
 def _position_in(positions: dict, path: tuple) -> tuple:
