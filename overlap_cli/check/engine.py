@@ -74,21 +74,24 @@ def _base_label(target: Target) -> str:
         return f"recipe {recipe}"
 
 
+def _layered(target: Target) -> bool:
+    return bool(target.get("recipe") or target.get("base"))
+
+
 def _load(path, target: Target, overrides, text, lower):
     """(config, the file's own target): one file, or the merged run its target's recipe / base starts."""
     from overlap_cli.config.loader import load_config
 
-    layered = bool(target.get("recipe") or target.get("base"))
-    if path is not None and text is None and not lower and target.recipe is None and not layered:
-        return load_config(path, overrides), target  # a fixed target: nothing in the file can change it
-    if path is not None and text is None:
-        from overlap_cli.config.safe_read import read_text
-
-        text = read_text(path)
     if path is not None:
+        if text is None and not lower and target.recipe is None and not _layered(target):
+            return load_config(path, overrides), target  # a fixed target: nothing in the file can change it
+        if text is None:
+            from overlap_cli.config.safe_read import read_text
+
+            text = read_text(path)
         # The file's own target: its directive, its per-file-target entry, its pyproject's [tool.overlap].
         target = target.for_file(path, text)
-    if not (target.get("recipe") or target.get("base")):
+    if not _layered(target):
         if path is None:
             raise InputError(InputProblem("<command line>", "no config file given"))
         return load_config(path, overrides, text=text), target
@@ -152,12 +155,11 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
     result.target = target.to_json(view.dp)
     from overlap_cli.frameworks.bridge.launch_env import effective_entries
 
-    env = effective_entries(view)
-    if cfg.layered:  # the layer that wrote env_vars.NAME, as for the other settings; else the source
-        for key, v in env.items():
+    result.effective = {**view.effective, **effective_entries(view)}  # + env.<NAME>: the launch environment
+    if cfg.layered:  # every value names its layer: the resolver set the user's; the others name their source
+        for key, v in result.effective.items():
             if v.layer is None:
                 v.layer = cfg.label(("env_vars", key[len("env."):])) if v.source == "env_vars" else v.source
-    result.effective = {**view.effective, **env}  # + env.<NAME>: the launch environment
     try:
         findings = filter_findings(run_rules(view), cfg.file, cfg.text, selection)
     except InputError as exc:  # an invalid [tool.overlap] selection table

@@ -213,10 +213,6 @@ def resolve(cfg: Config, target: Target) -> Resolved:
         if v.source not in (UNKNOWN,):
             v.value = final[section].get(name, v.value)
     _describe_ub_cfg(r, prov)
-    if cfg.layered:  # every value names its layer; one no layer wrote names its source
-        for v in prov.values():
-            if v.layer is None:
-                v.layer = v.source
     r.effective = prov
     return r
 
