@@ -116,18 +116,11 @@ def split_args(args):
     for a in args:
         # A word with = before any path separator that names no file is a dotlist, if a malformed one
         # (model.=1, a..b=2, =3): parse_override then says what is wrong with it, not "file not found".
-        if (is_override(a) or _dotlist_like(a)) and not os.path.exists(a):
+        if is_override(a) and not os.path.exists(a):
             overrides.append(a)
         else:
             files.append(a)
     return files, overrides
-
-
-def _dotlist_like(arg: str) -> bool:
-    import re
-
-    head, eq, _ = arg.partition("=")
-    return bool(eq) and re.fullmatch(r"[\w.+~-]*", head) is not None
 
 
 def parse_overrides(raw) -> list:

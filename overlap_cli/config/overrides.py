@@ -52,10 +52,13 @@ class Override:
 
 
 def is_override(arg: str) -> bool:
+    """Whether a command-line word is meant as a dotlist (``~key``, or ``KEY=...`` with a key of dotlist
+    characters). A malformed one (``model.=1``, ``a..b=2``) counts too: ``parse_override`` says what is wrong
+    with it, rather than the word being taken for a missing file."""
     if arg.startswith("~"):
         return True
-    head = arg.split("=", 1)[0]
-    return "=" in arg and bool(re.fullmatch(r"\+{0,2}[A-Za-z_][\w\-]*(\.[\w\-]+)*", head))
+    head, eq, _ = arg.partition("=")
+    return bool(eq) and re.fullmatch(r"[\w.+~-]*", head) is not None
 
 
 def parse_override(arg: str) -> Override:
