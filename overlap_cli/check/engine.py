@@ -9,7 +9,7 @@ if TYPE_CHECKING:
 
     from overlap_cli.frameworks.bridge.view import Resolved
 
-from overlap_cli.check.results import SEVERITY_RANK, FileResult, InputError, InputProblem
+from overlap_cli.check.results import FileResult, InputError, InputProblem, finding_order
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 from overlap_cli.target.profile import Target
 
@@ -165,10 +165,7 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
     except InputError as exc:  # an invalid [tool.overlap] selection table
         result.error = exc.problem
         return None
-    result.findings = sorted(
-        findings,
-        key=lambda f: (f.line or 0, f.column or 0, -SEVERITY_RANK[f.severity], f.code),
-    )
+    result.findings = sorted(findings, key=finding_order)
     if cfg.uses_env_resolver:
         result.notes.append(
             "${oc.env:...} was resolved with this machine's environment; the launch machine's value may differ"

@@ -7,7 +7,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import SEVERITY_RANK, FileResult, InputError
+from overlap_cli.check.results import FileResult, InputError, finding_order
 
 
 def framework_of(path: Optional[str], text: Optional[str], target) -> str:
@@ -49,7 +49,7 @@ def check_launch(result: FileResult, path: str, target, text, selection):
     except InputError as exc:
         result.error = exc.problem
         return None
-    result.findings = sorted(findings, key=lambda f: (f.line or 0, f.column or 0, -SEVERITY_RANK[f.severity], f.code))
+    result.findings = sorted(findings, key=finding_order)
     if view.world_source == "launch":
         where = f" (line {launch.world_size_line})" if launch.world_size_line else ""
         other = target.world_size

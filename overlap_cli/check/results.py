@@ -24,6 +24,11 @@ def json_document(**fields) -> dict:
 SEVERITIES = ("info", "warning", "error")
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
+
+def finding_order(f) -> tuple:
+    """How a file's findings are listed: by place in the file, the worse first at one place, then code."""
+    return (f.line or 0, f.column or 0, -SEVERITY_RANK[f.severity], f.code)
+
 # Where an effective value came from.
 USER = "user"  # written in the file or given as a dotlist override
 DEFAULT = "default"  # Megatron-Core / Megatron-Bridge dataclass default
