@@ -103,7 +103,7 @@ def wgrad_beside_dgrad(view):
     ## Why it matters
     Bridge converts the config with `asdict()` and drops only `None` entries (comm_overlap.py:626-632).
     Transformer Engine's `initialize_ub` turns a non-bulk dgrad into a reduce-scatter overlap and asserts
-    that the matching wgrad is absent from the config (`AssertionError` at start-up; reference UB-002).
+    that the matching wgrad is absent from the config (`AssertionError` at start-up).
     The LoRA presets set both wgrads to null for this reason.
 
     ## Example
@@ -139,8 +139,8 @@ def not_buildable(view):
 
     ## Why it matters
     `CommOverlapConfig.setup` calls `asdict()` on the value (comm_overlap.py:628): a string or plain dict
-    raises `TypeError: asdict() should be called on dataclass instances` at launch (reference UB-003,
-    Megatron-Bridge#409). A YAML path is only read from `model.tp_comm_overlap_cfg` when there is no
+    raises `TypeError: asdict() should be called on dataclass instances` at launch
+    (Megatron-Bridge#409). A YAML path is only read from `model.tp_comm_overlap_cfg` when there is no
     `comm_overlap` section (initialize.py:346-349). A mapping without `_target_` stays a dict when the file
     is loaded whole (`ConfigContainer.from_yaml`); it only works when merged over a recipe that already
     holds a TransformerLayerTPOverlapCfg. Required fields: `num_sm`, `cga_size`, `set_sm_margin`
@@ -225,7 +225,7 @@ def fp8_buf_default(view):
     The upstream default is the tuple `(False,)` (comm_overlap.py:52), which is **truthy**; Bridge's YAML
     dump writes it as `[false]`. Transformer Engine computes `fp8_buf = all_gather or (user_fp8_buf and
     pipeline)` and allocates a uint8 buffer in FP8 mode, so the reduce-scatter runs in FP8 although the file
-    seems to say false (reference UB-004). The shipped FP8 presets set `fp8_buf: true` explicitly; BF16
+    seems to say false. The shipped FP8 presets set `fp8_buf: true` explicitly; BF16
     runs are unaffected. An entry without `_target_` and without `fp8_buf` is not flagged: it reaches
     Transformer Engine as a plain dict and TE's own default (false) applies.
 
@@ -272,7 +272,7 @@ def te_method_constraints(view):
     to be atomic ring-exchange too.
 
     ## Why it matters
-    These fail at start-up (reference UB-005; TE `transformer_engine/pytorch/module/base.py`,
+    These fail at start-up (TE `transformer_engine/pytorch/module/base.py`,
     `add_ub`): ValueError for pipeline on all-gather, AssertionError for atomic GEMM outside FP8 and for
     an unpaired atomic ring exchange, KeyError for an unknown dgrad method. Where the source differs from
     the catalogue, this rule follows the source: the atomic and pairing checks are assertions, not

@@ -26,7 +26,7 @@ def preset_mismatch(view):
     ## Why it matters
     Nothing upstream reads the name: the userbuffers are sized from the model
     (`[seq_length * micro_batch_size / CP, hidden_size]`, initialize.py:355-358), so a preset tuned for
-    another shape runs, mis-tuned (reference UB-006). Bridge's own recipes do this, e.g. TP2 presets on TP1
+    another shape runs, mis-tuned. Bridge's own recipes do this, e.g. TP2 presets on TP1
     recipes, TP4/seqlen8192 presets on TP8/16k runs. Precision or TP differences are warnings: they change
     what the tuned numbers mean (FP8 buffers, ring length, GEMM width per rank). CP, hidden size,
     micro-batch size and sequence length only change the buffer size, and GPU/LoRA say where the numbers
@@ -103,7 +103,7 @@ def bootstrap_backend(view):
     `CommOverlapConfig.tp_comm_bootstrap_backend` defaults to "nccl" (comm_overlap.py:386) and Bridge
     passes the value to `initialize_ub` (comm_overlap.py:633, initialize.py:371-377). Transformer Engine
     asserts it is one of gloo/mpi/nccl and that PyTorch was built with it; for `None` it picks MPI when
-    PyTorch has it, then Gloo, then NCCL (reference UB-007). MPI bootstrapping needs an MPI launch
+    PyTorch has it, then Gloo, then NCCL. MPI bootstrapping needs an MPI launch
     environment: `MPI_Init_thread` failures were reported in Megatron-Bridge#650/#665 and Megatron-LM#608.
     An explicit `comm_overlap.tp_comm_bootstrap_backend: null` is copied to the model as None.
 
