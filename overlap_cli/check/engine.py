@@ -83,7 +83,7 @@ def _load(path, target: Target, overrides, text, lower):
     from overlap_cli.config.loader import load_config
 
     if path is not None:
-        if text is None and not lower and target.recipe is None and not _layered(target):
+        if text is None and not lower and target.built_from is None and not _layered(target):
             return load_config(path, overrides), target  # a fixed target: nothing in the file can change it
         if text is None:
             from overlap_cli.config.safe_read import read_text

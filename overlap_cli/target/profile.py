@@ -109,7 +109,7 @@ class Target:
     detection: Optional[dict] = None  # what --detect found and did not find (see detect.Detection.to_json)
     # How this target was built (flags, --settings, detection, shell), so that each config file can get
     # the [tool.overlap] of its own nearest pyproject.toml: see for_file. None: a fixed target.
-    recipe: Optional[dict] = None
+    built_from: Optional[dict] = None
     # Where the per-file layers came from: {"directive": line, "per-file-target": [globs]} (for notes).
     layers: dict = field(default_factory=dict)
 
@@ -140,12 +140,12 @@ class Target:
         the file's nearest pyproject.toml, the entries of its ``per-file-target`` table whose glob matches,
         and the ``# overlap: target ...`` directive in ``text`` (the file's contents). Raises
         model.InputError for an unreadable or invalid settings file or directive."""
-        if self.recipe is None:
+        if self.built_from is None:
             return self
         from overlap_cli.target.per_file import matching_tables, parse_directive
         from overlap_cli.target.settings import find_settings
 
-        r = self.recipe
+        r = self.built_from
         settings = find_settings(config_file, r.get("settings"))
         per_file = matching_tables(settings, config_file)
         directive = parse_directive(text, config_file) if text else None
@@ -332,7 +332,7 @@ def profile(
         where = settings.path if settings is not None and settings.path else "pyproject.toml"
         key = f"tool.overlap.{exc.key}" if isinstance(exc, SettingError) else "tool.overlap"
         raise InputError(InputProblem(where, str(exc), key=key)) from None
-    t.recipe = {
+    t.built_from = {
         "flags": dict(flags),
         "settings": explicit_settings,
         "detection": detection,
