@@ -198,7 +198,7 @@ def torchrun_options(reader: Reader, found: LaunchText, fields: list, i: int) ->
         f = fields[i]
         t = f.text
         if t is None:
-            if f.multi:
+            if f.multi and reader.script_name(f, False) is None:  # ($DIR/pretrain_gpt.py is the script)
                 unknown_opts = True
                 i += 1
                 continue

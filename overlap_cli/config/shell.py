@@ -56,7 +56,7 @@ class State:
     """One path: its variables, functions, positional parameters and the decisions that led here."""
 
     __slots__ = ("vars", "funcs", "positional", "notes", "choices", "memo", "status", "key", "flow", "launched",
-                 "done", "frames")
+                 "done", "frames", "sourced")
 
     def __init__(self):
         self.vars: dict = {}
@@ -71,6 +71,7 @@ class State:
         self.launched = False
         self.done = False  # exit ran
         self.frames: list = []  # per function call: {name: the Var before ``local`` (None: unset)}
+        self.sourced: Optional[int] = None  # the line of a ``source`` not read (see Expander.sourced)
 
     def copy(self) -> "State":
         s = State()
@@ -78,13 +79,14 @@ class State:
         s.notes, s.choices, s.memo = list(self.notes), self.choices, dict(self.memo)
         s.status, s.key, s.flow, s.launched, s.done = self.status, self.key, self.flow, self.launched, self.done
         s.frames = [dict(f) for f in self.frames]
+        s.sourced = self.sourced
         return s
 
     def signature(self) -> tuple:
         return (tuple(sorted((k, v.signature()) for k, v in self.vars.items())),
                 tuple(sorted((k, id(v)) for k, v in self.funcs.items())),
                 None if self.positional is None else tuple(field_signature(f) for f in self.positional),
-                self.flow, self.launched, tuple(tuple(sorted(f)) for f in self.frames))
+                self.flow, self.launched, tuple(tuple(sorted(f)) for f in self.frames), self.sourced)
 
 
 class Reader(Expander, LaunchFinder):
@@ -104,7 +106,7 @@ class Reader(Expander, LaunchFinder):
         self.exec(program, State())
 
     def bind(self, st: State) -> None:
-        self.vars, self.unknowns, self.positional = st.vars, st.notes, st.positional
+        self.vars, self.unknowns, self.positional, self.sourced = st.vars, st.notes, st.positional, st.sourced
 
     def exec(self, node, st: State) -> list:
         """The states after ``node`` runs in ``st`` (``st`` itself may be one of them, changed)."""
@@ -630,7 +632,8 @@ class Reader(Expander, LaunchFinder):
             if (fields[0].text or "").rsplit("/", 1)[-1] == "exec":
                 st.done = True
             return [st]
-        del st.notes[mark:]
+        if not (fields and fields[0].text == ":"):  # `: ${X:=default}` is there for what its words assign
+            del st.notes[mark:]
         if not fields:
             for p in node.prefix:  # nothing to run: the assignments stay (bash)
                 self.assign(p)
@@ -657,7 +660,16 @@ class Reader(Expander, LaunchFinder):
                     st.vars[t] = var
             st.status = True
         elif name in ("source", "."):
+            # the file is not read: every variable may be what it sets, from here on
             st.notes.append(f"line {node.line}: {name} runs another file; what it sets is not known statically")
+            why = f"may be set by the file sourced on line {node.line}"
+            for var_name, var in list(st.vars.items()):
+                self.set_unknown(var_name, node.start, f"${var_name} {why}")
+                if var.exported:
+                    new = st.vars[var_name]
+                    new.exported, new.export_line, new.export_col = True, var.export_line, var.export_col
+            st.sourced = node.line
+            st.memo = {}
         elif name == "read":
             for f in fields[1:]:
                 t = f.text

@@ -103,6 +103,9 @@ class Expander(Lexer):
         # known (the second reading that finds which printed values the caller's environment can change)
         self.take_defaults = True
         self.defaults_taken = 0
+        # the line of a ``source`` whose file is not read: any variable the script has not set since may
+        # come from it (not the caller's environment, not a default)
+        self.sourced: Optional[int] = None
 
     def span(self, start: int, end: int) -> Optional[tuple]:
         l1, c1 = self.pos(start)
@@ -168,6 +171,12 @@ class Expander(Lexer):
                 return None, expr, False, False
             name, index, op, default = m.group(1), m.group(2), m.group(3), m.group(4)
         var = self.lookup(name)
+        if var is None and self.sourced is not None and not (name.isdigit() or name in ("@", "*", "#")):
+            line = self.pos(start)[0]
+            sentence = f"line {line}: {expr}: ${name} may be set by the file sourced on line {self.sourced}"
+            if sentence not in self.unknowns:
+                self.unknowns.append(sentence)
+            return None, expr, False, False
         every = name in ("@", "*")  # the parameters: all of them
         if every:
             index = name
@@ -303,7 +312,8 @@ class Expander(Lexer):
             if kind == "unknown":
                 cur.hole(part[1])
                 started = True
-                only_unquoted_unknown = only_unquoted_unknown and not quoted
+                # $((...)) is one integer: never more than one word
+                only_unquoted_unknown = only_unquoted_unknown and not quoted and part[1][:3] != "$(("
                 sentence = f"line {self.pos(part[2])[0]}: {part[1]} is not known statically"
                 if sentence not in self.unknowns:
                     self.unknowns.append(sentence)
