@@ -68,7 +68,8 @@ class Field:
 class Var:
     """A variable the script sets. Treated as immutable once stored: the evaluator's paths share them."""
 
-    __slots__ = ("name", "fields", "array", "line", "exported", "export_line", "export_col", "span", "note", "unset")
+    __slots__ = ("name", "fields", "array", "line", "exported", "export_line", "export_col", "span", "note", "unset",
+                 "_signature")
 
     def __init__(self, name: str, fields: list, array: bool, line: int):
         self.name, self.fields, self.array, self.line = name, fields, array, line
@@ -77,6 +78,7 @@ class Var:
         self.span = None
         self.note = ""  # why the value is not known, when it is not
         self.unset = False  # ``unset NAME``: known to be unset (not the caller's value)
+        self._signature: Optional[tuple] = None
 
     def copy(self) -> "Var":
         v = Var(self.name, self.fields, self.array, self.line)
@@ -85,8 +87,12 @@ class Var:
         return v
 
     def signature(self) -> tuple:
-        """What the value is, wherever it was written (two paths that set the same value agree)."""
-        return (self.array, self.exported, self.note, self.unset, tuple(field_signature(f) for f in self.fields))
+        """What the value is, wherever it was written (two paths that set the same value agree). Computed
+        once: a Var is not changed after it is stored."""
+        if self._signature is None:
+            self._signature = (self.array, self.exported, self.note, self.unset,
+                               tuple(field_signature(f) for f in self.fields))
+        return self._signature
 
 
 def field_signature(f: Field) -> tuple:

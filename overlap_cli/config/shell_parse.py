@@ -40,7 +40,8 @@ class Node:
 
 
 class Simple(Node):
-    """Assignments (Word, or ("array", Word, elements)) then the command's words."""
+    """Assignments (Word, or ("array", Word, elements, the offset after its closing parenthesis)) then the
+    command's words."""
 
     __slots__ = ("prefix", "words", "end")
 
@@ -143,7 +144,7 @@ class Parser(Lexer):
         self.ahead: Optional[tuple] = None
         self.depth = 0
 
-    # tokens: ("w", Word) | ("a", ("array", Word, elements)) | ("op", OP, offset) | ("arith", EXPR, start, end)
+    # tokens: ("w", Word) | ("a", ("array", Word, elements, end)) | ("op", OP, offset) | ("arith", EXPR, start, end)
     # | ("eof", offset)
 
     def peek(self) -> tuple:
@@ -208,7 +209,7 @@ class Parser(Lexer):
                 if m and not m.group(2):
                     elements, j = self.read_array(j + 1, word)
                     self.i, self.at_start = j, False
-                    return ("a", ("array", word, elements))
+                    return ("a", ("array", word, elements, j))
             self.i = j
             lit = word.literal_text()
             if self.at_start and lit == "[[":
@@ -314,7 +315,7 @@ class Parser(Lexer):
 
     def parse_list(self, stop_words: frozenset, stop_ops: frozenset) -> Seq:
         self.depth += 1
-        if self.depth > 200:
+        if self.depth > 100:
             raise self.fail("commands nested too deeply to read", self.i)
         items: list = []
         start = self.start_of(self.peek())
@@ -435,7 +436,7 @@ class Parser(Lexer):
             if tok[0] == "a":
                 self.take()
                 (words if words else prefix).append(tok[1])
-                end = self.end_of_array(tok[1][1])
+                end = tok[1][3]
                 continue
             if tok[0] != "w":
                 break
@@ -461,9 +462,6 @@ class Parser(Lexer):
         if tok[0] == "arith":
             raise self.unexpected(tok)
         return Simple(prefix, words, start, line, end)
-
-    def end_of_array(self, word: Word) -> int:
-        return self.matching(word.end, "(", ")")
 
     @staticmethod
     def is_assignment(w: Word) -> bool:

@@ -164,3 +164,9 @@ def test_upstream_script_flags_are_what_bash_passes(oracle, source):
             assert dest in run.args, f"{dest}: the reader has {got.value!r}, bash does not pass it"
     if launch.world_size is not None:
         assert launch.world_size == run.world
+    exported = {k: v for k, v in launch.env.items() if v.how in ("export", "prefix")}
+    for name, value in run.env.items():
+        assert name in exported and exported[name].value in (UNKNOWN, value), f"env {name}: bash has {value!r}"
+    for name, var in exported.items():
+        if var.value is not UNKNOWN:
+            assert run.env.get(name) == var.value, f"env {name}: the reader has {var.value!r}, bash {run.env.get(name)!r}"
