@@ -49,6 +49,8 @@ def lm_finding(view, code: str, severity: str, message: str, dest: Optional[str]
         arg = view.given(dest)
         if arg is not None and arg.line:
             line, col = arg.line, arg.column or 1
+        elif arg is not None and arg.origin == "command line":  # a dotlist word (frameworks.megatron_lm.dotlist)
+            return Finding(code, severity, message, key, None, None, fix, origin="command line")
     return Finding(code, severity, message, key, line, col, fix)
 
 
