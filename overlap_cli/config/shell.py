@@ -232,7 +232,8 @@ class Reader(Commands, Loops, Expander, LaunchFinder):
         self.forks.setdefault(fork_id, label)
         key = st.key
         if key is not None and key in st.memo:
-            return (st, None) if st.memo[key] else (None, st)
+            st.status, st.key = st.memo[key], None
+            return (st, None) if st.status else (None, st)
         other = st.copy()
         st.choices += ((fork_id, yes),)
         other.choices += ((fork_id, no),)
