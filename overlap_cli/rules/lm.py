@@ -49,6 +49,8 @@ def lm_finding(view, code: str, severity: str, message: str, dest: Optional[str]
         arg = view.given(dest)
         if arg is not None and arg.line:
             line, col = arg.line, arg.column or 1
+        elif arg is not None and arg.origin == "command line":  # a dotlist word (frameworks.megatron_lm.dotlist)
+            return Finding(code, severity, message, key, None, None, fix, origin="command line")
     return Finding(code, severity, message, key, line, col, fix)
 
 
@@ -117,11 +119,14 @@ def not_fully_known(view):
     """
     ## What it does
     Lists what the launch takes from outside the file: `$(...)`, variables the script does not assign,
-    the functional-test harness's `${DATA_PATH}`-style values, unquoted expansions that may hold any flags.
+    `${VAR:-default}` defaults the caller's environment may replace, conditions on such values (an `if`
+    or `case` whose branches give different flags), the functional-test harness's `${DATA_PATH}`-style
+    values, unquoted expansions that may hold any flags — and which printed effective values they can change.
 
     ## Why it matters
     The check reports those values as `unknown` and never guesses them; a finding that depends on a flag
-    an unknown expansion could supply is a warning, not an error.
+    an unknown expansion could supply is a warning, not an error. A value printed from a default
+    (`TP=${TP:-4}`) holds only if the environment leaves the variable unset.
 
     ## Example
     ```yaml
@@ -131,13 +136,42 @@ def not_fully_known(view):
     ```
 
     ## Fix
-    None offered; assign the variables in the script to have them checked.
+    None offered; assign the variables in the script to have them checked. The text shows the first
+    three items; `--format json` lists every one under the finding's `details` (`unknowns`: each with its
+    line; `can_change`: the effective keys they can change; `open`: expansions that may hold any flag).
     """
     unknowns = list(view.launch.unknowns)
     if not unknowns:
         return
-    shown = "; ".join(unknowns[:3]) + (f"; and {len(unknowns) - 3} more" if len(unknowns) > 3 else "")
-    yield lm_finding(view, "LM002", "info", f"not known statically (reported as unknown, never guessed): {shown}")
+    shown = "; ".join(unknowns[:3])
+    if len(unknowns) > 3:
+        shown += f"; and {len(unknowns) - 3} more (--format json lists them all)"
+    changeable = [k for k, v in view.effective.items() if v.source == "unknown"]
+    extra = getattr(view.launch, "changeable", None) or []
+    changeable += [k for k in extra if k not in changeable]
+    open_words = list(dict.fromkeys(view.open_words))
+    if changeable:
+        shown += f"; the printed values they can change: {', '.join(changeable)}"
+    elif not open_words and view.launch.kind == "shell":  # (a functional test's harness decides more than it says)
+        shown += "; none of the printed effective values depends on them"
+    if open_words:
+        shown += f"; {', '.join(open_words)} may hold any flags, so any value printed as a default may differ"
+    details = {
+        "unknowns": [{"line": _leading_line(u), "message": u} for u in unknowns],
+        "can_change": changeable,
+        "open": open_words,
+    }
+    f = lm_finding(view, "LM002", "info", f"not known statically (reported as unknown, never guessed): {shown}")
+    f.details = details
+    yield f
+
+
+def _leading_line(sentence: str) -> Optional[int]:
+    """The line a sentence starts with ("line 12: ..."), if it does."""
+    head = sentence.split(":", 1)[0]
+    if head.startswith("line ") and head[5:].isdigit():
+        return int(head[5:])
+    return None
 
 
 # ----------------------------------------------------------------------------------------------

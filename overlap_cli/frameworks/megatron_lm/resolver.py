@@ -40,7 +40,7 @@ def resolve(launch, target) -> LMResolved:
     prov: dict = {}  # dest -> Value
     for dest, arg in launch.args.items():
         a[dest] = arg.value
-        where = f"{arg.flag} on line {arg.line}" + ("" if arg.origin == "launch line" else f" (through {arg.origin})")
+        where = arg.reason or f"{arg.flag} on line {arg.line}" + ("" if arg.origin == "launch line" else f" (through {arg.origin})")
         if known(arg.value):
             prov[dest] = Value(arg.value, USER, where)
         else:
