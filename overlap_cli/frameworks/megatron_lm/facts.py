@@ -104,6 +104,16 @@ OPS_VPP = "--overlap-param-gather-with-optimizer-step only supported with interl
 OPS_DIST_CKPT = "--overlap-param-gather-with-optimizer-step not supported with distributed checkpointing yet"
 OPS_AT = f"{ARGS}:1032"
 
+# arguments.py:1017-1030 — Torch-FSDP2 gathers bf16 parameters instead of FP8 (TE >= 2.0) / FP4 (TE < 2.7.0.dev0).
+FSDP2_FP8_OFF = (
+    "FSDP2 FP8 param gather is not supported yet in TE 2.0, will fallback to bf16all_gather instead, turning off "
+    "fp8_param_gather"
+)
+FSDP2_FP4_OFF = (
+    "FSDP2 FP4 param gather is not supported yet in TE 2.0, will fallback to bf16all_gather instead, turning off "
+    "fp4_param_gather"
+)
+
 # arguments.py:1060-1062 — FP8 parameters are all-gathered by the distributed optimizer or FSDP.
 FP8_PARAM_GATHER = (
     "--fp8-param-gather only supported with distributed optimizer, torch fsdp2, megatron fsdp, or inference mode"
@@ -117,6 +127,10 @@ MFSDP_FORCES_DISTOPT = (
 MFSDP_FORCES_DISTOPT_AT = f"{ARGS}:1107"
 MFSDP_MAX_CONN = "FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset."
 MFSDP_MAX_CONN_AT = f"{ARGS}:1143"
+
+# arguments.py:1181-1194 — bf16 reduces gradients in fp32 unless --grad-reduce-in-bf16 (training.py:1988 hands
+# accumulate_allreduce_grads_in_fp32 to DistributedDataParallelConfig.grad_reduce_in_fp32).
+BF16_GRADS_FP32 = "accumulate and all-reduce gradients in fp32 for bfloat16 data type."
 
 # arguments.py:1393-1402 — TP = 1 turns sequence parallelism off, then --tp-comm-overlap asserts it.
 SP_OFF_AT_TP1 = "Disabling sequence parallelism because tensor model parallelism is disabled"
