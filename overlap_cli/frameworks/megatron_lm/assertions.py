@@ -43,6 +43,13 @@ Deliberately left out (each needs something a launch script does not say, or can
   ``--log-max-attention-logit`` TE versions, MoE FP8 on TE < 1.7 / 1.11 (no supported install has
   them), the rotary-fusion TE 2.3 check: versions of libraries the target profile does not describe, or
   settings unrelated to parallelism and precision;
+- asserts that can never be the first to fail, because an earlier one asserts whenever they would:
+  ``--ckpt-format torch_dcp is not tested with megatron pipeline parallelism`` (arguments.py:1616: torch_dcp
+  needs Torch-FSDP2, which asserts PP = 1 at :1000), ``Emerging optimizer does not support Megatron-FSDP``
+  and ``... supports torch and torch_dist checkpoint format`` (arguments.py:1685-1686: Megatron-FSDP asserts
+  adam / sgd at :1127, torch_dcp needs Torch-FSDP2 which :1684 rejects, fsdp_dtensor needs Megatron-FSDP),
+  ``linear_num_value_heads must be a multiple of (TP * CP)`` (transformer_config.py:1379: the value heads
+  are a multiple of the key heads, asserted at :1368, and the key heads of TP * CP at :1375);
 - initialize_model_parallel (core/parallel_state.py) is the process grid: rule DP313 checks it for both
   frameworks (frameworks/process_grid.py).
 """
@@ -590,12 +597,6 @@ def _(v):
     return FAIL if v.ckpt_format == "torch_dcp" and v.tensor_model_parallel_size > 1 else OK
 
 
-@check("dcp-pp", "LM204", f"{ARGS}:1616", "ckpt_format pipeline_model_parallel_size",
-       "--ckpt-format torch_dcp is not tested with megatron pipeline parallelism.", where="pipeline_model_parallel_size")
-def _(v):
-    return FAIL if v.ckpt_format == "torch_dcp" and v.pipeline_model_parallel_size > 1 else OK
-
-
 @check("fsdp-dtensor-mfsdp", "LM310", f"{ARGS}:1621", "ckpt_format use_megatron_fsdp",
        "--ckpt-format fsdp_dtensor is only tested with Megatron FSDP.")
 def _(v):
@@ -611,18 +612,6 @@ def _emerging(v) -> bool:
        "Emerging optimizer does not support Torch-FSDP2 for now.")
 def _(v):
     return FAIL if _emerging(v) and v.use_torch_fsdp2 else OK
-
-
-@check("emerging-mfsdp", "LM310", f"{ARGS}:1685", "optimizer use_megatron_fsdp",
-       "Emerging optimizer does not support Megatron-FSDP for now.")
-def _(v):
-    return FAIL if _emerging(v) and v.use_megatron_fsdp else OK
-
-
-@check("emerging-ckpt", "LM310", f"{ARGS}:1686", "optimizer ckpt_format",
-       "Emerging optimizer supports torch and torch_dist checkpoint format.")
-def _(v):
-    return FAIL if _emerging(v) and v.ckpt_format not in ("torch", "torch_dist") else OK
 
 
 # -- without Gloo process groups (arguments.py:1691-1699) -------------------------------------------
@@ -791,14 +780,6 @@ def _gdn(v, heads: str):
        "self.context_parallel_size={cp}).", where="linear_num_key_heads")
 def _(v):
     return _gdn(v, "linear_num_key_heads")
-
-
-@check("gdn-value-heads", "LM106", f"{TC}:1379", "experimental_attention_variant linear_num_value_heads "
-       "tensor_model_parallel_size context_parallel_size",
-       "self.linear_num_value_heads={n} must be a multiple of (self.tensor_model_parallel_size={tp} * "
-       "self.context_parallel_size={cp}).", where="linear_num_value_heads")
-def _(v):
-    return _gdn(v, "linear_num_value_heads")
 
 
 @check("fp8-bf16-layers-delayed", "LM401", f"{TC}:1403", "fp8 first_last_layers_bf16 fp8_recipe",

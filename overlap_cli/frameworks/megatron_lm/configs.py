@@ -65,6 +65,19 @@ def build_configs(r, a, prov, known, unknown, fail) -> None:
             ddp[name] = clean.get(dest)
     ddp["bucket_size"], bucket = _bucket_size(r, a, known)
     prov["ddp_bucket_size"] = bucket
+    overrides = {}  # effective key -> Value, where the section's config does not take the dest
+    if a.get("use_torch_fsdp2") is True:
+        # training.py:1980-1982: Torch-FSDP2 gets TorchFullyShardedDataParallelConfig(reshard_after_forward) only;
+        # every other field keeps DistributedDataParallelConfig's default.
+        from overlap_cli.frameworks.bridge.facts import DDP_DEFAULTS
+
+        for key in lm.EFFECTIVE_KEYS:
+            section, name = key.split(".", 1)
+            if section == "ddp" and name != "bucket_size":
+                ddp[name] = DDP_DEFAULTS[name]
+                overrides[key] = Value(ddp[name], DERIVED, "--use-torch-fsdp2: get_megatron_ddp_config passes only "
+                                       "reshard_after_forward (training.py:1980-1982); the DistributedDataParallelConfig "
+                                       "default stays")
     if a.get("ddp_num_buckets") is not None and a.get("ddp_bucket_size") is not None:
         fail("num-buckets", lm.NUM_BUCKETS_AND_SIZE, lm.NUM_BUCKETS_AT, "ddp_num_buckets", "ddp_bucket_size")
     optimizer = {name: clean.get(name) for name in lm.OPTIMIZER_FIELDS}
@@ -80,7 +93,7 @@ def build_configs(r, a, prov, known, unknown, fail) -> None:
         section, name = key.split(".", 1)
         dest = lm.DEST_OF.get(key, name)
         value = r.final[section].get(name)
-        v = prov.get(dest)
+        v = overrides.get(key) or prov.get(dest)
         if v is None:
             v = Value(value, DEFAULT, _default_reason(dest, option))
         else:

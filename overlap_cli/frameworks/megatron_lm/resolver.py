@@ -420,6 +420,8 @@ def _target_values(r, launch, derived: dict, unknown) -> None:
         derived["device_arch"] = int(str(cc).split(".")[0]) if cc else unknown
     except ValueError:
         derived["device_arch"] = unknown
+    if derived["device_arch"] is unknown and t.gpu_generation == SM100_OR_NEWER:
+        derived["device_arch"] = 10  # a Rubin part of unstated capability: the checks only compare with 8 and 10
     for name in {n[4:] for c in TABLE for n in c.reads if n.startswith("env:")} - {MAX_CONNECTIONS}:
         derived["env:" + name] = _launch_variable(r, launch, name, unknown)
 
