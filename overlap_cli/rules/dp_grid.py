@@ -52,7 +52,7 @@ def process_grid(view):
         if e.id == "vpp-pp" and lm:
             continue  # validate_args asserts first (arguments.py:966-976, LM202)
         verb = "raises" if e.raises else "asserts"
-        who = "Bridge's decentralized process groups" if grid.decentralized else "initialize_model_parallel"
+        who = "Bridge's HyperCommGrid setup" if grid.decentralized else "initialize_model_parallel"
         message = f"{_sizes(grid, e.id)}: {who} {verb} \"{e.message}\" ({e.at})"
         where = grid.where.get(e.about)
         if lm:

@@ -48,6 +48,7 @@ def resolve(launch, target) -> LMResolved:
         else:
             prov[dest] = Value(None, UNKNOWN_SOURCE, f"{where}: its value is not known statically")
 
+    _checkpoint_args(a, prov, launch, UNKNOWN)
     r = LMResolved(launch=launch, cfg=LaunchConfig(launch), target=target)
     # Unquoted unknown expansions ($EXTRA_ARGS from outside): any flag may be among their words.
     r.inference = _inference(launch)
@@ -346,6 +347,24 @@ def resolve(launch, target) -> LMResolved:
     r.model_at_setup = r.final["model"]
     r.grid = _grid(r, a, integer)
     return r
+
+
+def _checkpoint_args(a, prov, launch, unknown) -> None:
+    """--use-checkpoint-args with a checkpoint to load: the checkpoint's saved arguments replace (or fill) these
+    before validate_args (arguments.py:90-100, checkpointing.py:1821-1985); what it holds is not known."""
+    if a.get("use_checkpoint_args") is not True or (a.get("load") is None and a.get("pretrained_checkpoint") is None):
+        return
+    flag = launch.args["use_checkpoint_args"]
+    forced, if_none = list(lm.CHECKPOINT_ARGS_FORCED), list(lm.CHECKPOINT_ARGS_IF_NONE)
+    if a.get("use_mp_args_from_checkpoint_args") is not False:
+        forced += lm.CHECKPOINT_MP_ARGS_FORCED
+        if_none += lm.CHECKPOINT_MP_ARGS_IF_NONE
+    for dest in forced + [d for d in if_none if a.get(d) is None]:
+        if dest not in a:
+            continue  # a saved field that is no flag of this parser
+        a[dest] = unknown
+        prov[dest] = Value(None, UNKNOWN_SOURCE, f"{flag.flag} on line {flag.line}: the checkpoint's saved value, if it "
+                           f"has one, replaces the launch's ({lm.CHECKPOINT_ARGS_AT})")
 
 
 def _remat_size(shards, tp, known):
