@@ -151,7 +151,7 @@ def _bucket_size(r, a, known) -> tuple:
         return given, Value(given, USER, f"{arg.flag} on line {arg.line}")
     if r.dp is None or r.cp is None:
         return None, Value(None, UNKNOWN_SOURCE, (
-            f"max(40,000,000, 1,000,000 · DP · CP) parameters ({at}); DP is not known: {r.dp_unknown_why}"
+            f"max(40,000,000, 1,000,000 · DP · CP) parameters ({at}); DP is not known ({r.dp_unknown_why})"
             if r.dp is None else "CP is not known statically"))
     size = max(lm.BUCKET_FLOOR, lm.BUCKET_PER_DP_CP_RANK * r.dp * r.cp)
     return size, Value(size, DERIVED, f"max(40,000,000, 1,000,000 · DP {r.dp} · CP {r.cp}) parameters ({at})")

@@ -183,7 +183,8 @@ def resolve(launch, target) -> LMResolved:
     derived["env:" + MAX_CONNECTIONS] = max_conn
     distopt = a.get("use_distributed_optimizer")
     if a.get("overlap_param_gather") is True:
-        if distopt is False and a.get("use_megatron_fsdp") is not True and a.get("optimizer") != "dist_muon":
+        if distopt is False and a.get("use_megatron_fsdp") is not True and known(a.get("optimizer")) \
+                and a.get("optimizer") != "dist_muon":
             fail("opg-distopt", lm.OPG_NEEDS_DISTOPT, lm.OPG_NEEDS_DISTOPT_AT, "overlap_param_gather")
         if a.get("overlap_grad_reduce") is False:
             fail("opg-ogr", lm.OPG_NEEDS_OGR, lm.OPG_NEEDS_OGR_AT, "overlap_param_gather")
@@ -237,7 +238,9 @@ def resolve(launch, target) -> LMResolved:
 
     # -- the parameter dtype, and the gradient-reduction dtype with --bf16 (arguments.py:1170-1194) ---
     runner.until(1176)
-    if a.get("fp16") is True and not a.get("loss_scale") and known(a.get("loss_scale")):
+    if a.get("fp16") is True and not known(a.get("loss_scale")):
+        a["check_for_nan_in_loss_and_grad"] = UNKNOWN  # off with dynamic loss scaling, which is not known
+    elif a.get("fp16") is True and not a.get("loss_scale"):
         a["check_for_nan_in_loss_and_grad"] = False  # dynamic loss scaling (arguments.py:1177-1178)
     runner.until(1190)
     _grad_reduce_dtype(a, prov, force, unknown_because, known, flag_words)
@@ -388,7 +391,7 @@ def _dp_unknown_why(r, launch) -> str:
     missing = [launch.args[d].flag for d, v in names if v is None and d in launch.args]
     if missing:
         return f"{', '.join(missing)} not known statically"
-    return "the world size is not known (give --world-size, or torchrun's sizes on the launch)"
+    return "world size not given: pass --world-size, or give torchrun's sizes on the launch"
 
 
 def _grad_reduce_dtype(a, prov, force, unknown_because, known, flag_words) -> None:
