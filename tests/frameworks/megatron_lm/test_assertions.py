@@ -503,3 +503,15 @@ def test_grouped_gemm_below_compute_capability_8(tmp_path):
         messages[cc] = [a.message for a in resolve(load_launch(str(script)), target).assertions]
     assert messages["7.0"] == ["Unsupported compute capability for GroupedGEMM kernels."]
     assert messages["8.0"] == [] and messages[None] == []
+
+
+def test_an_unknown_expansion_that_may_give_a_flag_makes_it_a_warning(run_cli, tmp_path):
+    """A check that reads a flag the launch does not give, beside an unquoted expansion that may hold any flags,
+    may not fail: a warning naming what the expansion would have to give (rules/lm.py open_words_note)."""
+    words = f"{BASE} --tensor-model-parallel-size 2 --num-experts 4"
+    for tail, severity in (("", "error"), (" $EXTRA_ARGS", "warning")):
+        result = _check(run_cli, tmp_path, words.split(BASE, 1)[1] + tail, S())
+        found = [f for f in result["findings"] if f["code"] == "LM106"]
+        assert [f["severity"] for f in found] == [severity]
+        assert ("unless $EXTRA_ARGS gives --expert-tensor-parallel-size, --disable-bias-linear" in found[0]["message"]) \
+            is (severity == "warning")
