@@ -76,8 +76,11 @@ def assertion_findings(view, code: str, ids: tuple, fix=None, lead: str = ""):
     expansion may supply a flag it depends on)."""
     for a in view.asserted(*ids):
         note = open_words_note(view, a)
-        verb = "raises" if a.at.startswith("megatron/training/initialize.py") else "validate_args asserts"
-        message = f"{lead}{verb} \"{a.message}\" ({a.at}){note}"
+        verb = a.who or ("raises" if a.at.startswith("megatron/training/initialize.py") else "validate_args asserts")
+        if a.bare:  # an assert without a message: the launch prints a bare AssertionError at that line
+            message = f"{lead}{verb} `{a.message}` (a bare AssertionError, no message; {a.at}){note}"
+        else:
+            message = f"{lead}{verb} \"{a.message}\" ({a.at}){note}"
         f = fix(a) if callable(fix) else fix
         yield lm_finding(view, code, "warning" if note else "error", message, a.dests[0] if a.dests else None,
                          None if note else f)
@@ -399,19 +402,23 @@ def interleaved_pp_too_small(view):
     yield from assertion_findings(view, "LM202", ("interleaved-pp",))
 
 
-@rule("LM203", "pipeline-split-rejected", "error", "A virtual-pipeline or layer split that validate_args rejects",
+@rule("LM203", "pipeline-split-rejected", "error", "A virtual-pipeline or layer split that the launch rejects",
       frameworks=LM)
 def pipeline_split_rejected(view):
     """
     ## What it does
     Flags the pipeline-split assertions of `validate_args`: more than one way of asking for a virtual
     pipeline, a layout whose stages PP does not divide, layers that do not split evenly over the pipeline
-    or its virtual stages.
+    or its virtual stages, a hybrid layer pattern beside other split flags; and those of the
+    `TransformerConfig` Megatron-LM builds next: uneven first / last stages
+    (`--decoder-first-pipeline-num-layers`) whose remaining layers do not split over the middle stages or
+    their virtual stages, `--account-for-*-in-pipeline-split` beside them, a layout beside either.
 
     ## Why it matters
-    They stop the launch (megatron-core 0.19.2, `megatron/training/arguments.py:894-904`, `911`, `921`,
-    `934`, `938`, `963`) with messages such as `number of layers per pipeline stage must be divisible
-    number of layers per virtual pipeline stage`. The virtual pipeline decides p2p overlap (LM201).
+    They stop the launch (megatron-core 0.19.2, `megatron/training/arguments.py:776-812`, `894-904`, `911`,
+    `921`, `934`, `938`, `963`; `megatron/core/transformer/transformer_config.py:1922-2110`) with messages
+    such as `number of layers per pipeline stage must be divisible number of layers per virtual pipeline
+    stage`. The virtual pipeline decides p2p overlap (LM201).
 
     ## Example
     ```yaml
@@ -424,4 +431,6 @@ def pipeline_split_rejected(view):
     ## Fix
     None offered: pick sizes that divide.
     """
-    yield from assertion_findings(view, "LM203", ("vpp-args", "layout", "vpp-layers"))
+    from overlap_cli.frameworks.megatron_lm.assertions import ids_of
+
+    yield from assertion_findings(view, "LM203", ("vpp-args", "layout", "vpp-layers", *ids_of("LM203")))
