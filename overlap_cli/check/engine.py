@@ -9,9 +9,10 @@ if TYPE_CHECKING:
 
     from overlap_cli.frameworks.bridge.view import Resolved
 
-from overlap_cli.check.results import FileResult, InputError, InputProblem, finding_order
+from overlap_cli.check.results import FileResult, finding_order
+from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
-from overlap_cli.target.profile import Target
+from overlap_cli.launch_profile.profile import Target
 
 
 @dataclass
@@ -51,7 +52,7 @@ def check(
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # a bug in overlap-cli: this file gets one line, the others are still checked
-        from overlap_cli.check.results import internal_problem
+        from overlap_cli.problems import internal_problem
         from overlap_cli.rules import RuleCrashed
 
         if isinstance(exc, RuleCrashed):

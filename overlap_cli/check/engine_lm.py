@@ -7,7 +7,8 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import FileResult, InputError, finding_order
+from overlap_cli.check.results import FileResult, finding_order
+from overlap_cli.problems import InputError
 
 
 def framework_of(path: Optional[str], text: Optional[str], target) -> str:

@@ -30,7 +30,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.config.argv import LaunchText, variable_origin
 from overlap_cli.config import shell_parse as tree
 from overlap_cli.config.launchers import LaunchFinder

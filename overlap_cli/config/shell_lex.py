@@ -17,7 +17,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A word ends at a blank or at one of bash's operator characters.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from overlap_cli.check.results import Edit
 from overlap_cli.rules.registry import BOTH, rule
-from overlap_cli.target import versions
+from overlap_cli.launch_profile import versions
 from overlap_cli.rules.common import as_int, finding, fmt, model_key, model_value, safe, set_, torch_version, unknown_version_text, unsafe
 
 _REQUEST = "comm_overlap.overlap_moe_expert_parallel_comm"

@@ -290,7 +290,7 @@ def delay_wgrad_launch_checks(view):
         return
     from overlap_cli.frameworks.megatron_lm import facts as lm
     from overlap_cli.rules.common import te_version, unknown_version_text
-    from overlap_cli.target import versions
+    from overlap_cli.launch_profile import versions
 
     have = te_version(view)
     status = versions.status(have, "2.8.0")

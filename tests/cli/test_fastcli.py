@@ -295,7 +295,7 @@ def test_fast_path_skips_heavy_modules_on_a_plain_check():
 def test_settings_scan_never_misses_a_tool_overlap_table(text):
     import tomllib
 
-    from overlap_cli.target.settings import might_hold_tool_overlap
+    from overlap_cli.launch_profile.settings import might_hold_tool_overlap
 
     assert isinstance(tomllib.loads(text)["tool"]["overlap"], dict)
     assert might_hold_tool_overlap(text.encode())
@@ -307,7 +307,7 @@ def test_settings_scan_never_misses_a_tool_overlap_table(text):
     "[tool.hatch.build]\ninclude = ['overlap_cli']\n",
 ])
 def test_settings_scan_skips_other_tools_tables(text):
-    from overlap_cli.target.settings import might_hold_tool_overlap
+    from overlap_cli.launch_profile.settings import might_hold_tool_overlap
 
     assert not might_hold_tool_overlap(text.encode())
 

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from overlap_cli.check.results import InputError
+from overlap_cli.problems import InputError
 from overlap_cli.config.argv import LAUNCH_LINE, UNKNOWN
 from overlap_cli.config.shell import has_launch_line, read_launch_script
 

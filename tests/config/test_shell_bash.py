@@ -22,7 +22,7 @@ from bash_oracle import BASH, Oracle, split_launch
 from conftest import ROOT
 from shell_gen import generate
 
-from overlap_cli.check.results import InputError
+from overlap_cli.problems import InputError
 from overlap_cli.config.argv import UNKNOWN, Token
 from overlap_cli.frameworks.megatron_lm.args import load_launch, parse_tokens
 

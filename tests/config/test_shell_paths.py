@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from overlap_cli.check.results import InputError
+from overlap_cli.problems import InputError
 from overlap_cli.config.argv import UNKNOWN
 from overlap_cli.config.shell import MAX_PATHS, read_launch_script
 from overlap_cli.frameworks.megatron_lm.args import load_launch

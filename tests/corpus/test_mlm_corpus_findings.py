@@ -87,12 +87,12 @@ def _world_of_key(text: str, key: str, ws: int, gpu: str) -> int:
 def checked():
     """[(path, key, ws, gpu, daily, findings)] for every scheduled launch that reads (the reader's own corpus
     test holds the rest)."""
-    from overlap_cli.check.results import InputError
+    from overlap_cli.problems import InputError
     from overlap_cli.config.mlm_yaml import read_mlm_yaml
     from overlap_cli.frameworks.megatron_lm.args import launch_from_text
     from overlap_cli.frameworks.megatron_lm.resolver import resolve
     from overlap_cli.rules import run_rules
-    from overlap_cli.target.profile import Target
+    from overlap_cli.launch_profile.profile import Target
 
     out = []
     for path, key, text, ws, gpu, daily in launches(mlm_corpus.source()):

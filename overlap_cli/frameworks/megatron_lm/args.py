@@ -31,7 +31,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.config.argv import LAUNCH_LINE, MODEL_ARGS, UNKNOWN, EnvVar, LaunchText, Token
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 

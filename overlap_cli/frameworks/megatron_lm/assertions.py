@@ -164,13 +164,13 @@ def _first_flag(names: tuple) -> str:
 
 
 def _below(have: str, need: str) -> bool:
-    from overlap_cli.target import versions
+    from overlap_cli.launch_profile import versions
 
     return versions.at_least(have, need) is False
 
 
 def _version_known(have) -> bool:
-    from overlap_cli.target import versions
+    from overlap_cli.launch_profile import versions
 
     return isinstance(have, str) and versions.at_least(have, "0") is not None
 

@@ -11,7 +11,7 @@ flag has one). ``~key`` takes the flag away. A key no flag sets is refused in on
 
 from __future__ import annotations
 
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 
 COMMAND_LINE = "command line"
 

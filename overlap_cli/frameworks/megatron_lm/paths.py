@@ -8,7 +8,7 @@ decision that makes the difference (``config.argv.deciding_forks``). A path on w
 
 from __future__ import annotations
 
-from overlap_cli.check.results import InputError
+from overlap_cli.problems import InputError
 from overlap_cli.config.argv import UNKNOWN, deciding_forks
 
 

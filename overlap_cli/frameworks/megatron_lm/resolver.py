@@ -26,8 +26,8 @@ from overlap_cli.check.results import DEFAULT, FORCED_OFF, UNKNOWN as UNKNOWN_SO
 from overlap_cli.frameworks.megatron_lm import facts as lm
 from overlap_cli.frameworks.megatron_lm.configs import DERIVED, MAX_CONNECTIONS, build_configs, how_set
 from overlap_cli.frameworks.megatron_lm.view import Assertion, Forcing, LaunchConfig, LMResolved
-from overlap_cli.target import versions
-from overlap_cli.target.profile import HOPPER_OR_OLDER, SM100_OR_NEWER
+from overlap_cli.launch_profile import versions
+from overlap_cli.launch_profile.profile import HOPPER_OR_OLDER, SM100_OR_NEWER
 
 
 

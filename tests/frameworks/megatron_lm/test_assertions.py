@@ -492,7 +492,7 @@ def test_grouped_gemm_below_compute_capability_8(tmp_path):
     has it, the only input the check reads besides the flag."""
     from overlap_cli.frameworks.megatron_lm.args import load_launch
     from overlap_cli.frameworks.megatron_lm.resolver import resolve
-    from overlap_cli.target.profile import Target
+    from overlap_cli.launch_profile.profile import Target
 
     script = write_launch(tmp_path / "launch.sh", f"{BASE} --num-experts 4 --moe-grouped-gemm", 8, {})
     messages = {}
