@@ -1,0 +1,113 @@
+"""The differential agreement table: every key `overlap check` prints, against the real Megatron-LM /
+Megatron-Bridge, over the seeded generated sets of tests/frameworks/*/test_*differential.py.
+
+    python bench/differential.py [--framework mlm|bridge|both] [--examples N] [--cache DIR] [--json FILE]
+
+Needs the environment with the real packages (OVERLAP_BRIDGE_ENV, ../shared/bridge-env or /tmp/bridge-env)
+and bash. For each framework: how many cases the real code launches and refuses, how many the tool gets
+right, and the disagreements grouped by key and by cause, with the first example ids of each group.
+``--cache DIR`` keeps the reference results (minutes to compute) and reuses them on the next run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+for p in (ROOT, ROOT / "tests", ROOT / "tests" / "frameworks" / "megatron_lm", ROOT / "tests" / "frameworks" / "bridge"):
+    sys.path.insert(0, str(p))
+
+from differential import reference_python  # noqa: E402
+
+
+def _cached(cache: Path | None, name: str, compute):
+    if cache is not None and (cache / name).is_file():
+        return json.loads((cache / name).read_text())
+    value = compute()
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        (cache / name).write_text(json.dumps(value))
+    return value
+
+
+def run_mlm(python: Path, folder: Path, cache: Path | None) -> tuple:
+    import mlm_compare
+
+    items = mlm_compare.launches()
+    real = _cached(cache, "mlm-reference.json", lambda: mlm_compare.reference(python, items, folder / "mlm"))
+    rows = []
+    for launch in items:
+        result = mlm_compare.check(launch, folder)
+        rows.append((launch.id, launch.form, real[launch.id], mlm_compare.disagreements(launch, result, real[launch.id])))
+    return rows
+
+
+def run_bridge(python: Path, folder: Path, cache: Path | None) -> tuple:
+    import bridge_compare
+
+    items = bridge_compare.runs()
+    real = _cached(cache, "bridge-reference.json", lambda: bridge_compare.reference(python, items, folder / "bridge"))
+    rows = []
+    for run in items:
+        result = bridge_compare.check(run, folder)
+        rows.append((run.id, run.form, real[run.id], bridge_compare.disagreements(run, result, real[run.id])))
+    return rows
+
+
+def table(name: str, rows: list, examples: int) -> dict:
+    launched = sum(1 for _, _, variants, _ in rows if not any(v["failed"] for v in variants))
+    refused = sum(1 for _, _, variants, _ in rows if all(v["failed"] for v in variants))
+    mixed = len(rows) - launched - refused
+    clean = sum(1 for *_, d in rows if not d)
+    by_key: dict = collections.defaultdict(lambda: collections.defaultdict(list))
+    for cid, _, _, found in rows:
+        for d in found:
+            by_key[d.key][d.cause].append(cid)
+    print(f"\n## {name}: {len(rows)} cases — real launches {launched}, refuses {refused}, depends on the caller {mixed}; "
+          f"overlap agrees on everything in {clean} ({100 * clean / max(len(rows), 1):.0f}%)\n")
+    forms = collections.Counter(form for _, form, _, _ in rows)
+    print("forms: " + ", ".join(f"{k} {v}" for k, v in sorted(forms.items())) + "\n")
+    print("| key | cases | cause | examples |")
+    print("|---|---:|---|---|")
+    summary = {}
+    for key in sorted(by_key, key=lambda k: -sum(len(v) for v in by_key[k].values())):
+        causes = by_key[key]
+        summary[key] = {c: ids for c, ids in causes.items()}
+        for cause, ids in sorted(causes.items(), key=lambda kv: -len(kv[1])):
+            print(f"| `{key}` | {len(ids)} | {cause} | {', '.join(ids[:examples])} |")
+    if not by_key:
+        print("| (none) | 0 | | |")
+    return {"cases": len(rows), "launched": launched, "refused": refused, "mixed": mixed, "agree": clean,
+            "disagreements": summary}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--framework", choices=("mlm", "bridge", "both"), default="both")
+    ap.add_argument("--examples", type=int, default=3)
+    ap.add_argument("--cache", type=Path)
+    ap.add_argument("--json", type=Path, help="also write the table as JSON")
+    opts = ap.parse_args()
+    python = reference_python()
+    if python is None:
+        print("no environment with megatron-bridge 0.6.2 / megatron-core 0.19.2 (set OVERLAP_BRIDGE_ENV)", file=sys.stderr)
+        return 2
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        if opts.framework in ("mlm", "both"):
+            out["megatron-lm"] = table("Megatron-LM", run_mlm(python, folder, opts.cache), opts.examples)
+        if opts.framework in ("bridge", "both"):
+            out["bridge"] = table("Megatron-Bridge", run_bridge(python, folder, opts.cache), opts.examples)
+    if opts.json:
+        opts.json.write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
