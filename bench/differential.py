@@ -1,12 +1,13 @@
 """The differential agreement table: every key `overlap check` prints, against the real Megatron-LM /
 Megatron-Bridge, over the seeded generated sets of tests/frameworks/*/test_*differential.py.
 
-    python bench/differential.py [--framework mlm|bridge|both] [--examples N] [--cache DIR] [--json FILE]
+    python bench/differential.py [--framework mlm|bridge|both] [--examples N] [--limit N] [--json FILE]
 
 Needs the environment with the real packages (OVERLAP_BRIDGE_ENV, ../shared/bridge-env or /tmp/bridge-env)
 and bash. For each framework: how many cases the real code launches and refuses, how many the tool gets
-right, and the disagreements grouped by key and by cause, with the first example ids of each group.
-``--cache DIR`` keeps the reference results (minutes to compute) and reuses them on the next run.
+right, and the disagreements grouped by key and by cause, with the first example ids of each group, then
+the outcome disagreements grouped by the real message. The reference results (minutes to compute) are
+shared with the tests through differential.cached: computed once per set of cases and reference code.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -22,41 +24,25 @@ ROOT = Path(__file__).resolve().parent.parent
 for p in (ROOT, ROOT / "tests", ROOT / "tests" / "frameworks" / "megatron_lm", ROOT / "tests" / "frameworks" / "bridge"):
     sys.path.insert(0, str(p))
 
-from differential import reference_python  # noqa: E402
+from differential import OUTCOME, reference_python  # noqa: E402
 
 
-def _cached(cache: Path | None, name: str, compute):
-    if cache is not None and (cache / name).is_file():
-        return json.loads((cache / name).read_text())
-    value = compute()
-    if cache is not None:
-        cache.mkdir(parents=True, exist_ok=True)
-        (cache / name).write_text(json.dumps(value))
-    return value
-
-
-def run_mlm(python: Path, folder: Path, cache: Path | None) -> tuple:
+def run_mlm(python: Path, folder: Path, limit: int | None = None) -> list:
     import mlm_compare
 
-    items = mlm_compare.launches()
-    real = _cached(cache, "mlm-reference.json", lambda: mlm_compare.reference(python, items, folder / "mlm"))
-    rows = []
-    for launch in items:
-        result = mlm_compare.check(launch, folder)
-        rows.append((launch.id, launch.form, real[launch.id], mlm_compare.disagreements(launch, result, real[launch.id])))
-    return rows
+    items = mlm_compare.launches()[:limit]
+    real = mlm_compare.reference_cached(python, items, folder / "mlm")
+    return [(launch.id, launch.form, real[launch.id],
+             mlm_compare.disagreements(launch, mlm_compare.check(launch, folder), real[launch.id])) for launch in items]
 
 
-def run_bridge(python: Path, folder: Path, cache: Path | None) -> tuple:
+def run_bridge(python: Path, folder: Path, limit: int | None = None) -> list:
     import bridge_compare
 
-    items = bridge_compare.runs()
-    real = _cached(cache, "bridge-reference.json", lambda: bridge_compare.reference(python, items, folder / "bridge"))
-    rows = []
-    for run in items:
-        result = bridge_compare.check(run, folder)
-        rows.append((run.id, run.form, real[run.id], bridge_compare.disagreements(run, result, real[run.id])))
-    return rows
+    items = bridge_compare.runs()[:limit]
+    real = bridge_compare.reference_cached(python, items, folder / "bridge")
+    return [(run.id, run.form, real[run.id],
+             bridge_compare.disagreements(run, bridge_compare.check(run, folder), real[run.id])) for run in items]
 
 
 def table(name: str, rows: list, examples: int) -> dict:
@@ -82,6 +68,18 @@ def table(name: str, rows: list, examples: int) -> dict:
             print(f"| `{key}` | {len(ids)} | {cause} | {', '.join(ids[:examples])} |")
     if not by_key:
         print("| (none) | 0 | | |")
+    outcomes: dict = collections.defaultdict(list)
+    for cid, _, _, found in rows:
+        for d in found:
+            if d.key == OUTCOME and d.real:
+                message = re.sub(r"\d+", "N", " ".join(str(d.real).split()))  # one group for every size
+                outcomes[(d.cause, message[:150])].append(cid)
+    if outcomes:
+        print("\nOutcome disagreements by the real message:\n")
+        print("| cases | cause | real message | examples |")
+        print("|---:|---|---|---|")
+        for (cause, message), ids in sorted(outcomes.items(), key=lambda kv: -len(kv[1])):
+            print(f"| {len(ids)} | {cause} | {message.replace('|', '/')} | {', '.join(ids[:examples])} |")
     return {"cases": len(rows), "launched": launched, "refused": refused, "mixed": mixed, "agree": clean,
             "disagreements": summary}
 
@@ -90,8 +88,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--framework", choices=("mlm", "bridge", "both"), default="both")
     ap.add_argument("--examples", type=int, default=3)
-    ap.add_argument("--cache", type=Path)
     ap.add_argument("--json", type=Path, help="also write the table as JSON")
+    ap.add_argument("--limit", type=int, help="only the first N cases of each set (a quick look)")
     opts = ap.parse_args()
     python = reference_python()
     if python is None:
@@ -101,9 +99,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         if opts.framework in ("mlm", "both"):
-            out["megatron-lm"] = table("Megatron-LM", run_mlm(python, folder, opts.cache), opts.examples)
+            out["megatron-lm"] = table("Megatron-LM", run_mlm(python, folder, opts.limit), opts.examples)
         if opts.framework in ("bridge", "both"):
-            out["bridge"] = table("Megatron-Bridge", run_bridge(python, folder, opts.cache), opts.examples)
+            out["bridge"] = table("Megatron-Bridge", run_bridge(python, folder, opts.limit), opts.examples)
     if opts.json:
         opts.json.write_text(json.dumps(out, indent=1))
     return 0

@@ -35,7 +35,10 @@ OUTCOME, DP = "(outcome)", "(data_parallel_size)"
 
 
 def reference_python() -> Path | None:
-    """The Python of an environment with megatron-bridge 0.6.2 / megatron-core 0.19.2, or None."""
+    """The Python of an environment with megatron-bridge 0.6.2 / megatron-core 0.19.2, or None (also when
+    OVERLAP_BRIDGE_ENV=off: the differential tests then skip, as on a machine without the environment)."""
+    if os.environ.get("OVERLAP_BRIDGE_ENV", "").lower() in ("off", "none", "0"):
+        return None
     return next((Path(e) / "bin" / "python" for e in _ENVS if e and (Path(e) / "bin" / "python").exists()), None)
 
 
@@ -80,12 +83,18 @@ def tool_errors(result: dict) -> list:
     return [f"{f['code']}: {f['message']}" for f in result.get("findings", []) if f["severity"] == "error"]
 
 
-def compare(result: dict, variants: list, lookup, quote=lambda v: True) -> list:
+INPUT_STAGES = ("argparse", "torchrun", "launcher", "bash")
+
+
+def compare(result: dict, variants: list, lookup, quote=lambda v: True, project=lambda key, value: value,
+            input_stages=INPUT_STAGES) -> list:
     """Disagreements of one tool ``result`` (a JSON result of `overlap check`) with the real runs.
 
     ``variants``: the real results, one per caller environment, each ``{"error": message or None, "failed":
     bool, "data_parallel_size": int, ...}``; ``lookup(variant, key)`` gives the real value of an effective
-    key (``KeyError``: the reference has none); ``quote(variant)``: whether the tool must quote its message."""
+    key (``KeyError``: the reference has none); ``quote(variant)``: whether the tool must quote its message;
+    ``project(key, value)``: the part of a printed value the real code holds; ``input_stages``: the real
+    steps whose failure is the input's (the tool's input error answers them)."""
     if "crash" in result:
         return [Disagreement(OUTCOME, "tool crashed", result["crash"], None)]
     out = []
@@ -99,7 +108,7 @@ def compare(result: dict, variants: list, lookup, quote=lambda v: True) -> list:
             out.append(Disagreement(OUTCOME, "tool refuses the input; real launches", message, None))
             return out
         real = failed[0]
-        if real.get("stage") not in ("argparse", "torchrun", "launcher"):
+        if real.get("stage") not in input_stages:
             out.append(Disagreement(OUTCOME, "tool refuses the input; real fails later", message, real["error"]))
         return out
     if failed and not launched:
@@ -123,7 +132,10 @@ def compare(result: dict, variants: list, lookup, quote=lambda v: True) -> list:
         except KeyError:
             out.append(Disagreement(key, "no reference value", shown.get("value"), None))
             continue
-        out += _value(key, shown.get("value"), shown.get("source") == "unknown", reals, dependent)
+        found = _value(key, project(key, shown.get("value")), shown.get("source") == "unknown", reals, dependent)
+        if found and shown.get("source") == "recommended":  # a suggestion printed in the value's place
+            found = [Disagreement(key, f"{d.cause} [source recommended]", d.tool, d.real) for d in found]
+        out += found
     return out
 
 

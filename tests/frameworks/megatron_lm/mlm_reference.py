@@ -21,8 +21,9 @@ group size is handed to ``resolve_ddp_bucket_size`` directly (``get_pg_size``). 
 the bucket size is the rank's parameter count // num_buckets, which needs the built model: that value is
 reported as ``{"unavailable": why}``.
 
-Each result: ``{"error": message or null, "stage": ..., "values": {"model.<field>": ..., "ddp.<field>":
-..., "optimizer.<field>": ...}, "env": {the training processes' environment}, "world_size", "data_parallel_size"}``.
+Each result: ``{"error": message or null, "stage": ..., "where": the raising megatron file:line,
+"values": {"model.<field>": ..., "ddp.<field>": ..., "optimizer.<field>": ...}, "env": {the training
+processes' environment}, "world_size", "data_parallel_size"}``.
 ``values`` holds every field of the three real config objects (so every key the tool prints has its real
 counterpart without a list), plus ``model.tp_comm_overlap_cfg``: the TransformerConfig has no such field;
 Megatron-LM reads ``args.tp_comm_overlap_cfg`` when it sets up the userbuffers (initialize.py:204).
@@ -90,9 +91,20 @@ _pretend_fused_adam()
 
 
 class Failure(Exception):
-    def __init__(self, stage, message, kind=""):
+    def __init__(self, stage, message, kind="", where=""):
         super().__init__(message)
-        self.stage, self.message, self.kind = stage, message, kind
+        self.stage, self.message, self.kind, self.where = stage, message, kind, where
+
+
+def raised_at(exc) -> str:
+    """The innermost megatron frame of the exception's traceback, as ``package/path.py:LINE``."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/megatron/" in f.filename]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f"{f.filename.split('site-packages/', 1)[-1]}:{f.lineno}"
 
 
 def plain(value):
@@ -181,7 +193,7 @@ def run(case: dict) -> dict:
                 stage = "get_megatron_optimizer_config"
                 optimizer, _ = T.get_megatron_optimizer_config(args)
             except Exception as exc:  # what the launch dies of, at this step
-                raise Failure(stage, str(exc), type(exc).__name__) from None
+                raise Failure(stage, str(exc), type(exc).__name__, raised_at(exc)) from None
         values = {}
         for section, obj in (("model", model), ("ddp", ddp), ("optimizer", optimizer)):
             for f in dataclasses.fields(obj):
@@ -190,7 +202,7 @@ def run(case: dict) -> dict:
         values["model.tp_comm_overlap_cfg"] = args.tp_comm_overlap_cfg  # initialize.py:204
         result["values"] = values
     except Failure as exc:
-        result["error"], result["stage"], result["kind"] = exc.message, exc.stage, exc.kind
+        result["error"], result["stage"], result["kind"], result["where"] = exc.message, exc.stage, exc.kind, exc.where
     finally:
         os.environ.clear()
         os.environ.update(saved)
