@@ -41,8 +41,14 @@ def run_bridge(python: Path, folder: Path, limit: int | None = None) -> list:
 
     items = bridge_compare.runs()[:limit]
     real = bridge_compare.reference_cached(python, items, folder / "bridge")
-    return [(run.id, run.form, real[run.id],
-             bridge_compare.disagreements(run, bridge_compare.check(run, folder), real[run.id])) for run in items]
+    rows = []
+    for run in items:
+        if bridge_compare.unmodelled(run, real[run.id]):
+            print(f"not modelled: {run.id}: {bridge_compare.unmodelled(run, real[run.id])}", file=sys.stderr)
+            continue
+        rows.append((run.id, run.form, real[run.id],
+                     bridge_compare.disagreements(run, bridge_compare.check(run, folder), real[run.id])))
+    return rows
 
 
 def table(name: str, rows: list, examples: int) -> dict:
@@ -69,17 +75,18 @@ def table(name: str, rows: list, examples: int) -> dict:
     if not by_key:
         print("| (none) | 0 | | |")
     outcomes: dict = collections.defaultdict(list)
-    for cid, _, _, found in rows:
+    for cid, _, variants, found in rows:
         for d in found:
             if d.key == OUTCOME and d.real:
                 message = re.sub(r"\d+", "N", " ".join(str(d.real).split()))  # one group for every size
-                outcomes[(d.cause, message[:150])].append(cid)
+                where = next((v.get("where") for v in variants if v.get("failed") and v.get("where")), "")
+                outcomes[(d.cause, message[:150], where)].append(cid)
     if outcomes:
-        print("\nOutcome disagreements by the real message:\n")
-        print("| cases | cause | real message | examples |")
-        print("|---:|---|---|---|")
-        for (cause, message), ids in sorted(outcomes.items(), key=lambda kv: -len(kv[1])):
-            print(f"| {len(ids)} | {cause} | {message.replace('|', '/')} | {', '.join(ids[:examples])} |")
+        print("\nOutcome disagreements by the real message (where: the raising upstream file:line):\n")
+        print("| cases | cause | real message | where | examples |")
+        print("|---:|---|---|---|---|")
+        for (cause, message, where), ids in sorted(outcomes.items(), key=lambda kv: -len(kv[1])):
+            print(f"| {len(ids)} | {cause} | {message.replace('|', '/')} | {where} | {', '.join(ids[:examples])} |")
     return {"cases": len(rows), "launched": launched, "refused": refused, "mixed": mixed, "agree": clean,
             "disagreements": summary}
 

@@ -292,6 +292,11 @@ def main() -> None:
     import logging
 
     logging.disable(logging.CRITICAL)
+    try:  # process_config_with_overrides needs Hydra (megatron-bridge 0.6.2 requires hydra-core>=1.3.4,<1.4)
+        import hydra  # noqa: F401
+    except ImportError:
+        sys.exit("hydra-core is not installed in this environment (megatron-bridge 0.6.2 requires hydra-core>=1.3.4,<1.4 "
+                 "and antlr4-python3-runtime==4.9.*); Bridge's override path cannot run")
     cases = json.load(sys.stdin)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         from megatron.bridge.training import comm_overlap  # noqa: F401

@@ -304,7 +304,9 @@ _TRANSFORMER_FIELDS = (
     "pipeline_model_parallel_layout", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
     "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage", "overlap_moe_expert_parallel_comm",
     "delay_wgrad_compute", "transformer_impl", "attention_dropout", "hidden_dropout", "layernorm_epsilon",
-    "cross_entropy_loss_fusion", "tp_comm_bootstrap_backend",
+    "cross_entropy_loss_fusion", "tp_comm_bootstrap_backend", "moe_flex_dispatcher_backend",
+    "moe_shared_expert_intermediate_size", "moe_shared_expert_overlap", "moe_layer_freq", "moe_router_dtype",
+    "moe_permute_fusion", "moe_router_load_balancing_type", "moe_aux_loss_coeff", "qk_layernorm",
 )
 _SMALL_MODEL = {"num_layers": 8, "hidden_size": 1024, "ffn_hidden_size": 4096, "num_attention_heads": 16,
                 "tensor_model_parallel_size": 1, "pipeline_model_parallel_size": 1, "context_parallel_size": 1,

@@ -52,6 +52,9 @@ def tool_result(run, folder):
 
 @pytest.mark.parametrize("run", RUNS, ids=[run.id for run in RUNS])
 def test_same_as_bridge(reference, tmp_path, run):
+    why = bridge_compare.unmodelled(run, reference[run.id])
+    if why:
+        pytest.skip(why)
     found = bridge_compare.disagreements(run, tool_result(run, tmp_path), reference[run.id])
     assert not found, "\n".join(str(d) for d in found)
 
