@@ -137,7 +137,7 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
     if framework_of(path, text, target) == "megatron-lm":  # a launch script or functional-test YAML
         from overlap_cli.check.engine_lm import check_launch
 
-        return check_launch(result, path, target, text, selection)
+        return check_launch(result, path, target, text, selection, overrides)
     from overlap_cli.frameworks.bridge.resolver import resolve
     from overlap_cli.rules import run_rules
     from overlap_cli.check.selection import filter_findings

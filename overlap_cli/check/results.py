@@ -82,6 +82,8 @@ class Finding:
     # In a merged run: where the value the finding is about was written when that is not the checked file
     # (``recipe NAME``, another override file's ``FILE:LINE``, ``command line``); line/column are then None.
     origin: Optional[str] = None
+    # Structured detail a rule gives beside its message (JSON ``details``), e.g. LM002's every unknown.
+    details: Optional[dict] = None
 
     def to_json(self) -> dict:
         out = {
@@ -95,6 +97,8 @@ class Finding:
         }
         if self.origin is not None:
             out["origin"] = self.origin
+        if self.details is not None:
+            out["details"] = self.details
         return out
 
 

@@ -196,7 +196,8 @@ def ep_overlap_prerequisites(view):
                 f"with an older torch the launch fails with \"{quote}\"",
                 where,
             ))
-    if pp > 1 and vpp is None and not (path == "bridge" and layout_implies_vpp):
+    pp_known = pp is not None and getattr(view, "vpp_known", True)  # a Megatron-LM launch may leave them unknown
+    if pp_known and pp > 1 and vpp is None and not (path == "bridge" and layout_implies_vpp):
         fix = None
         smallest = _smallest_vpp(view) if view.layout is None else None
         if smallest is not None:

@@ -20,7 +20,12 @@ one that raised):
    ``apply_environment_variables``, ``mixed_precision`` (resolve, finalize, setup), ``set_data_parallel_size``
    (WORLD_SIZE), ``comm_overlap`` (finalize, setup), and all of ``validate()`` (training/config.py:1136),
    which runs on this CPU machine given the answers below;
-4. ``first_step``: the pipeline schedule's own config checks on its first call (``_first_step``).
+4. ``initialize_distributed``: Bridge's ``_initialize_distributed`` (training/initialize.py:693-840, called
+   by ``torch_dist_init`` with the GPTModelConfig's ``transformer``, initialize.py:194-197) — its expert-TP
+   default and its ``parallel_state.initialize_model_parallel`` call, or the HyperCommGrid path — with
+   ``torch.distributed`` made inert (already "initialized" at the case's world size, one device, groups
+   that only know their size): what it raises is its own arithmetic on the sizes;
+5. ``first_step``: the pipeline schedule's own config checks on its first call (``_first_step``).
 
 Transformer Engine is answered as a recent one (2.12) would: ``HAVE_TE`` flags, its version, FusedAdam's
 signature, and the presence of the fused kernels Megatron-Core's config checks look for (rope, MoE
@@ -114,6 +119,48 @@ def _first_step(cfg) -> None:
             raise
     except Exception:  # past the config checks: the stand-ins run out
         pass
+
+
+class _Group:
+    """A process group that only knows its size."""
+
+    def __init__(self, size):
+        self._size = size
+
+    def size(self):
+        return self._size
+
+    def rank(self):
+        return 0
+
+
+def _initialize_distributed(cfg, world_size: int) -> None:
+    import torch
+    import torch.distributed as dist
+    import megatron.core.parallel_state as mpu
+    from megatron.bridge.training import initialize
+
+    saved = {n: getattr(dist, n) for n in ("is_initialized", "get_world_size", "get_rank", "new_group",
+                                           "new_subgroups_by_enumeration")}
+    saved_cuda = (torch.cuda.device_count, torch.cuda.synchronize, mpu.get_nccl_options)
+    dist.is_initialized = lambda: True
+    dist.get_world_size = lambda *a, **k: world_size
+    dist.get_rank = lambda *a, **k: 0
+    dist.new_group = lambda ranks=None, *a, **k: _Group(len(ranks) if ranks is not None else world_size)
+    dist.new_subgroups_by_enumeration = lambda ranks, *a, **k: (_Group(len(ranks[0])), [_Group(len(r)) for r in ranks])
+    torch.cuda.device_count = lambda: 1
+    torch.cuda.synchronize = lambda *a, **k: None
+    mpu.get_nccl_options = lambda *a, **k: None  # NCCL's options object does not exist in CPU torch
+    model = getattr(cfg.model, "transformer", None)
+    model = model if dataclasses.is_dataclass(model) else cfg.model
+    mpu.destroy_model_parallel()
+    try:
+        initialize._initialize_distributed(model, cfg.dist, cfg.ddp.num_distributed_optimizer_instances, None, None)
+    finally:
+        mpu.destroy_model_parallel()
+        for n, f in saved.items():
+            setattr(dist, n, f)
+        torch.cuda.device_count, torch.cuda.synchronize, mpu.get_nccl_options = saved_cuda
 
 
 def _recipe_on_target(dump: str) -> str:
@@ -221,6 +268,8 @@ def run(case: dict) -> dict:
                 cfg.comm_overlap.setup(cfg.model, cfg.optimizer, cfg.ddp)
             stage = "validate"
             cfg.validate()
+            stage = "initialize_distributed"
+            _initialize_distributed(cfg, case["world_size"])
             stage = "first_step"
             _first_step(cfg)
         except BaseException as exc:  # what the launch would die of (SystemExit / KeyboardInterrupt included)

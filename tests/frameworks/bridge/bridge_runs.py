@@ -231,7 +231,7 @@ _FIXED = [
     ("mixed-precision-mapping-onto-name", _L1B, ["mixed_precision:\n  grad_reduce_in_fp32: true\n"], [], 8),
     ("mixed-precision-recursed", _QWEN_MOE, ["mixed_precision:\n  grad_reduce_in_fp32: true\n"], [], 16),
     ("list-replaced", _DSV3, ["model:\n  cuda_graph_scope: [attn]\n  pipeline_model_parallel_size: 4\n"
-                              "  virtual_pipeline_model_parallel_size: null\n  pipeline_model_parallel_layout: null\n"], [], 64),
+                              "  virtual_pipeline_model_parallel_size: null\n  pipeline_model_parallel_layout: null\n"], [], 256),
     ("dotlist-plus-new-key", _GPT_OSS, [], ["+model.some_new_flag=1", "model.sequence_parallel=false"], 16),
     ("dotlist-delete-section", _L70, [], ["~comm_overlap"], 64),
     ("dotlist-delete-field", _L70, ["ddp:\n  overlap_param_gather: false\n"], ["~ddp.overlap_param_gather"], 64),
@@ -242,7 +242,7 @@ _FIXED = [
     ("tp-overlap-enabled", _NH8, ["comm_overlap:\n  tp_comm_overlap: true\nmodel:\n  tensor_model_parallel_size: 2\n"
                                   "  sequence_parallel: true\n"], [], 8),
     ("comm-overlap-null-in-file", _L70, ["comm_overlap: null\n"], [], 64),
-    ("bigger-world", _DSV3, [], [], 128),
+    ("bigger-world", _DSV3, [], [], 1024),
     ("dotlist-null-vpp", _L70, [], ["model.virtual_pipeline_model_parallel_size=null"], 64),
     ("dotlist-plus-onto-null-section", _GEMMA, [], ["+comm_overlap.overlap_grad_reduce=true"], 8),
     ("dotlist-force-section-with-target", _GEMMA, [],

@@ -34,7 +34,7 @@ def reference(python: Path, items: list, folder: Path) -> dict:
                 out[launch.id].append({"error": run["error"], "stage": "bash", "failed": True, "env": {}})
                 continue
             where.append(launch.id)
-            cases.append({"launch": run, "arch": launch.arch, "te_version": launch.te_version})
+            cases.append({"launch": run, "arch": launch.arch, "te": launch.te_version})
     proc = subprocess.run([str(python), str(HERE / "mlm_reference.py")], input=json.dumps(cases),
                           capture_output=True, text=True, timeout=3600)
     if proc.returncode or MARKER not in proc.stdout:

@@ -1,29 +1,36 @@
 """Run a launch the way Megatron-LM (megatron-core 0.19.2) would start it, up to the configs it trains with,
-for the differential test. Run with the Python of an environment that has megatron-core 0.19.2 installed
+for the differential tests. Run with the Python of an environment that has megatron-core 0.19.2 installed
 (the tool never imports it): ``python mlm_reference.py < cases.json`` (the results follow the line ``MARKER``).
 
-Each case: ``{"launch": {"program": "torchrun" | "python" | "python3", "argv": [...], "env": {...}},
-"arch": 9 | 10, "te_version": "2.12"}`` — what the launcher was handed (mlm_shim.py records it from bash).
-The steps, each one's exception being the launch's failure (``stage``: which step raised):
+A case is either ``{"launch": {"program": "torchrun" | "python" | "python3", "argv": [...], "env": {...}},
+"arch": 9 | 10, "te": "2.12"}`` — what the launcher was handed (mlm_shim.py records it from bash) — or the
+short form ``{"argv": [training script arguments], "world_size": N, "arch": ..., "env": {...}}`` (lmref.py:
+one training process of a ``WORLD_SIZE``-rank launch). Optional ``"te"``: a Transformer Engine version to
+model (megatron.core.utils' cached version, GTP's symbols and a FusedAdam taking the precision-aware
+arguments); without it Transformer Engine is absent. Optional ``"torch"``: a torch version to model.
+The steps, each one's exception being the launch's failure (``stage``: which step raised), in the order
+``pretrain`` reaches them:
 
 1. ``torchrun``: torch's own parser (``torch.distributed.run.get_args_parser``) reads its options; the
    training processes get ``WORLD_SIZE`` = ``--nproc-per-node`` x ``--nnodes`` and ``RANK`` (rank 0 is
    modelled). ``python pretrain_gpt.py`` started directly (``srun`` tasks) gets no WORLD_SIZE from anyone:
    ``parse_args`` then reads 1 (megatron/training/arguments.py:143-144).
 2. ``parse_args`` (argparse: an exit is ``stage: argparse``) and ``validate_args``.
-3. the configs training.py builds: ``core_transformer_config_from_args`` (the model provider),
+3. the microbatch calculator (``set_global_variables``, global_vars.py:127-135) and
+   ``_initialize_distributed`` (initialize.py:265-394: its GTP check and its ``initialize_model_parallel``
+   call, with the process-group calls made inert, so what it raises is its own arithmetic on the sizes).
+4. the configs training.py builds: ``core_transformer_config_from_args`` (the model provider),
    ``get_megatron_ddp_config`` with ``resolve_ddp_bucket_size`` as ``get_model`` calls it
    (training.py:1847-1856; not for Torch-FSDP2), ``get_megatron_optimizer_config``.
 
-No GPU is touched: ``get_device_arch_version`` answers the case's architecture, Transformer Engine's
-version is the case's (``megatron.core.utils._te_version``), and the data-parallel x context-parallel
-group size is handed to ``resolve_ddp_bucket_size`` directly (``get_pg_size``). With ``--ddp-num-buckets``
-the bucket size is the rank's parameter count // num_buckets, which needs the built model: that value is
-reported as ``{"unavailable": why}``.
+No GPU is touched: ``get_device_arch_version`` answers the case's architecture, and the data-parallel x
+context-parallel group size is handed to ``resolve_ddp_bucket_size`` directly (``get_pg_size``). With
+``--ddp-num-buckets`` the bucket size is the rank's parameter count // num_buckets, which needs the built
+model: that value is reported as ``{"unavailable": why}``.
 
-Each result: ``{"error": message or null, "stage": ..., "where": the raising megatron file:line,
-"values": {"model.<field>": ..., "ddp.<field>": ..., "optimizer.<field>": ...}, "env": {the training
-processes' environment}, "world_size", "data_parallel_size"}``.
+Each result: ``{"error": message or null, "stage": ..., "kind": the exception's type, "where": the raising
+megatron file:line, "values": {"model.<field>": ..., "ddp.<field>": ..., "optimizer.<field>": ...}, "env":
+{the training processes' environment}, "world_size", "data_parallel_size"}``.
 ``values`` holds every field of the three real config objects (so every key the tool prints has its real
 counterpart without a list), plus ``model.tp_comm_overlap_cfg``: the TransformerConfig has no such field;
 Megatron-LM reads ``args.tp_comm_overlap_cfg`` when it sets up the userbuffers (initialize.py:204).
@@ -36,14 +43,20 @@ import io
 import json
 import os
 import sys
+import types
 import warnings
 
 warnings.filterwarnings("ignore")
-import megatron.core.utils as core_utils  # noqa: E402
-import megatron.training.arguments as A  # noqa: E402
-import megatron.training.training as T  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed.run as torchrun  # noqa: E402
+import megatron.core.parallel_state as mpu  # noqa: E402
+import megatron.core.utils as core_utils  # noqa: E402
+import megatron.core.tensor_parallel.gtp_api as gtp_api  # noqa: E402
+import megatron.training.arguments as A  # noqa: E402
+import megatron.training.global_vars as global_vars  # noqa: E402
+import megatron.training.initialize as initialize  # noqa: E402
+import megatron.training.training as T  # noqa: E402
+from megatron.core.num_microbatches_calculator import _build_num_microbatches_calculator  # noqa: E402
 from megatron.training.argument_utils import core_transformer_config_from_args  # noqa: E402
 from packaging.version import Version  # noqa: E402
 
@@ -69,25 +82,63 @@ def _cache_help_texts() -> None:
 _cache_help_texts()
 
 
-def _pretend_fused_adam() -> None:
-    """The target has Transformer Engine: --use-precision-aware-optimizer looks for its FusedAdam and the
-    arguments it takes (megatron/core/optimizer/optimizer_config.py:438-467). Installed after every import,
-    so nothing else sees a Transformer Engine module."""
-    import types
+class _Group:
+    """A process group that only knows its size."""
 
-    class FusedAdam:
-        def __init__(self, master_weight_dtype=None, exp_avg_dtype=None, exp_avg_sq_dtype=None,
+    def __init__(self, size: int):
+        self._size = size
+
+    def size(self) -> int:
+        return self._size
+
+    def rank(self) -> int:
+        return 0
+
+
+def _inert_process_groups(world_size: int) -> None:
+    dist = torch.distributed
+    dist.is_initialized = lambda: True
+    dist.get_world_size = lambda *a, **k: world_size
+    dist.get_rank = lambda *a, **k: 0
+    dist.new_group = lambda ranks=None, *a, **k: _Group(len(ranks) if ranks is not None else world_size)
+    torch.cuda.synchronize = lambda *a, **k: None
+    mpu.get_nccl_options = lambda *a, **k: None  # NCCL's options object does not exist in CPU torch
+
+
+def _model_te(version):
+    """Model a Transformer Engine install of ``version`` (None: the environment's own, absent here)."""
+    core_utils._te_version = Version(version) if version else None
+    gtp_api.HAVE_GTP = bool(version)  # GTP's Transformer Engine symbols import (gtp_api.py:13-38)
+    for name in [m for m in sys.modules if m == "transformer_engine" or m.startswith("transformer_engine.")]:
+        if getattr(sys.modules[name], "_overlap_reference_stub", False):
+            del sys.modules[name]
+    if not version:
+        return
+
+    class FusedAdam:  # the precision-aware arguments OptimizerConfig looks for (optimizer_config.py:447-461)
+        def __init__(self, params=None, master_weight_dtype=None, exp_avg_dtype=None, exp_avg_sq_dtype=None,
                      use_decoupled_grad=False):
             pass
 
-    te, te_pt, te_opt = (types.ModuleType(n) for n in (
-        "transformer_engine", "transformer_engine.pytorch", "transformer_engine.pytorch.optimizers"))
-    te_opt.FusedAdam, te_pt.optimizers, te.pytorch = FusedAdam, te_opt, te_pt
-    for m in (te, te_pt, te_opt):
-        sys.modules.setdefault(m.__name__, m)
+    for name in ("transformer_engine", "transformer_engine.pytorch", "transformer_engine.pytorch.optimizers"):
+        if name not in sys.modules:
+            mod = types.ModuleType(name)
+            mod._overlap_reference_stub = True
+            sys.modules[name] = mod
+    sys.modules["transformer_engine.pytorch.optimizers"].FusedAdam = FusedAdam
 
 
-_pretend_fused_adam()
+def _initialize_distributed(args) -> None:
+    """megatron/training/initialize.py:265-394 with torch.distributed already "initialized" and one device: its
+    GTP check and its initialize_model_parallel call, as the launch makes them."""
+    global_vars.set_args(args)
+    torch.cuda.device_count = lambda: 1
+    mpu.destroy_model_parallel()
+    try:
+        initialize._initialize_distributed(None, None, None)
+    finally:
+        mpu.destroy_model_parallel()
+        global_vars._GLOBAL_ARGS = None
 
 
 class Failure(Exception):
@@ -153,18 +204,30 @@ def training_command(launch: dict) -> tuple:
     return [args.training_script, *args.training_script_args], env
 
 
+def _launch(case: dict) -> dict:
+    """The launcher's words of a case (the short form: one training process of a WORLD_SIZE-rank launch)."""
+    if "launch" in case:
+        return case["launch"]
+    env = {"WORLD_SIZE": str(case["world_size"]), "RANK": "0", **case.get("env", {})}
+    return {"program": "python", "argv": ["pretrain_gpt.py", *case["argv"]], "env": env}
+
+
 def run(case: dict) -> dict:
     saved = dict(os.environ)
+    saved_torch_version = core_utils.get_torch_version
     result = {"error": None, "stage": None, "kind": None, "values": None, "env": None, "world_size": None,
               "data_parallel_size": None}
     try:
-        argv, env = training_command(case["launch"])
+        argv, env = training_command(_launch(case))
         result["env"] = {k: v for k, v in env.items()}
         os.environ.clear()
         os.environ.update(env)
         A.get_device_arch_version = lambda: case["arch"]
         torch.cuda.get_device_capability = lambda *a, **k: (case["arch"], 0)  # --moe-grouped-gemm (arguments.py:1339)
-        core_utils._te_version = Version(case.get("te_version", "2.12"))
+        _model_te(case.get("te"))
+        if case.get("torch"):
+            core_utils.get_torch_version = lambda: Version(case["torch"])
+        _inert_process_groups(int(env.get("WORLD_SIZE", "1")))
         sys.argv = argv
         sink = io.StringIO()
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
@@ -178,6 +241,13 @@ def run(case: dict) -> dict:
             try:
                 A.validate_args(args)
                 result["data_parallel_size"] = args.data_parallel_size
+                stage = "set_global_variables"
+                _build_num_microbatches_calculator(  # global_vars.py:127-135
+                    0, args.global_batch_size, args.micro_batch_size,
+                    args.data_parallel_size * args.gtp_weight_remat_size, args.decrease_batch_size_if_needed,
+                    args.step_batch_size_schedule, args.seq_length)
+                stage = "_initialize_distributed"
+                _initialize_distributed(args)
                 stage = "core_transformer_config_from_args"
                 model = core_transformer_config_from_args(args)
                 stage = "get_megatron_ddp_config"
@@ -206,6 +276,8 @@ def run(case: dict) -> dict:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+        core_utils.get_torch_version = saved_torch_version
+        _model_te(None)
     return result
 
 
