@@ -16,6 +16,9 @@ where it launches, the tool reports none — then the data-parallel size, then e
   whose real value differs between them must be ``unknown`` in the tool; one that is the same in both must
   be that value when the tool gives one (``unknown`` is then allowed: two runs cannot prove a value is
   determined);
+- except that a value the tool gives saying the caller's environment can change it (LM002: ``can_change``,
+  or an expansion that may hold any flags) must be the value of the run where the caller sets none of the
+  variables (``baseline``);
 - a real value ``{"unavailable": why}`` (the reference cannot compute it on CPU) must be ``unknown``.
 
 Each disagreement is a ``Disagreement(key, cause, tool, real)``; ``cause`` is short and groups alike ones
@@ -86,15 +89,34 @@ def tool_errors(result: dict) -> list:
 INPUT_STAGES = ("argparse", "torchrun", "launcher", "bash")
 
 
+def caller_qualified(result: dict) -> set:
+    """The keys whose printed value the tool itself says the caller's environment can change (LM002's
+    ``can_change``; ``(data_parallel_size)`` for ``target.data_parallel_size``), and ``("default", ...)``
+    when an expansion may hold any flags (LM002's ``open``: "any value printed as a default may differ")."""
+    out = set()
+    for f in result.get("findings", []):
+        if f.get("code") != "LM002":
+            continue
+        details = f.get("details") or {}
+        for key in details.get("can_change", []):
+            out.add(DP if key == "target.data_parallel_size" else key)
+        if details.get("open"):
+            out.add(("any",))
+    return out
+
+
 def compare(result: dict, variants: list, lookup, quote=lambda v: True, project=lambda key, value: value,
-            input_stages=INPUT_STAGES) -> list:
+            input_stages=INPUT_STAGES, baseline=None) -> list:
     """Disagreements of one tool ``result`` (a JSON result of `overlap check`) with the real runs.
 
     ``variants``: the real results, one per caller environment, each ``{"error": message or None, "failed":
     bool, "data_parallel_size": int, ...}``; ``lookup(variant, key)`` gives the real value of an effective
     key (``KeyError``: the reference has none); ``quote(variant)``: whether the tool must quote its message;
     ``project(key, value)``: the part of a printed value the real code holds; ``input_stages``: the real
-    steps whose failure is the input's (the tool's input error answers them)."""
+    steps whose failure is the input's (the tool's input error answers them); ``baseline``: the index in
+    ``variants`` of the run where the caller's environment sets none of the variables the launch reads
+    (None: no such run) — a value the tool prints as the one taken when the caller sets nothing, saying it
+    can change (``caller_qualified``), must be that run's."""
     if "crash" in result:
         return [Disagreement(OUTCOME, "tool crashed", result["crash"], None)]
     out = []
@@ -124,15 +146,31 @@ def compare(result: dict, variants: list, lookup, quote=lambda v: True, project=
         out.append(Disagreement(OUTCOME, "real launches; tool reports an error", errors, None))
     # the data-parallel size and every effective key, over the runs that launched
     dependent = len(variants) > 1
-    out += _value(DP, result.get("target", {}).get("data_parallel_size"), False,
-                  [v["data_parallel_size"] for v in launched], dependent)
+    qualified = caller_qualified(result)
+    base = variants[baseline] if dependent and baseline is not None else None
+
+    def as_baseline(key, value, found):
+        """A value qualified as the caller-sets-nothing one is held to that run alone (nothing to hold it to
+        where that run fails: the outcome above is then "depends on the caller")."""
+        if not found or base is None or not (key in qualified or ("any",) in qualified):
+            return found
+        if base["failed"]:
+            return []
+        return [Disagreement(key, f"{d.cause} [caller's environment unset]", d.tool, d.real)
+                for d in _value(key, value, False, [base["data_parallel_size"] if key == DP else lookup(base, key)], False)]
+
+    shown_dp = result.get("target", {}).get("data_parallel_size")
+    out += as_baseline(DP, shown_dp, _value(DP, shown_dp, False, [v["data_parallel_size"] for v in launched], dependent))
     for key, shown in result.get("effective", {}).items():
         try:
             reals = [lookup(v, key) for v in launched]
         except KeyError:
             out.append(Disagreement(key, "no reference value", shown.get("value"), None))
             continue
-        found = _value(key, project(key, shown.get("value")), shown.get("source") == "unknown", reals, dependent)
+        value = project(key, shown.get("value"))
+        found = _value(key, value, shown.get("source") == "unknown", reals, dependent)
+        if shown.get("source") != "unknown":
+            found = as_baseline(key, value, found)
         if found and shown.get("source") == "recommended":  # a suggestion printed in the value's place
             found = [Disagreement(key, f"{d.cause} [source recommended]", d.tool, d.real) for d in found]
         out += found

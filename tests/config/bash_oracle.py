@@ -107,8 +107,8 @@ def parse_log(data: bytes) -> list:
 def split_launch(argv: list) -> tuple:
     """(training script file name, the words after it, torchrun's world size or None) of a recorded launch,
     read independently of the tool: the script is the first ``*.py`` word; torchrun's sizes are the
-    ``--nproc[-_]per[-_]node`` and ``--nnodes`` words before it (srun's ``-N`` / ``--ntasks-per-node`` when srun
-    starts python itself)."""
+    ``--nproc[-_]per[-_]node`` and ``--nnodes`` words before it (None without torchrun: the process's
+    WORLD_SIZE then decides)."""
     k = next(i for i, w in enumerate(argv) if w.endswith(".py") and i > 0)
     before = argv[:k]
     sizes: dict = {}
@@ -127,8 +127,6 @@ def split_launch(argv: list) -> tuple:
         nproc, nnodes = sizes.get("--nproc-per-node"), sizes.get("--nnodes", "1")
         if nproc and nproc.isdigit() and nnodes.isdigit():
             world = int(nproc) * int(nnodes)
-    elif before and before[0] == "srun":
-        nodes, per = sizes.get("-N") or sizes.get("--nodes"), sizes.get("--ntasks-per-node")
-        if nodes and per and nodes.isdigit() and per.isdigit():
-            world = int(nodes) * int(per)
+    # srun starting python itself: Megatron-LM reads WORLD_SIZE from the environment (arguments.py:144), which
+    # srun does not set; the caller (Run) takes it from the recorded environment
     return os.path.basename(argv[k]), argv[k + 1:], world

@@ -79,8 +79,16 @@ def _quote(variant: dict) -> bool:
     return bool(variant["error"]) and variant.get("stage") not in ("argparse", "torchrun", "bash")
 
 
+def baseline(launch, variants: list):
+    """The index of the run (A, B: mlm_launches.Launch.caller) in which the caller's environment sets none of
+    the variables the launch reads, or None."""
+    if len(variants) != 2 or not launch.caller:
+        return None
+    return next((i for i in (0, 1) if all(pair[i] is None for pair in launch.caller.values())), None)
+
+
 def disagreements(launch, result: dict, variants: list) -> list:
-    found = compare(result, variants, lookup, _quote)
+    found = compare(result, variants, lookup, _quote, baseline=baseline(launch, variants))
     for v in variants:
         if v.get("stage") == "bash":
             found.append(Disagreement("(ground truth)", "bash reached no launcher", None, v["error"]))

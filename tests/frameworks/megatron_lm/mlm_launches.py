@@ -12,7 +12,8 @@ launches kept from the first version of the test. Each launch is rendered in one
 - ``string``       flags in string variables expanded unquoted (bash splits them)
 - ``script-var``   the training script's path in a variable
 - ``srun``         ``srun [options] torchrun ...``
-- ``srun-python``  ``srun`` starting ``python pretrain_gpt.py`` itself (one process per task)
+- ``srun-python``  ``srun`` starting ``python pretrain_gpt.py`` itself (one process per task; WORLD_SIZE exported
+                   by the script, or from the job's environment)
 - ``python-m``     ``python -m torch.distributed.run ...``
 - ``yaml``         Megatron-LM functional-test YAML (``ENV_VARS:`` / ``MODEL_ARGS:``)
 
@@ -45,6 +46,7 @@ class Launch:
     caller: dict = field(default_factory=dict)  # NAME -> (value in run A, value in run B); None: unset
     extra_args: bool = False  # an unquoted $EXTRA_ARGS on the launch line (shell forms)
     gpus_var: bool = False  # --nproc_per_node ${GPUS_PER_NODE:-N}
+    world_export: bool = False  # srun-python: the script exports WORLD_SIZE (else the job's environment may)
     te_version: str = "2.12"
 
     @property
@@ -297,6 +299,13 @@ def _launch(rng: random.Random, index: int) -> Launch:
         launch.caller[MAX_CONN] = (None, "32")
     _caller_unknowns(rng, launch)
     launch.id = f"g{index:03d}-{form}"
+    if form == "srun-python":
+        # Megatron-LM's world size is WORLD_SIZE (arguments.py:144), which srun does not set: the script
+        # exports it, or the job's environment holds it or not (a seed of its own: the other launches stay)
+        if random.Random(launch.id + "/WORLD_SIZE").random() < 0.5:
+            launch.world_export = True
+        else:
+            launch.caller["WORLD_SIZE"] = (None, str(launch.world_size))
     return launch
 
 
@@ -474,6 +483,8 @@ def render(launch: Launch) -> str:
             head += ["MEGATRON_PATH=/opt/megatron-lm", 'TRAIN_SCRIPT="${MEGATRON_PATH}/pretrain_gpt.py"']
             script = rng.choice(["$TRAIN_SCRIPT", '"$TRAIN_SCRIPT"', "${MEGATRON_PATH}/pretrain_gpt.py"])
         if form == "srun-python":
+            if launch.world_export:
+                head.append(f"export WORLD_SIZE={launch.world_size}")
             tasks = [f"--ntasks={launch.world_size}"] if rng.random() < 0.5 else \
                 [f"--nodes={launch.nnodes}", f"--ntasks-per-node={launch.nproc}"]
             launcher = ["srun", *tasks, "--cpu-bind=none", "python", script]
