@@ -123,7 +123,7 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     else:
         data, positions, interpolations, base_text = _mapping(stack.base, text if path is None else None)
         base_data = copy.deepcopy(data) if any(ov.op == "delete" for ov in overrides or ()) else None
-        layers.append(Layer(BASE, stack.base, stack.base, positions))
+        layers.append(Layer(BASE, stack.base, stack.base, positions, copy.deepcopy(data)))
         top_file, top_text, top_positions = stack.base, base_text, positions
     _own(data, (), 0, owner)
     base_dataclasses = {k for k in DATACLASS_SECTIONS if isinstance(data.get(k), dict)}
