@@ -146,10 +146,13 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
 
         layers.append(Layer(COMMAND_LINE, COMMAND_LINE, None, {}))
         started = {p for ov in overrides if ov.op != "delete" for p in _started(cfg.data, ov.path)}
-        apply_overrides(cfg, overrides, base_label=stack.label if not files else "the merged config")
+        merged = apply_overrides(cfg, overrides, base_label=stack.label if not files else "the merged config")
         for p in started:  # a mapping the dotlist started (+comm_overlap.KEY=... onto null) is the command line's
             owner[p] = len(layers) - 1
         for i, ov in enumerate(overrides):
+            if merged[i]:  # a mapping merged into one already there: only the keys it names are the command line's
+                _own(ov.value, ov.path, len(layers) - 1, owner)
+                continue
             _drop(owner, ov.path)
             if ov.op != "delete":
                 _own(ov.value, ov.path, len(layers) - 1, owner)

@@ -64,6 +64,15 @@ OPTIMIZER_DEFAULTS: dict = {
 
 SECTION_DEFAULTS = {"model": MODEL_DEFAULTS, "ddp": DDP_DEFAULTS, "optimizer": OPTIMIZER_DEFAULTS}
 
+# Defaults of the other fields schema.KEY_TYPES reads (megatron-core 0.19.2).
+OTHER_FIELD_DEFAULTS: dict = {
+    ("ddp", "reuse_grad_buf_for_mxfp8_param_ag"): False,  # distributed_data_parallel_config.py:86
+    ("optimizer", "optimizer"): "adam",  # optimizer_config.py:209
+    ("optimizer", "use_layer_wise_distributed_optimizer"): False,  # optimizer_config.py:324
+    ("optimizer", "use_precision_aware_optimizer"): False,  # optimizer_config.py:187
+    ("optimizer", "reuse_grad_buf_for_mxfp8_param_ag"): False,  # optimizer_config.py:180
+}
+
 # ``gradient_accumulation_fusion`` is machine-dependent where the model class declares it as
 # ``field(default_factory=fusions.can_enable_gradient_accumulation_fusion)`` (true when Transformer Engine or
 # apex's fused kernel imports, megatron/bridge/utils/fusions.py:34-63): GPTModelProvider
