@@ -38,12 +38,14 @@ class Config:
     warnings: list = field(default_factory=list)
     # A merged run (config.layers.load_layered): the layers bottom to top, the index of the layer that
     # wrote each key's value, the index of the top file (``file``/``text``/``positions`` are its), the
-    # merged data below the top file, and the sections that became plain dicts (see layers.py).
+    # merged data below the top file, the sections that became plain dicts and those Bridge instantiates
+    # again from the merged dict (see layers.py).
     layer_list: list = field(default_factory=list)
     layers: dict = field(default_factory=dict)
     top: Optional[int] = None
     lower_data: Optional[dict] = None
     plain_dict_paths: set = field(default_factory=set)
+    reinstantiated_paths: set = field(default_factory=set)
 
     @property
     def layered(self) -> bool:

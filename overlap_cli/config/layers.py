@@ -162,6 +162,7 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     # Decided against the base, after the files and dotlists (a dotlist can start such a mapping too:
     # +comm_overlap.KEY=... onto a null section; a file's null then mapping still meets the recipe's dataclass).
     cfg.plain_dict_paths = _plain_dict_sections(cfg.data, base_dataclasses)
+    cfg.reinstantiated_paths = _reinstantiated_sections(cfg, base_dataclasses)
     from overlap_cli.config.loader import finish
 
     return finish(cfg, interpolations, overrides)
@@ -173,6 +174,36 @@ def _plain_dict_sections(data: dict, base_dataclasses: set) -> set:
     looks at the recipe's own attribute, not at the merged layers)."""
     return {(k,) for k in DATACLASS_SECTIONS
             if isinstance(data.get(k), dict) and "_target_" not in data[k] and k not in base_dataclasses}
+
+
+def _reinstantiated_sections(cfg: Config, base_dataclasses: set) -> set:
+    """The sections ``_apply_overrides`` instantiates again from the merged dict (omegaconf_utils.py:478-486:
+    a mapping with ``_target_`` is instantiated, even where the recipe holds the dataclass), because an
+    override file or a dotlist wrote that ``_target_``. The dict came from the recipe's dataclasses
+    (``_dataclass_to_omegaconf_dict`` writes no ``_target_``), so every mapping below it that the recipe
+    wrote is a plain dict in the new instance: its ``_target_`` is dropped here, as Bridge has it (a
+    ``tp_comm_overlap_cfg`` then fails ``asdict()``, UB603)."""
+    out = set()
+    for name in DATACLASS_SECTIONS:
+        section = cfg.data.get(name)
+        if not (isinstance(section, dict) and "_target_" in section and name in base_dataclasses):
+            continue
+        layer = cfg.layer_of((name, "_target_"))
+        if layer is None or layer.kind in (RECIPE, BASE):
+            continue
+        out.add((name,))
+        _drop_base_targets(cfg, section, (name,))
+    return out
+
+
+def _drop_base_targets(cfg: Config, node: dict, path: tuple) -> None:
+    for key, value in node.items():
+        if isinstance(value, dict):
+            p = path + (key,)
+            layer = cfg.layer_of(p + ("_target_",)) if "_target_" in value else None
+            if layer is not None and layer.kind in (RECIPE, BASE):
+                del value["_target_"]
+            _drop_base_targets(cfg, value, p)
 
 
 def _started(data: dict, path: tuple) -> list:
