@@ -13,6 +13,7 @@ Only generated scripts and the vendored upstream ones under tests/data/upstream 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -100,6 +101,12 @@ def parse_log(data: bytes) -> list:
             env[name] = value
             i += 1
         i += 1
+        if argv and argv[0] == "env":  # the env program puts its NAME=value words into the command's environment
+            k = 1
+            while k < len(argv) and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", argv[k]):
+                name, _, value = argv[k].partition("=")
+                env[name] = value
+                k += 1
         out.append((argv, env))
     return out
 
