@@ -2,6 +2,7 @@
 Megatron-Bridge, over the seeded generated sets of tests/frameworks/*/test_*differential.py.
 
     python bench/differential.py [--framework mlm|bridge|both] [--examples N] [--limit N] [--json FILE]
+                                 [--results bench/results.md]
 
 Needs the environment with the real packages (OVERLAP_BRIDGE_ENV, ../shared/bridge-env or /tmp/bridge-env)
 and bash. For each framework: how many cases the real code launches and refuses, how many the tool gets
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
+import io
 import json
 import re
 import sys
@@ -91,24 +94,62 @@ def table(name: str, rows: list, examples: int) -> dict:
             "disagreements": summary}
 
 
+SECTION = "## Differential: every printed key against the real code (`python bench/differential.py --results bench/results.md`)"
+
+
+class Tee:
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text):
+        for st in self.streams:
+            st.write(text)
+
+    def flush(self):
+        for st in self.streams:
+            st.flush()
+
+
+def write_section(path: Path, tables: str) -> None:
+    """The differential section of the results file: this run's tables (its framework headings as
+    sub-headings), in place of the section's old text, or at the end."""
+    body = tables.replace("\n## ", "\n### ").strip("\n")
+    section = (f"{SECTION}\n\nmegatron-core 0.19.2 / megatron-bridge 0.6.2, seeded generated sets of "
+               "tests/frameworks/*/test_*differential.py; a case agrees when the outcome (launch, or the error), "
+               f"the data-parallel size and every key of `effective` agree.\n\n{body}\n")
+    text = path.read_text() if path.exists() else ""
+    start = text.find(SECTION)
+    if start < 0:
+        text = text.rstrip("\n") + "\n\n" + section
+    else:
+        end = text.find("\n## ", start + len(SECTION))
+        text = text[:start] + section + (text[end:] if end >= 0 else "")
+    path.write_text(text)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--framework", choices=("mlm", "bridge", "both"), default="both")
     ap.add_argument("--examples", type=int, default=3)
     ap.add_argument("--json", type=Path, help="also write the table as JSON")
     ap.add_argument("--limit", type=int, help="only the first N cases of each set (a quick look)")
+    ap.add_argument("--results", type=Path, help="also write the tables into this file's differential section "
+                                                 "(replaced when it is there, appended otherwise)")
     opts = ap.parse_args()
     python = reference_python()
     if python is None:
         print("no environment with megatron-bridge 0.6.2 / megatron-core 0.19.2 (set OVERLAP_BRIDGE_ENV)", file=sys.stderr)
         return 2
     out = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    printed = io.StringIO()
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(Tee(sys.stdout, printed)):
         folder = Path(tmp)
         if opts.framework in ("mlm", "both"):
             out["megatron-lm"] = table("Megatron-LM", run_mlm(python, folder, opts.limit), opts.examples)
         if opts.framework in ("bridge", "both"):
             out["bridge"] = table("Megatron-Bridge", run_bridge(python, folder, opts.limit), opts.examples)
+    if opts.results:
+        write_section(opts.results, printed.getvalue())
     if opts.json:
         opts.json.write_text(json.dumps(out, indent=1))
     return 0

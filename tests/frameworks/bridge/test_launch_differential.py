@@ -157,7 +157,17 @@ def _compare(run_cli, real: dict, recipe: str, mode: str, words: list):
     return "launches"
 
 
-from test_layers_differential import COMPARED  # noqa: E402  (the same effective keys)
+# The keys this whole-launch check reads from its own reference (bridge_launch_reference.py); every printed
+# key is held to Bridge by test_bridge_differential.py.
+COMPARED = [
+    "model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.virtual_pipeline_model_parallel_size",
+    "model.context_parallel_size", "model.sequence_parallel", "model.tp_comm_overlap", "model.overlap_p2p_comm",
+    "model.batch_p2p_comm", "model.defer_embedding_wgrad_compute", "model.wgrad_deferral_limit",
+    "model.overlap_moe_expert_parallel_comm", "model.delay_wgrad_compute", "ddp.use_distributed_optimizer",
+    "ddp.overlap_grad_reduce", "ddp.overlap_param_gather", "ddp.align_param_gather", "ddp.bucket_size",
+    "ddp.grad_reduce_in_fp32", "ddp.fp8_param_gather", "optimizer.overlap_param_gather",
+    "optimizer.overlap_param_gather_with_optimizer_step",
+]
 
 
 @pytest.mark.parametrize("name, recipe, mode, words", _override_cases(), ids=[c[0] for c in _override_cases()])
