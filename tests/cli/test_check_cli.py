@@ -28,7 +28,7 @@ REQUIRED_EFFECTIVE = [
     "optimizer.overlap_param_gather", "optimizer.overlap_param_gather_with_optimizer_step",
 ]
 SOURCES = {"user", "default", "bridge-auto", "forced-off", "mixed-precision", "unknown"}
-ENV_SOURCES = {"recommended", "env_vars", "shell", "unknown"}  # env.<NAME>: the launch environment (issue 5)
+ENV_SOURCES = {"recommended", "default", "env_vars", "shell", "unknown"}  # env.<NAME>: the launch environment (issue 5)
 
 
 def check_json(run_cli, *args):
