@@ -19,6 +19,7 @@ class Layer:
     label: str  # "recipe NAME", the file's path, "command line"
     file: Optional[str]
     positions: dict
+    data: Optional[dict] = None  # a base dump's own values, as ``ConfigContainer.from_yaml`` instantiates them
 
 
 @dataclass
@@ -37,16 +38,30 @@ class Config:
     warnings: list = field(default_factory=list)
     # A merged run (config.layers.load_layered): the layers bottom to top, the index of the layer that
     # wrote each key's value, the index of the top file (``file``/``text``/``positions`` are its), the
-    # merged data below the top file, and the sections that became plain dicts (see layers.py).
+    # merged data below the top file, the sections that became plain dicts and those Bridge instantiates
+    # again from the merged dict (see layers.py).
     layer_list: list = field(default_factory=list)
     layers: dict = field(default_factory=dict)
     top: Optional[int] = None
     lower_data: Optional[dict] = None
     plain_dict_paths: set = field(default_factory=set)
+    reinstantiated_paths: set = field(default_factory=set)
 
     @property
     def layered(self) -> bool:
         return bool(self.layer_list)
+
+    def constructed(self, section: str) -> Optional[dict]:
+        """``section`` of the file Bridge builds the ConfigContainer from with ``ConfigContainer.from_yaml``
+        (each section's dataclass is instantiated from it, so its ``__post_init__`` sees these values): the
+        checked file itself, or a ``--base`` dump. None for a ``--recipe`` run (Bridge builds the recipe in
+        Python, and the files are merged onto it by ``setattr``) and for a section without ``_target_``."""
+        if self.layered:
+            data = self.layer_list[0].data
+        else:
+            data = self.data
+        value = (data or {}).get(section)
+        return value if isinstance(value, dict) and "_target_" in value else None
 
     def layer_of(self, path: tuple) -> Optional[Layer]:
         """The layer that wrote the value at ``path`` (or at its nearest ancestor that has one)."""

@@ -123,7 +123,7 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     else:
         data, positions, interpolations, base_text = _mapping(stack.base, text if path is None else None)
         base_data = copy.deepcopy(data) if any(ov.op == "delete" for ov in overrides or ()) else None
-        layers.append(Layer(BASE, stack.base, stack.base, positions))
+        layers.append(Layer(BASE, stack.base, stack.base, positions, copy.deepcopy(data)))
         top_file, top_text, top_positions = stack.base, base_text, positions
     _own(data, (), 0, owner)
     base_dataclasses = {k for k in DATACLASS_SECTIONS if isinstance(data.get(k), dict)}
@@ -146,10 +146,13 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
 
         layers.append(Layer(COMMAND_LINE, COMMAND_LINE, None, {}))
         started = {p for ov in overrides if ov.op != "delete" for p in _started(cfg.data, ov.path)}
-        apply_overrides(cfg, overrides, base_label=stack.label if not files else "the merged config")
+        merged = apply_overrides(cfg, overrides, base_label=stack.label if not files else "the merged config")
         for p in started:  # a mapping the dotlist started (+comm_overlap.KEY=... onto null) is the command line's
             owner[p] = len(layers) - 1
         for i, ov in enumerate(overrides):
+            if merged[i]:  # a mapping merged into one already there: only the keys it names are the command line's
+                _own(ov.value, ov.path, len(layers) - 1, owner)
+                continue
             _drop(owner, ov.path)
             if ov.op != "delete":
                 _own(ov.value, ov.path, len(layers) - 1, owner)
@@ -159,6 +162,7 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     # Decided against the base, after the files and dotlists (a dotlist can start such a mapping too:
     # +comm_overlap.KEY=... onto a null section; a file's null then mapping still meets the recipe's dataclass).
     cfg.plain_dict_paths = _plain_dict_sections(cfg.data, base_dataclasses)
+    cfg.reinstantiated_paths = _reinstantiated_sections(cfg, base_dataclasses)
     from overlap_cli.config.loader import finish
 
     return finish(cfg, interpolations, overrides)
@@ -170,6 +174,36 @@ def _plain_dict_sections(data: dict, base_dataclasses: set) -> set:
     looks at the recipe's own attribute, not at the merged layers)."""
     return {(k,) for k in DATACLASS_SECTIONS
             if isinstance(data.get(k), dict) and "_target_" not in data[k] and k not in base_dataclasses}
+
+
+def _reinstantiated_sections(cfg: Config, base_dataclasses: set) -> set:
+    """The sections ``_apply_overrides`` instantiates again from the merged dict (omegaconf_utils.py:478-486:
+    a mapping with ``_target_`` is instantiated, even where the recipe holds the dataclass), because an
+    override file or a dotlist wrote that ``_target_``. The dict came from the recipe's dataclasses
+    (``_dataclass_to_omegaconf_dict`` writes no ``_target_``), so every mapping below it that the recipe
+    wrote is a plain dict in the new instance: its ``_target_`` is dropped here, as Bridge has it (a
+    ``tp_comm_overlap_cfg`` then fails ``asdict()``, UB603)."""
+    out = set()
+    for name in DATACLASS_SECTIONS:
+        section = cfg.data.get(name)
+        if not (isinstance(section, dict) and "_target_" in section and name in base_dataclasses):
+            continue
+        layer = cfg.layer_of((name, "_target_"))
+        if layer is None or layer.kind in (RECIPE, BASE):
+            continue
+        out.add((name,))
+        _drop_base_targets(cfg, section, (name,))
+    return out
+
+
+def _drop_base_targets(cfg: Config, node: dict, path: tuple) -> None:
+    for key, value in node.items():
+        if isinstance(value, dict):
+            p = path + (key,)
+            layer = cfg.layer_of(p + ("_target_",)) if "_target_" in value else None
+            if layer is not None and layer.kind in (RECIPE, BASE):
+                del value["_target_"]
+            _drop_base_targets(cfg, value, p)
 
 
 def _started(data: dict, path: tuple) -> list:

@@ -36,10 +36,40 @@ def load_config(path: str, overrides: Optional[list] = None, text: Optional[str]
         )
     cfg = Config(file=path, data=data, positions=positions, text=text)
     if overrides:
+        import copy
+
         from overlap_cli.config.overrides import apply_overrides
 
+        loaded = (copy.deepcopy(data), dict(positions)) if any(ov.op == "delete" for ov in overrides) else None
         apply_overrides(cfg, overrides)
+        if loaded is not None:
+            _keep_loaded_values(cfg, overrides, *loaded)
     return finish(cfg, interpolations, overrides)
+
+
+def _keep_loaded_values(cfg: Config, overrides: list, data: dict, positions: dict) -> None:
+    """``~key`` on a file Bridge loads whole: ``ConfigContainer.from_yaml`` built the dataclasses from the
+    file, Hydra then deletes the key from the dict config, and ``_apply_overrides`` sets only the keys it is
+    given (megatron/bridge/training/utils/omegaconf_utils.py:468-515): the field keeps the file's value."""
+    import copy
+
+    for i, ov in enumerate(overrides):
+        if ov.op != "delete" or any(_related(ov.path, later.path) for later in overrides[i + 1:]):
+            continue
+        node, parent = data, cfg.data
+        for part in ov.path[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if not (isinstance(node, dict) and ov.path[-1] in node and isinstance(parent, dict)):
+            continue
+        parent[ov.path[-1]] = copy.deepcopy(node[ov.path[-1]])
+        cfg.positions.update({p: v for p, v in positions.items() if p[: len(ov.path)] == ov.path})
+        cfg.override_paths.discard(ov.path)
+
+
+def _related(a: tuple, b: tuple) -> bool:
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
 
 
 def finish(cfg: Config, interpolations: int, overrides: Optional[list] = None) -> Config:
