@@ -78,7 +78,7 @@ def bench_in_process(tree: Path, corpus: Path, rows: dict) -> dict:
     code = f"""
 import json, sys, time
 sys.path.insert(0, {str(tree)!r})
-from overlap_cli.target.profile import build_target
+from overlap_cli.launch_profile.profile import build_target
 from overlap_cli.fix.loop import fix_file
 rows = [json.loads(l) for l in open({str(corpus / 'manifest.jsonl')!r}) if l.strip()]
 gpus = {sorted(GPUS)!r}

@@ -98,7 +98,7 @@ def validation_points() -> list:
     from overlap_cli.cli.check import parse_overrides  # noqa: F401
     from overlap_cli.estimate.inputs import shape_from_view
     from overlap_cli.estimate.model import estimate
-    from overlap_cli.target.profile import Target
+    from overlap_cli.launch_profile.profile import Target
 
     ref = json.loads((E.DATA / "validation_points.json").read_text())["korthikanti_2022_table5"]
     lines, errs = [], []

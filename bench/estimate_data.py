@@ -99,12 +99,12 @@ def overrides_for(row: dict, exact: bool, base_precision: str = None) -> list:
 
 def joined(verbose: bool = False) -> tuple:
     """([(row, shape, recipe, exact)], skipped counts by reason)."""
-    from overlap_cli.check.results import InputError
+    from overlap_cli.problems import InputError
     from overlap_cli.config.loader import load_config
     from overlap_cli.frameworks.bridge.resolver import resolve
     from overlap_cli.estimate.inputs import Unsupported, shape_from_view
     from overlap_cli.frameworks.bridge.recipes import text
-    from overlap_cli.target.profile import Target
+    from overlap_cli.launch_profile.profile import Target
     from overlap_cli.cli.check import parse_overrides
 
     catalog = _catalog()

@@ -28,7 +28,7 @@ def main() -> None:
     from overlap_cli.estimate.model import estimate
     from overlap_cli.estimate.tune import search
     from overlap_cli.frameworks.bridge import recipes as R
-    from overlap_cli.target.profile import Target
+    from overlap_cli.launch_profile.profile import Target
 
     folder = tempfile.mkdtemp()
     names = [n for n in R.names() if R.info(n)["gpu"] not in (None, "vr200", "r100")]

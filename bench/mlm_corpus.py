@@ -3,7 +3,7 @@
     python bench/mlm_corpus.py [--source GITDIR@REF | DIR] [--all] [-v]
 
 The configs are read from a Megatron-LM tree: a checkout (DIR holding tests/functional_tests/test_cases)
-or a git directory and a ref (default: the ``core_r0.19.0`` branch of the fetched mirror; the
+or a git directory and a ref (default: the ``core_r0.19.0`` branch of a mirror fetched next to this repository, ``../.mirror``; the
 ``OVERLAP_MLM_TESTS`` environment variable overrides it). Nothing is copied into this repository.
 
 Counts: every ``model_config.yaml`` and each of its ``MODEL_ARGS`` / ``MODEL_ARGS_N`` launches; the
@@ -22,7 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-DEFAULT_SOURCE = "/work/.mirror/NVIDIA+Megatron-LM/repo@core_r0.19.0"
+# A mirror fetched next to the repository (``fetch github:NVIDIA/Megatron-LM``), at the branch of 0.19.x.
+DEFAULT_SOURCE = f"{Path(__file__).resolve().parent.parent.parent / '.mirror' / 'NVIDIA+Megatron-LM' / 'repo'}@core_r0.19.0"
 CASES = "tests/functional_tests/test_cases"
 RECIPES = "tests/test_utils/recipes"
 
@@ -75,7 +76,7 @@ def scheduled_cases(src: str) -> set:
 
 def run(src: str | None = None) -> dict:
     """Parse every launch; {"configs", "launches", "ok", "nemo", "problems": [(path, key, line)], ...}."""
-    from overlap_cli.check.results import InputError
+    from overlap_cli.problems import InputError
     from overlap_cli.config.mlm_yaml import read_mlm_yaml
     from overlap_cli.frameworks.megatron_lm.args import launch_from_text
 

@@ -93,7 +93,8 @@ def test_records_match_dataclasses():
 
 def test_pickle_and_copy_round_trip():
     """--jobs sends results between processes by pickle."""
-    from overlap_cli.check.results import Edit, FileResult, Finding, Fix, InputProblem, Value
+    from overlap_cli.check.results import Edit, FileResult, Finding, Fix, Value
+    from overlap_cli.problems import InputProblem
 
     fix = Fix("safe", "m", (Edit("set", "a.b", 1),))
     result = FileResult("f.yaml", {"world_size": 8}, {"k": Value(1, "user", "r")}, [Finding("TP101", "warning", "x", fix=fix)])

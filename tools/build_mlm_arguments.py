@@ -1,6 +1,6 @@
 """Build Megatron-LM's argparse table that overlap-cli ships: every option ``parse_args`` accepts, as data.
 
-    /tmp/bridge-env/bin/python tools/build_mlm_arguments.py [--mlm-source DIR|GITDIR@REF]
+    BRIDGE_ENV/bin/python tools/build_mlm_arguments.py [--mlm-source DIR|GITDIR@REF]
 
 Run it in an environment where megatron-core is importable (its wheel carries ``megatron/training``).
 The parser is the real one: ``argparse.ArgumentParser(allow_abbrev=False)`` filled by
@@ -10,7 +10,8 @@ type, nargs, choices, const and default.
 
 The optional argument groups the training scripts add through ``extra_args_provider`` are not in the
 wheel; they are read from a Megatron-LM source tree (``--mlm-source``: a checkout, or a git directory and
-a ref, default the ``core_r0.19.0`` branch of a fetched mirror). Of such a file only the top-level imports
+a ref; default ``OVERLAP_MLM_SOURCE``, else the ``core_r0.19.0`` branch of a mirror fetched next to this
+repository, ``../.mirror/NVIDIA+Megatron-LM/repo``). Of such a file only the top-level imports
 (each tried; one that fails is skipped) and the provider function are executed, on a fresh copy of the
 core parser; the actions it adds form that group. Nothing of the rest of the script runs.
 
@@ -31,7 +32,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "overlap_cli" / "frameworks" / "megatron_lm" / "arguments.json"
-DEFAULT_SOURCE = "/work/.mirror/NVIDIA+Megatron-LM/repo@core_r0.19.0"
+# A mirror fetched next to the repository (``fetch github:NVIDIA/Megatron-LM``), at the branch of 0.19.x.
+DEFAULT_SOURCE = f"{ROOT.parent / '.mirror' / 'NVIDIA+Megatron-LM' / 'repo'}@core_r0.19.0"
+
+
+def describe_source(src: str) -> str:
+    """The source as project, release branch and commit — never the path it was read from."""
+    gitdir, ref = src.rsplit("@", 1) if "@" in src else (src, "HEAD")
+    proc = subprocess.run(["git", "-C", gitdir, "rev-parse", "--verify", "-q", ref + "^{commit}"],
+                          capture_output=True, text=True)
+    commit = proc.stdout.strip() if proc.returncode == 0 else "unknown commit"
+    return f"NVIDIA/Megatron-LM {ref} {commit}"
 
 # (group, file in the Megatron-LM tree, provider function, the training scripts that pass it) — every
 # extra_args_provider of a script the functional tests run (tests/test_utils/recipes: TRAINING_SCRIPT_PATH).
@@ -222,7 +233,7 @@ def main() -> int:
 
     doc = {
         "megatron_core": metadata.version("megatron-core"),
-        "mlm_source": opts.mlm_source,
+        "mlm_source": describe_source(opts.mlm_source),
         "parser": {"allow_abbrev": parser.allow_abbrev, "prefix_chars": parser.prefix_chars},
         "groups": groups,
         # script file name -> optional groups: a launch of one of these scripts is checked strictly (a flag

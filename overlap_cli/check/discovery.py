@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 
-from overlap_cli.check.results import InputProblem
+from overlap_cli.problems import InputProblem
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
 CONFIG_SECTIONS = ("model", "ddp", "comm_overlap", "mixed_precision", "optimizer")

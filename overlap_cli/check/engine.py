@@ -9,9 +9,10 @@ if TYPE_CHECKING:
 
     from overlap_cli.frameworks.bridge.view import Resolved
 
-from overlap_cli.check.results import FileResult, InputError, InputProblem, finding_order
+from overlap_cli.check.results import FileResult, finding_order
+from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
-from overlap_cli.target.profile import Target
+from overlap_cli.launch_profile.profile import Target
 
 
 @dataclass
@@ -51,7 +52,7 @@ def check(
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # a bug in overlap-cli: this file gets one line, the others are still checked
-        from overlap_cli.check.results import internal_problem
+        from overlap_cli.problems import internal_problem
         from overlap_cli.rules import RuleCrashed
 
         if isinstance(exc, RuleCrashed):
@@ -137,7 +138,7 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
     if framework_of(path, text, target) == "megatron-lm":  # a launch script or functional-test YAML
         from overlap_cli.check.engine_lm import check_launch
 
-        return check_launch(result, path, target, text, selection)
+        return check_launch(result, path, target, text, selection, overrides)
     from overlap_cli.frameworks.bridge.resolver import resolve
     from overlap_cli.rules import run_rules
     from overlap_cli.check.selection import filter_findings

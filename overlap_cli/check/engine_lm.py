@@ -7,7 +7,8 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import FileResult, InputError, finding_order
+from overlap_cli.check.results import FileResult, finding_order
+from overlap_cli.problems import InputError
 
 
 def framework_of(path: Optional[str], text: Optional[str], target) -> str:
@@ -18,8 +19,9 @@ def framework_of(path: Optional[str], text: Optional[str], target) -> str:
     return detect(path, text, target.get("framework") if target is not None else None)
 
 
-def check_launch(result: FileResult, path: str, target, text, selection):
-    """Fill ``result`` for a launch; return the resolved view, or None on an input error."""
+def check_launch(result: FileResult, path: str, target, text, selection, overrides=None):
+    """Fill ``result`` for a launch; return the resolved view, or None on an input error. ``overrides``: the
+    command line's dotlist words, given as the flags they stand for (frameworks.megatron_lm.dotlist)."""
     from overlap_cli.check.selection import filter_findings
     from overlap_cli.frameworks.megatron_lm.args import load_launch
     from overlap_cli.frameworks.megatron_lm.resolver import resolve
@@ -33,12 +35,18 @@ def check_launch(result: FileResult, path: str, target, text, selection):
         target = target.for_file(path, text)
         result.target = target.to_json(None)
         launch = load_launch(path, text)
+        given = _apply_overrides(launch, overrides)
         view = resolve(launch, target)
+        if launch.defaults_taken:
+            launch.changeable = _changeable(view, path, text, target, overrides)
     except InputError as exc:
         result.error = exc.problem
         return None
     result.target = view.target.to_json(view.dp)
     result.effective = dict(view.effective)
+    _name_decisions(result.effective, launch)
+    if given:
+        _label_command_line(result.effective, given)
     from overlap_cli.frameworks.megatron_lm.edits import launch_fix
 
     try:
@@ -64,3 +72,57 @@ def check_launch(result: FileResult, path: str, target, text, selection):
     if note:
         result.notes.append(note)
     return view
+
+
+def _apply_overrides(launch, overrides) -> dict:
+    if not overrides:
+        return {}
+    from overlap_cli.frameworks.megatron_lm.dotlist import apply_overrides
+
+    return apply_overrides(launch, overrides)
+
+
+def _changeable(view, path: str, text: str, target, overrides) -> list:
+    """The effective keys whose printed value the caller's environment (or the script's arguments) can
+    change: read the launch again with no ``${VAR:-default}`` taken, and compare."""
+    from overlap_cli.frameworks.megatron_lm.args import load_launch
+    from overlap_cli.frameworks.megatron_lm.resolver import resolve
+
+    try:
+        other = load_launch(path, text, take_defaults=False)
+        _apply_overrides(other, overrides)
+        again = resolve(other, target).effective
+    except InputError:
+        return list(view.effective)
+    out = []
+    for key, v in view.effective.items():
+        w = again.get(key)
+        if w is None or (w.value, w.source) != (v.value, v.source):
+            out.append(key)
+    return out
+
+
+def _name_decisions(effective: dict, launch) -> None:
+    """A value unknown because its flag is given on some paths only names the decision (Arg.reason), whichever
+    stage wrote its reason."""
+    from overlap_cli.config.argv import UNKNOWN
+    from overlap_cli.frameworks.megatron_lm import facts as lm
+
+    for key, v in effective.items():
+        section, _, name = key.partition(".")
+        arg = launch.args.get(lm.DEST_OF.get(key, name)) if section != "env" else None
+        if arg is not None and arg.reason and arg.value is UNKNOWN and v.source == "unknown" and arg.reason not in v.reason:
+            v.reason = f"{arg.reason}: its value is not known statically"
+
+
+def _label_command_line(effective: dict, given: dict) -> None:
+    """The values the command line's dotlist words set name it as their layer (as a merged Bridge run's do)."""
+    from overlap_cli.frameworks.megatron_lm import facts as lm
+
+    for key, v in effective.items():
+        section, _, name = key.partition(".")
+        dest = key if section == "env" else lm.DEST_OF.get(key, name)
+        if dest in given and v.source in ("user", "shell"):
+            v.layer = "command line"
+            if "on the command line" not in v.reason:  # a reason written for a flag on a line of the file
+                v.reason = f"{given[dest]} on the command line"

@@ -9,6 +9,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any, Optional
 
+from overlap_cli.problems import InputProblem
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
 # The version every JSON document overlap prints opens with ({"version": 1, ...}); bump it only when a
@@ -82,6 +83,8 @@ class Finding:
     # In a merged run: where the value the finding is about was written when that is not the checked file
     # (``recipe NAME``, another override file's ``FILE:LINE``, ``command line``); line/column are then None.
     origin: Optional[str] = None
+    # Structured detail a rule gives beside its message (JSON ``details``), e.g. LM002's every unknown.
+    details: Optional[dict] = None
 
     def to_json(self) -> dict:
         out = {
@@ -95,6 +98,8 @@ class Finding:
         }
         if self.origin is not None:
             out["origin"] = self.origin
+        if self.details is not None:
+            out["details"] = self.details
         return out
 
 
@@ -114,52 +119,6 @@ class Value:
         if self.layer is not None:
             out["layer"] = self.layer
         return out
-
-
-@dataclass
-class InputProblem:
-    """Why a file could not be checked (exit code 2)."""
-
-    file: str
-    message: str
-    key: Optional[str] = None
-    line: Optional[int] = None
-    column: Optional[int] = None
-    # A bug in overlap-cli, not in the file: ``rule`` names the rule that raised (None: another stage).
-    internal: bool = False
-    rule: Optional[str] = None
-
-    def describe(self) -> str:
-        """The problem without its place: ``key: message``, or the internal-error sentence."""
-        if self.internal:
-            stage = f" in rule {self.rule}" if self.rule else ""
-            return f"internal error{stage}: {self.message} (please report)"
-        return (f"{self.key}: " if self.key else "") + self.message
-
-    def one_line(self) -> str:
-        if self.internal:
-            stage = f" in rule {self.rule}" if self.rule else ""
-            return f"{self.file}: internal error{stage}: {self.message} (please report)"
-        where = self.file
-        if self.line is not None:
-            where += f":{self.line}"
-            if self.column is not None:
-                where += f":{self.column}"
-        key = f" {self.key}:" if self.key else ""
-        return f"{where}:{key} {self.message}"
-
-
-class InputError(Exception):
-    def __init__(self, problem: InputProblem):
-        super().__init__(problem.one_line())
-        self.problem = problem
-
-
-def internal_problem(file: str, exc: BaseException, rule: Optional[str] = None) -> InputProblem:
-    """An exception overlap-cli did not expect, as the one-line problem of this file (exit 2)."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    return InputProblem(file, message, internal=True, rule=rule)
 
 
 @dataclass

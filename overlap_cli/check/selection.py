@@ -26,7 +26,8 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Iterable, Optional
 
-from overlap_cli.check.results import Finding, InputError, InputProblem
+from overlap_cli.check.results import Finding
+from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
 UNUSED_SUPPRESSION = "CFG009"
@@ -205,7 +206,7 @@ class RuleSelection:
 
     def enabled_for(self, path: str) -> frozenset:
         """Codes reported for ``path``. Raises InputError for a bad [tool.overlap] table."""
-        from overlap_cli.target.settings import find_settings
+        from overlap_cli.launch_profile.settings import find_settings
 
         settings = find_settings(path, self.settings_path)
         key = settings.path
@@ -217,7 +218,7 @@ class RuleSelection:
             hit = self._cache[key] = (frozenset(enabled), per_file, base)
         enabled, per_file, base = hit
         if per_file:
-            from overlap_cli.target.settings import path_matches
+            from overlap_cli.launch_profile.settings import path_matches
 
             drop = set()
             for pattern, codes in per_file:

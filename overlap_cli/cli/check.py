@@ -53,7 +53,7 @@ def guarded(body, opts, passthrough=()) -> int:
 
 
 def report_internal_error(exc: BaseException) -> None:
-    from overlap_cli.check.results import internal_problem
+    from overlap_cli.problems import internal_problem
 
     sys.stderr.write("overlap: " + internal_problem("", exc).one_line().lstrip(": ") + "\n")
 
@@ -63,9 +63,9 @@ def target_from_options(opts, config_file=None):
     [tool.overlap] (``--settings`` or the pyproject.toml nearest to ``config_file``, else to the working
     directory) > defaults. The returned target re-reads [tool.overlap] per config file (``Target.for_file``,
     applied by engine.check_file). Bad flags or settings: UsageError."""
-    from overlap_cli.check.results import InputError
-    from overlap_cli.target.settings import find_settings
-    from overlap_cli.target.profile import check_version, normalize_gpu, profile
+    from overlap_cli.problems import InputError
+    from overlap_cli.launch_profile.settings import find_settings
+    from overlap_cli.launch_profile.profile import check_version, normalize_gpu, profile
 
     if opts.world_size is not None and (opts.nodes is not None or opts.gpus_per_node is not None):
         raise UsageError("give either --world-size or --nodes/--gpus-per-node, not both")
@@ -98,7 +98,7 @@ def target_from_options(opts, config_file=None):
     settings = opts.settings
     detection = None
     if opts.detect:
-        from overlap_cli.target.detect import detect as read_machine
+        from overlap_cli.launch_profile.detect import detect as read_machine
 
         detection = read_machine()
     try:
@@ -125,7 +125,7 @@ def split_args(args):
 
 def parse_overrides(raw) -> list:
     """The dotlist overrides of the command line, parsed; a malformed one is a usage error."""
-    from overlap_cli.check.results import InputError
+    from overlap_cli.problems import InputError
     from overlap_cli.config.overrides import parse_override
 
     try:

@@ -81,6 +81,16 @@ class EnvVar:
 
 
 @dataclass
+class LaunchPath:
+    """One way through a launch script to its launch line (``config.shell``), when conditions on values not
+    known statically give more than one: the words that way passes, and the decisions that lead to it."""
+
+    tokens: list  # Token, in order
+    script: Optional[str]
+    choices: tuple  # ((fork id, branch label), ...) in the order bash meets them (LaunchText.forks names them)
+
+
+@dataclass
 class LaunchText:
     """A reader's result, before argparse semantics."""
 
@@ -97,3 +107,43 @@ class LaunchText:
     # Where a new flag can be inserted on the launch: (line, column) just after the training script word
     # (shell), or the line after the last MODEL_ARGS key (yaml); None when there is no such place.
     insert_at: Optional[tuple] = None
+    # More than one LaunchPath: the launch's words differ by conditions not known statically (``tokens`` are
+    # then the first path's, and the flags that differ between paths are unknown). ``forks``: fork id ->
+    # what decides it, e.g. 'the if on line 30 ([ "$NSYS" = 1 ])'.
+    paths: list = field(default_factory=list)
+    forks: dict = field(default_factory=dict)
+    # A ``${VAR:-default}`` of a variable the script never sets was read as its default: the caller's
+    # environment can change what is printed (engine_lm finds which values by reading it without them).
+    defaults_taken: bool = False
+
+
+def deciding_forks(choices: list, values: list, forks: dict) -> str:
+    """What decides a value that differs between the paths of a launch: the decisions (``forks``: id ->
+    description) whose two sides give different values. ``choices``: each path's decisions; ``values``:
+    each path's value (comparable). Prefers the decisions that alone change the value between two paths."""
+    taken = [dict() for _ in choices]
+    order: list = []
+    for k, path in enumerate(choices):
+        for fork_id, branch in path:
+            taken[k][fork_id] = taken[k].get(fork_id, ()) + (branch,)
+            if fork_id not in order:
+                order.append(fork_id)
+    alone: list = []
+    among: list = []
+    n = len(choices)
+    for fork_id in order:
+        for p in range(n):
+            for q in range(p + 1, n):
+                if values[p] == values[q] or taken[p].get(fork_id) == taken[q].get(fork_id):
+                    continue
+                if fork_id not in among:
+                    among.append(fork_id)
+                rest_p = {k: v for k, v in taken[p].items() if k != fork_id}
+                rest_q = {k: v for k, v in taken[q].items() if k != fork_id}
+                if rest_p == rest_q and fork_id not in alone:
+                    alone.append(fork_id)
+    chosen = alone or among
+    if not chosen:
+        return "conditions not known statically"
+    names = [forks.get(f, "a condition") for f in chosen]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

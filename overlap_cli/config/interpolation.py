@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from overlap_cli.config.document import Config
 from overlap_cli.config.yamlnodes import MAX_EXPANDED_NODES, dotted, has_interpolation
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.config.safe_read import MAX_FILE_BYTES
 
 # Interpolations are checked for how far they would expand before OmegaConf sees them: a chain of

@@ -1,8 +1,10 @@
 """The launcher of a Megatron-LM launch line: which command runs the training script, and torchrun's sizes.
 
-``find_program`` looks through the wrappers a launch line may carry (``srun [options]``, ``exec``, ``env
-NAME=value``, ``nohup``, ``time``, ``numactl``, ``uv run``) for ``torchrun``, ``python -m
-torch.distributed.run`` / ``.launch``, or ``python[3] ... pretrain_*.py``. ``torchrun_options`` reads
+``find_program`` looks through the expanded words of a command for the wrappers a launch line may carry
+(``srun [options]``, ``exec``, ``env NAME=value``, ``nohup``, ``time``, ``numactl``, ``uv run [options]``,
+``nsys profile [options]``, an unknown unquoted expansion such as ``$PROFILE_CMD``) and then ``torchrun``,
+``python -m torch.distributed.run`` / ``.launch``, or ``python[3] ... pretrain_*.py`` (the script's
+directory may be anything: ``${MEGATRON}/pretrain_gpt.py``). ``torchrun_options`` reads
 torchrun's own options (torch/distributed/run.py ``get_args_parser``: argparse with prefix abbreviations
 allowed) up to the training script, and the world size is ``--nproc-per-node`` x ``--nnodes`` when both
 are known integers (``determine_local_world_size``, ``parse_min_max_nnodes``).
@@ -19,7 +21,6 @@ if TYPE_CHECKING:
     from overlap_cli.config.argv import LaunchText
     from overlap_cli.config.shell_expand import Expander as Reader, Field
 
-from overlap_cli.config.shell_lex import Word
 
 
 # torch.distributed.run's options that take no value (torch/distributed/run.py get_args_parser); every
@@ -55,58 +56,78 @@ _SRUN_VALUE = frozenset((
 
 
 
+_WRAPPERS = frozenset(("exec", "nohup", "time", "command", "stdbuf", "setsid", "taskset", "chrt", "nice", "ionice"))
+# nsys profile's options that take no value (nsys profile --help); every other option takes one, written
+# apart (``-o out``) or joined (``--trace=cuda``).
+_NSYS_NO_VALUE = frozenset(("--help", "-h", "--kill-all", "--version", "-v"))
+_NUMACTL_VALUE = frozenset(("-N", "-n", "-C", "-m", "-p", "-np", "--cpunodebind", "--membind", "--physcpubind",
+                            "--preferred"))
+
+
 class LaunchFinder:
-    """Launch-line recognition, mixed into the shell reader (it needs ``assignment``)."""
+    """Launch-line recognition over a command's expanded words (``shell_expand.Field``), mixed into the
+    shell reader."""
 
-    def static_text(self, word) -> Optional[str]:
-        """A command word's text when it is known (expanded without splitting)."""
-        if not isinstance(word, Word):
-            return None
-        lit = word.literal_text()
-        if lit is not None:
-            return lit
-        return None
+    @staticmethod
+    def static_text(field) -> Optional[str]:
+        """A word's text when it is known."""
+        return None if field is None else field.text
 
-    def is_launch(self, words: list) -> bool:
-        return self.find_program(words) is not None
+    def is_launch(self, fields: list) -> bool:
+        return self.find_program(fields) is not None
 
-    def find_program(self, words: list) -> Optional[tuple]:
-        """(kind, index of the program word) where kind is "torchrun" or "python"; None: not a launch."""
-        i, n = 0, len(words)
+    def find_program(self, fields: list) -> Optional[tuple]:
+        """(kind, index of the program word) where kind is "torchrun", "python" or "script" (the index is
+        then the training script's word; "script": the launcher before it is not known); None: not a launch.
+        An unknown unquoted expansion before the launcher (``$PROFILE_CMD torchrun ...``) is passed over:
+        the words after it still name what runs; when they start with the training script itself
+        (``${LAUNCHER} ${ROOT}/pretrain_gpt.py``), the words after the script are its arguments whatever
+        the launcher is."""
+        i, n = 0, len(fields)
         while i < n:
-            w = words[i]
-            t = self.static_text(w)
+            t = self.static_text(fields[i])
             if t is None:
+                if fields[i].multi and i + 1 < n:
+                    if self.script_name(fields[i + 1], strict=True):
+                        return ("script", i + 1)
+                    i += 1
+                    continue
                 return None
             base = t.rsplit("/", 1)[-1]
-            if base in ("exec", "nohup", "time", "command", "stdbuf") and i + 1 < n:
+            if base in _WRAPPERS and i + 1 < n:
                 i += 1
-                while i < n and (self.static_text(words[i]) or "").startswith("-"):
+                while i < n and (self.static_text(fields[i]) or "").startswith("-"):
                     i += 1
                 continue
             if base == "env":
                 i += 1
-                while i < n and (self.assignment(words[i]) or (self.static_text(words[i]) or "").startswith("-")):
+                while i < n and (_ENV_ASSIGN.match(self.static_text(fields[i]) or "")
+                                 or (self.static_text(fields[i]) or "").startswith("-")):
                     i += 1
                 continue
             if base in ("srun", "numactl", "mpirun"):
-                i = self.skip_options(words, i + 1, _SRUN_VALUE if base == "srun" else frozenset(("-N", "-n", "-C", "-m", "-p", "-np", "--cpunodebind", "--membind", "--physcpubind", "--preferred")))
+                i = self.skip_options(fields, i + 1, _SRUN_VALUE if base == "srun" else _NUMACTL_VALUE)
                 continue
-            if base == "uv" and i + 1 < n and self.static_text(words[i + 1]) == "run":
+            if base == "nsys" and i + 1 < n and self.static_text(fields[i + 1]) in ("profile", "launch"):
+                i = self.skip_nsys_options(fields, i + 2)
+                continue
+            if base == "uv" and i + 1 < n and self.static_text(fields[i + 1]) == "run":
                 i += 2
-                while i < n and (self.static_text(words[i]) or "").startswith("-"):
-                    i += 1
+                while i < n and (self.static_text(fields[i]) or "").startswith("-"):
+                    opt = self.static_text(fields[i])
+                    i += 2 if opt in ("--extra", "--with", "--group", "--python", "-p", "--project", "--directory",
+                                      "--package", "--env-file", "--index") else 1
                 continue
             if base == "torchrun":
                 return ("torchrun", i)
             if re.fullmatch(r"python(?:\d+(?:\.\d+)?)?", base):
                 j = i + 1
                 while j < n:
-                    tj = self.static_text(words[j])
+                    tj = self.static_text(fields[j])
                     if tj is None:
-                        return None
+                        break
                     if tj == "-m":
-                        mod = self.static_text(words[j + 1]) if j + 1 < n else None
+                        mod = self.static_text(fields[j + 1]) if j + 1 < n else None
                         if mod in ("torch.distributed.run", "torch.distributed.launch"):
                             return ("torchrun", j + 1)
                         return None
@@ -119,37 +140,53 @@ class LaunchFinder:
                         j += 1
                         continue
                     break
-                if j < n and self.script_name(words[j], strict=True):
+                if j < n and self.script_name(fields[j], strict=True):
                     return ("python", j)
                 return None
             return None
         return None
 
-    def skip_options(self, words: list, i: int, with_value: frozenset) -> int:
-        n = len(words)
+    def skip_options(self, fields: list, i: int, with_value: frozenset) -> int:
+        n = len(fields)
         while i < n:
-            t = self.static_text(words[i])
+            t = self.static_text(fields[i])
             if t is None or not t.startswith("-"):
                 return i
             i += 2 if (t in with_value and "=" not in t) else 1
         return i
 
-    def script_name(self, word, strict: bool) -> Optional[str]:
-        """The training script's file name, from its literal tail ($DIR/pretrain_gpt.py counts)."""
-        if not isinstance(word, Word) or not word.parts:
+    def skip_nsys_options(self, fields: list, i: int) -> int:
+        n = len(fields)
+        while i < n:
+            t = self.static_text(fields[i])
+            if t is None or not t.startswith("-"):
+                return i
+            i += 1 if ("=" in t or t in _NSYS_NO_VALUE) else 2
+        return i
+
+    @staticmethod
+    def script_name(field, strict: bool) -> Optional[str]:
+        """The training script's file name: the word's tail after its last ``/`` when that is known
+        (``$MEGATRON/pretrain_gpt.py``, ``"${ROOT}"/pretrain_gpt.py``); the file name decides what runs, the
+        directory does not. A name joined to an unknown without a ``/`` (``$DIR"pretrain_gpt.py"``) is not
+        known. ``strict``: only ``pretrain_*.py`` (a ``python`` launch)."""
+        if field is None or not field.chars:
             return None
-        last = word.parts[-1]
-        if last[0] != "lit":
-            return None
-        tail = last[1].rsplit("/", 1)[-1]
-        if "/" not in last[1] and len(word.parts) > 1:
-            return None  # $DIR"pretrain_gpt.py"-style joins: the name is still its tail
+        chars = field.chars
+        k = len(chars)
+        while k > 0 and chars[k - 1] != "/":
+            if chars[k - 1].__class__ is not str:
+                return None
+            k -= 1
+        tail = "".join(chars[k:])
         if not tail.endswith(".py"):
             return None
         if strict and not re.fullmatch(r"pretrain_\w*\.py", tail):
             return None
         return tail
 
+
+_ENV_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def torchrun_options(reader: Reader, found: LaunchText, fields: list, i: int) -> Optional[int]:
@@ -161,7 +198,7 @@ def torchrun_options(reader: Reader, found: LaunchText, fields: list, i: int) ->
         f = fields[i]
         t = f.text
         if t is None:
-            if f.multi:
+            if f.multi and reader.script_name(f, False) is None:  # ($DIR/pretrain_gpt.py is the script)
                 unknown_opts = True
                 i += 1
                 continue
@@ -257,6 +294,7 @@ _SLURM_SIZE_NAMES = {"-N": "nodes", "--nodes": "nodes", "-n": "ntasks", "--ntask
 
 
 def srun_world_size(reader: "Reader", found: "LaunchText", words: list, upto: int) -> None:
+    # words: the launch command's expanded words (Field)
     """One process per Slurm task when ``srun`` starts the training script itself (no torchrun): the world
     size is srun's ``--ntasks``, or ``--nodes`` x ``--ntasks-per-node`` — from the srun line, else from the
     script's ``#SBATCH`` directives (srun takes the allocation's). Only literal integers count; a node
@@ -277,7 +315,7 @@ def srun_world_size(reader: "Reader", found: "LaunchText", words: list, upto: in
             if not eq and k + 1 < upto:
                 value = reader.static_text(words[k + 1]) or ""
                 k += 1
-            sizes[_SLURM_SIZE_NAMES[name]] = (value, reader.pos(words[k].start)[0])
+            sizes[_SLURM_SIZE_NAMES[name]] = (value, _line(reader, words[k]))
         k += 1
 
     def number(key):

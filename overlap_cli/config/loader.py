@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.config.document import Config
 from overlap_cli.config.safe_read import read_text
 from overlap_cli.config.yamlnodes import has_interpolation, parse_nodes

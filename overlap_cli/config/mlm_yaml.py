@@ -26,7 +26,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.config.argv import MODEL_ARGS, UNKNOWN, EnvVar, LaunchText, Token
 
 # envsubst replaces $NAME and ${NAME} (gettext's envsubst: no other forms).

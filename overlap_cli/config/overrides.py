@@ -13,7 +13,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any, Optional
 
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.config.document import Config
 from overlap_cli.config.yamlnodes import MAX_DEPTH, Builder, dotted, loader_class
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)

@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 
 # A training config is tens of kilobytes; Bridge's full dumps are ~30 KB. Anything this big is not one.
 MAX_FILE_BYTES = 8 * 1024 * 1024

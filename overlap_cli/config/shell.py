@@ -1,27 +1,25 @@
-"""A Megatron-LM launch script, read as bash would read it up to the launch line — parsed, never run.
+"""A Megatron-LM launch script, read as bash would run it up to its launch line — parsed, never run.
 
-What is understood: comments, backslash-newline continuations, single and double quotes, backslash
-escapes, ``VAR=...`` / ``VAR+=...`` / ``ARR=(...)`` / ``ARR+=(...)`` assignments and ``export`` /
-``declare -x`` / ``unset`` in the same script, and the expansions ``$VAR``, ``${VAR}``, ``${ARR[@]}``,
-``${ARR[*]}``, ``${ARR[N]}``, ``${VAR:-default}`` / ``${VAR-default}`` / ``${VAR:=default}`` with bash's
-word splitting (an unquoted expansion splits on blanks; ``"${ARR[@]}"`` gives one word per element), and
-``$((...))`` over integers the script states. Everything else is *unknown*, never guessed: ``$(...)``,
-backticks, ``<(...)``, ``$1``/``$@``, other
-``${...}`` operators, variables the script does not set (they come from the caller's environment), and
-variables set inside an ``if``/``case``/loop/function body once that block is closed (whether it ran is
-not known statically). A ``${VAR:-default}`` of a variable the script never sets takes the default, with
-a sentence in ``unknowns`` saying the environment may set it.
+``shell_parse`` builds bash's command tree; this module walks it the way bash would, over *paths*: a path
+is one way through the script with its own variables. What is known statically is evaluated exactly: the
+assignments and ``export`` / ``declare -x`` / ``unset`` / ``local``, ``if`` / ``elif`` / ``case`` /
+``&&`` / ``||`` over ``[ ]``, ``test``, ``[[ ]]``, ``(( ))`` and ``let`` on known values, ``for`` over
+known words, ``for (( ))`` / ``while`` / ``until`` with known conditions, ``break`` / ``continue``, functions
+(called with their arguments), ``exit``, subshells and pipelines (whose assignments vanish). A condition
+that depends on what the script does not say — a variable from the caller's environment, a file on the
+launch machine, ``$(...)``, a command's exit status — is followed both ways: the path forks, and each fork
+records the decision. Paths that end the same are one path again; more than ``MAX_PATHS`` are merged, the
+values that differ between them unknown. A loop whose condition is not known runs its body until nothing
+new changes, and what the body changes is unknown after it.
 
-The launch line is the first simple command that runs ``torchrun``, ``python -m torch.distributed.run``
-(or ``.launch``), or ``python[3] ... pretrain_*.py`` — possibly after ``srun [options]``, ``exec``,
-``env [NAME=value...]``, ``nohup``, ``time``, ``numactl [options]`` or ``uv run``, or held in a variable
-(``$LAUNCHER pretrain_gpt.py``). Its environment is what the script
-exports before it plus its ``NAME=value`` prefixes. The world size is torchrun's ``--nproc-per-node`` ×
-``--nnodes`` when both are known integers (elastic ``MIN:MAX`` and ``gpu``/``auto`` are unknown), or,
-when ``srun`` starts the script itself, its task count (``launchers.srun_world_size``).
+Expansion is ``shell_expand``'s (``$VAR``, ``${ARR[@]}``, ``${VAR:-default}``, ``$((...))``, word splitting):
+what is not known is a hole in the word, never a guess. A ``${VAR:-default}`` of a variable the script never
+sets takes the default, with a sentence saying the environment may set it.
 
-Every word keeps the offset of each character in the file, so a flag reached through ``"${ARGS[@]}"`` is
-reported at its line in the array, and a word written literally on the launch line can be edited there.
+The launch line is the first command that runs ``torchrun``, ``python -m torch.distributed.run`` (or
+``.launch``), or ``python[3] ... pretrain_*.py`` (``launchers.find_program``, on the command's expanded
+words); ``shell_launch`` turns each path that reaches it into its words, environment and world size, and
+merges them: a value every path agrees on is known, one that differs is unknown with the decision named.
 """
 
 from __future__ import annotations
@@ -32,357 +30,413 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import InputError, InputProblem
-from overlap_cli.config.argv import LAUNCH_LINE, UNKNOWN, EnvVar, LaunchText, Token, variable_origin
-from overlap_cli.config.launchers import LaunchFinder, srun_world_size, torchrun_options
-from overlap_cli.config.shell_expand import Expander, Field, Var
-from overlap_cli.config.shell_lex import NAME, Word
+from overlap_cli.problems import InputError, InputProblem
+from overlap_cli.config.argv import LaunchText, variable_origin
+from overlap_cli.config import shell_parse as tree
+from overlap_cli.config.launchers import LaunchFinder
+from overlap_cli.config.shell_commands import Commands
+from overlap_cli.config.shell_expand import Expander, Field, Var, field_signature
+from overlap_cli.config.shell_lex import Word
+from overlap_cli.config.shell_loops import Loops
 
 SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
 
-_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
-_OPERATORS = ("&&", "||", ";;", "|&", ">>", "<<", "&>", ">&", "<&", "<>", ">|", ";", "&", "|", "<", ">", "(", ")")
-_OPEN_BLOCK = frozenset(("if", "for", "while", "until", "case", "select", "{", "function"))
-_CLOSE_BLOCK = frozenset(("fi", "done", "esac", "}"))
-_KEYWORDS = frozenset(("then", "else", "elif", "do", "in", "!", "[[", "]]", "time", "coproc"))
+MAX_PATHS = 64  # ways through the script kept apart; beyond, they are merged (the differing values unknown)
+STEP_LIMIT = 200_000  # commands evaluated, over all paths
 
 
-class Reader(Expander, LaunchFinder):
+class State:
+    """One path: its variables, functions, positional parameters and the decisions that led here."""
+
+    __slots__ = ("vars", "funcs", "positional", "notes", "choices", "memo", "status", "key", "flow", "launched",
+                 "done", "frames", "sourced")
+
+    def __init__(self):
+        self.vars: dict = {}
+        self.funcs: dict = {}
+        self.positional: Optional[list] = None
+        self.notes: list = []
+        self.choices: tuple = ()
+        self.memo: dict = {}  # condition key -> its value on this path (a constant unknown, decided once)
+        self.status: Optional[bool] = True  # the last command succeeded (None: not known)
+        self.key: Optional[tuple] = None  # the condition the status is the value of, when it can be memoized
+        self.flow: Optional[tuple] = None  # ("break", n) | ("continue", n) | ("return",)
+        self.launched = False
+        self.done = False  # exit ran
+        self.frames: list = []  # per function call: {name: the Var before ``local`` (None: unset)}
+        self.sourced: Optional[int] = None  # the line of a ``source`` not read (see Expander.sourced)
+
+    def copy(self) -> "State":
+        s = State()
+        s.vars, s.funcs, s.positional = dict(self.vars), dict(self.funcs), self.positional
+        s.notes, s.choices, s.memo = list(self.notes), self.choices, dict(self.memo)
+        s.status, s.key, s.flow, s.launched, s.done = self.status, self.key, self.flow, self.launched, self.done
+        s.frames = [dict(f) for f in self.frames]
+        s.sourced = self.sourced
+        return s
+
+    def signature(self) -> tuple:
+        return (tuple(sorted((k, v.signature()) for k, v in self.vars.items())),
+                tuple(sorted((k, id(v)) for k, v in self.funcs.items())),
+                None if self.positional is None else tuple(field_signature(f) for f in self.positional),
+                self.flow, self.launched, tuple(tuple(sorted(f)) for f in self.frames), self.sourced)
+
+
+class Reader(Commands, Loops, Expander, LaunchFinder):
     def __init__(self, path: str, text: str):
         super().__init__(path, text)
-        self.next_block = 0
-        self.case_depth = 0
-        self.launch: Optional[dict] = None
-        self.extra_launches: list = []
+        self.records: list = []  # (Simple node, State, fields, word_of, kind, index) at each launch
+        self.forks: dict = {}  # fork id -> its description
+        self.extra_launches: list = []  # lines of further launches
+        self.merged_note: Optional[str] = None
+        self.depth = 0
+        self.steps = 0
 
-    # --- commands ----------------------------------------------------------------------------------
+    # --- running the tree ---------------------------------------------------------------------------
 
-    def run(self) -> None:
-        i = 0
-        text, n = self.text, self.n
-        words: list = []
-        while i < n:
-            i = self.skip_blanks(i)
-            if i >= n:
-                break
-            c = text[i]
-            if c == "#" and not words:
-                i = self.end_of_line(i)
+    def run_script(self) -> None:
+        try:
+            program, _parser = tree.parse_script(self.path, self.text)
+            self.exec(program, State())
+        except RecursionError:
+            raise self.fail("commands nested too deeply to read") from None
+
+    def bind(self, st: State) -> None:
+        self.vars, self.unknowns, self.positional, self.sourced = st.vars, st.notes, st.positional, st.sourced
+
+    def exec(self, node, st: State) -> list:
+        """The states after ``node`` runs in ``st`` (``st`` itself may be one of them, changed)."""
+        self.steps += 1
+        if self.steps > STEP_LIMIT:
+            raise self.fail("the script takes too many steps to follow statically", node.start)
+        kind = node.__class__
+        st.key = None
+        if kind is tree.Seq:
+            return self.exec_seq(node, st)
+        if kind is tree.Simple:
+            return self.exec_simple(node, st)
+        if kind is tree.AndOr:
+            return self.exec_and_or(node, st)
+        if kind is tree.Pipeline:
+            return self.exec_pipeline(node, st)
+        if kind is tree.If:
+            return self.exec_if(node, st)
+        if kind is tree.Case:
+            return self.exec_case(node, st)
+        if kind is tree.For:
+            return self.exec_for(node, st)
+        if kind is tree.Loop:
+            return self.exec_loop(node, st)
+        if kind is tree.Group:
+            if node.subshell:
+                return [self.subshell(node.body, st)]
+            return self.exec(node.body, st)
+        if kind is tree.Function:
+            st.funcs[node.name] = node
+            st.status = True
+            return [st]
+        if kind is tree.Arith:
+            return [self.exec_arith(node.expr, node.start, st)]
+        if kind is tree.Test:
+            return [self.exec_double_test(node, st)]
+        raise AssertionError(kind)
+
+    def exec_seq(self, node, st: State) -> list:
+        states = [st]
+        for item, background in node.items:
+            out: list = []
+            for s in states:
+                if s.flow is not None:
+                    out.append(s)
+                elif background:  # a subshell of its own: its launches count, its assignments vanish
+                    keep = self.subshell(item, s)
+                    keep.status = True
+                    out.append(keep)
+                else:
+                    out.extend(self.exec(item, s))
+            states = self.settle(out, item.line)
+        return states
+
+    def subshell(self, node, st: State) -> State:
+        """Run ``node`` in a copy of ``st``: ``st`` comes back unchanged, with the subshell's status."""
+        outs = [s for s in self.exec(node, st.copy())]
+        statuses = {s.status for s in outs if not s.done}
+        st.status = statuses.pop() if len(statuses) == 1 and not any(s.done for s in outs) else None
+        st.key = None
+        return st
+
+    def settle(self, states: list, line: int) -> list:
+        """Drop the paths that exited; one path for those that end the same; merge beyond MAX_PATHS."""
+        live = [s for s in states if not s.done]
+        if len(live) <= 1:
+            return live
+        by_sig: dict = {}
+        for s in live:
+            sig = s.signature()
+            have = by_sig.get(sig)
+            if have is None:
+                by_sig[sig] = s
                 continue
-            if c == "#" and text[i - 1] in " \t\n;":
-                i = self.end_of_line(i)
+            # the decisions that made no difference are forgotten; what both paths know stays known
+            have.choices = tuple(c for c in have.choices if c in s.choices)
+            have.memo = {k: v for k, v in have.memo.items() if s.memo.get(k, not v) == v}
+            have.notes.extend(n for n in s.notes if n not in have.notes)
+            if have.status != s.status:
+                have.status = None
+        out = list(by_sig.values())
+        if len(out) > MAX_PATHS:
+            out = [self.merge_states(out, line)]
+        return out
+
+    def merge_states(self, states: list, line: int) -> State:
+        """One state for many: a variable they do not all agree on is unknown (an array keeps the elements
+        they share at its start and end, the middle a stretch of any words)."""
+        first = states[0]
+        merged = first.copy()
+        names = []
+        for s in states:
+            names.extend(n for n in s.vars if n not in names)
+        why = f"its value differs between more than {MAX_PATHS} ways through the script (line {line})"
+        for name in names:
+            vs = [s.vars.get(name) for s in states]
+            if all(v is not None for v in vs) and len({v.signature() for v in vs}) == 1:
                 continue
-            if c == "\n":
-                self.command(words)
-                words = []
-                i = self.skip_heredocs(i + 1)
-                continue
-            op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
-            if op is not None and c in "()<>" and self.in_test(words):
-                i += 1  # inside [[ ... ]]: grouping and comparison, not a subshell or a redirection
-                continue
-            if op is not None:
-                if op in ("<", ">") and text.startswith("(", i + 1):  # <(cmd): process substitution, a word never run
-                    end = self.matching(i + 1, "(", ")")
-                    words.append(Word([("unknown", text[i:end], i, end, False)], i, end))
-                    i = end
-                    continue
-                if op in ("<<",):
-                    i = self.heredoc(i + 2)
-                    continue
-                if op in ("<", ">", ">>", "&>", ">&", "<&", "<>", ">|"):
-                    # a redirection: drop it and its target (a preceding fd number was read as a word)
-                    if words and isinstance(words[-1], Word) and (words[-1].literal_text() or "").isdigit() and words[-1].end == i:
-                        words.pop()
-                    j = self.skip_blanks(i + len(op))
-                    if text.startswith(("<(", ">("), j):
-                        j = self.matching(j + 1, "(", ")")
-                    elif j < n and text[j] not in "\n;&|":
-                        _, j = self.read_word(j)
-                    i = j
-                    continue
-                if op == "(" and words and isinstance(words[-1], Word) and words[-1].end == i:
-                    assign = self.array_start(words[-1])
-                    if assign:
-                        i = self.read_array(i + 1, words.pop(), words)
+            present = [v for v in vs if v is not None]
+            base = present[0]
+            var = Var(name, [], base.array, base.line)
+            var.exported = any(v.exported for v in present)
+            var.export_line, var.export_col = base.export_line, base.export_col
+            if base.array and len(present) == len(vs) and all(v.array for v in present):
+                var.fields = _common_ends(present, variable_origin(name, base.line))
+            else:
+                f = Field(variable_origin(name, base.line))
+                f.hole("$" + name)
+                var.fields = [f]
+                var.note = f"${name}: {why}"
+            merged.vars[name] = var
+        for s in states[1:]:
+            merged.notes.extend(n for n in s.notes if n not in merged.notes)
+        merged.choices = tuple(c for c in first.choices if all(c in s.choices for s in states))
+        merged.memo = {}
+        merged.status = None
+        merged.launched = any(s.launched for s in states)
+        self.merged_note = (f"line {line}: more than {MAX_PATHS} ways through the script; the values that differ "
+                            "between them are unknown")
+        return merged
+
+    # --- decisions ------------------------------------------------------------------------------------
+
+    def fork(self, st: State, fork_id: tuple, label: str, yes: str, no: str) -> tuple:
+        """(the path where the decision is yes, the one where it is no) — or one of them None when the
+        condition was decided before on this path (a constant unknown)."""
+        self.forks.setdefault(fork_id, label)
+        key = st.key
+        if key is not None and key in st.memo:
+            st.status, st.key = st.memo[key], None
+            return (st, None) if st.status else (None, st)
+        other = st.copy()
+        st.choices += ((fork_id, yes),)
+        other.choices += ((fork_id, no),)
+        if key is not None:
+            st.memo[key], other.memo[key] = True, False
+        st.status, other.status = True, False
+        st.key = other.key = None
+        return st, other
+
+    def source_text(self, start: int, stop: str = "") -> str:
+        """The text of the line from ``start``, up to ``stop`` (``; then``), shortened for a sentence."""
+        end = self.end_of_line(start)
+        text = self.text[start:end]
+        if stop:
+            cut = re.search(r";?\s*" + stop + r"\b.*$", text)
+            if cut:
+                text = text[:cut.start()]
+        text = text.strip()
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    def exec_if(self, node, st: State) -> list:
+        out: list = []
+        pending = [st]
+        for idx, (condition, body, line) in enumerate(node.clauses):
+            waiting: list = []
+            for s in pending:
+                for c in self.exec(condition, s):
+                    if c.flow is not None:
+                        out.append(c)
                         continue
-                if op == "(" and len(words) >= 1 and text.startswith("()", i):
-                    i += 2  # name() { ... }: a function definition
-                    words = []
-                    continue
-                if op == "(" and words and not (self.case_depth and self.blocks and self.blocks[-1][0] == "case"):
-                    raise self.fail("syntax error near unexpected token '(' (bash would not run this line; quote the word)", i)
-                self.command(words)
-                words = []
-                if op == "(":
-                    self.open_block("(", i)
-                elif op == ")":
-                    if self.case_depth and self.blocks and self.blocks[-1][0] == "case":
-                        pass  # a case pattern's closing parenthesis
+                    if c.status is None:
+                        where = "if" if idx == 0 else "elif"
+                        label = f"the {where} on line {line} ({self.source_text(condition.start, 'then')})"
+                        c, other = self.fork(c, ("if", node.start, idx), label, "holds", "does not hold")
                     else:
-                        self.close_block(")")
-                i += len(op)
+                        c, other = (c, None) if c.status else (None, c)
+                    if c is not None:
+                        out.extend(self.exec(body, c))
+                    if other is not None:
+                        waiting.append(other)
+            pending = self.settle(waiting, line)
+        for s in pending:
+            if node.otherwise is not None:
+                out.extend(self.exec(node.otherwise, s))
+            else:
+                s.status = True
+                out.append(s)
+        return self.settle(out, node.line)
+
+    def exec_and_or(self, node, st: State) -> list:
+        states = self.exec(node.first, st)
+        prev = node.first
+        for op, pipeline in node.rest:
+            out: list = []
+            for s in states:
+                if s.flow is not None:
+                    out.append(s)
+                    continue
+                if s.status is None:
+                    label = f"whether `{self.source_text(prev.start, re.escape(op))}` on line {prev.line} succeeds"
+                    s, other = self.fork(s, ("andor", pipeline.start), label, "succeeds", "fails")
+                    run, skip = (s, other) if op == "&&" else (other, s)
+                else:
+                    run, skip = (s, None) if s.status == (op == "&&") else (None, s)
+                if skip is not None:
+                    out.append(skip)
+                if run is not None:
+                    out.extend(self.exec(pipeline, run))
+            states = self.settle(out, pipeline.line)
+            prev = pipeline
+        return states
+
+    def exec_pipeline(self, node, st: State) -> list:
+        # bash runs each command of a pipeline in a subshell: launches count, assignments vanish
+        if len(node.commands) == 1:
+            outs = self.exec(node.commands[0], st)
+        else:
+            for cmd in node.commands[:-1]:
+                self.subshell(cmd, st.copy())
+            outs = [self.subshell(node.commands[-1], st)]
+        if node.negate:
+            for s in outs:
+                s.status = None if s.status is None else not s.status
+        return outs
+
+    def exec_case(self, node, st: State) -> list:
+        self.bind(st)
+        mark = len(st.notes)
+        subject = self.join(self.expand(node.subject, "", split=False, keep_empty=True), "")
+        del st.notes[mark:]
+        key = ("case", field_signature(subject)) if self.constant(subject) else None
+        out: list = []
+        pending = [st]
+        falling: list = []  # paths that run the next body without testing (;&)
+        label = f"the case on line {node.line} ({self.source_text(node.start, 'in')})"
+        for idx, (patterns, body, terminator, line) in enumerate(node.items):
+            waiting: list = []
+            run: list = list(falling)
+            for s in pending:
+                self.bind(s)
+                hit = self.match_any(subject, patterns)
+                if hit is None:
+                    s.key = None if key is None else key + (idx,)
+                    pattern = self.source_text(patterns[0].start).split(")")[0] + ")"
+                    s, other = self.fork(s, ("case", node.start, idx), label, f"matches {pattern}", f"does not match {pattern}")
+                else:
+                    s, other = (s, None) if hit else (None, s)
+                if s is not None:
+                    run.append(s)
+                if other is not None:
+                    waiting.append(other)
+            falling = []
+            for s in run:
+                for r in self.exec(body, s):
+                    if r.flow is not None:
+                        out.append(r)
+                    elif terminator == ";&":
+                        falling.append(r)
+                    elif terminator == ";;&":
+                        waiting.append(r)
+                    else:
+                        out.append(r)
+            pending = self.settle(waiting, line)
+        for s in pending + falling:
+            s.status = True
+            out.append(s)
+        return self.settle(out, node.line)
+
+    def match_any(self, subject: Field, patterns: list) -> Optional[bool]:
+        unknown = False
+        for p in patterns:
+            hit = self.match(subject, p)
+            if hit:
+                return True
+            unknown = unknown or hit is None
+        return None if unknown else False
+
+    def match(self, subject: Field, pattern: Word) -> Optional[bool]:
+        """Whether a word matches a bash pattern word (``case``, ``[[ x == pat ]]``)."""
+        regex = self.pattern_regex(pattern)
+        if regex is None:
+            return None
+        text = subject.text
+        if text is None:
+            return True if regex == ".*" else None
+        return re.fullmatch(regex, text, re.S) is not None
+
+    def pattern_regex(self, pattern: Word) -> Optional[str]:
+        from overlap_cli.config.shell_cond import glob_regex
+
+        pieces: list = []
+        for part in pattern.parts:
+            if part[0] == "lit":
+                quoted = len(part) > 3
+                for ch, off in zip(part[1], part[2]):
+                    escaped = quoted or (off > 0 and self.text[off - 1] == "\\")
+                    pieces.append((ch, not escaped))
                 continue
-            word, i = self.read_word(i)
-            words.append(word)
-        self.command(words)
+            mark = len(self.unknowns)
+            fields = self.expand(Word([part], part[2], part[3]), "", split=False, keep_empty=True)
+            del self.unknowns[mark:]
+            value = self.join(fields, "")
+            if value.text is None:
+                return None
+            quoted = part[4] if len(part) > 4 else False
+            pieces.extend((ch, not quoted) for ch in value.text)
+        return glob_regex(pieces)
 
     @staticmethod
-    def in_test(words: list) -> bool:
-        """The command so far opens a [[ ... ]] test that is not closed yet."""
-        state = False
-        for w in words:
-            t = w.literal_text() if isinstance(w, Word) else None
-            if t == "[[":
-                state = True
-            elif t == "]]":
-                state = False
-        return state
+    def constant(f: Field) -> bool:
+        """Every unknown stretch of the word is a constant (its value is decided once for a path)."""
+        return all(c.__class__ is str or c.constant for c in f.chars)
 
-    def array_start(self, word: Word) -> Optional[tuple]:
-        text = word.literal_text()
-        if text is None:
-            return None
-        m = _ASSIGN.fullmatch(text)
-        return (m.group(1), m.group(3)) if m and not m.group(2) else None
-
-    def read_array(self, i: int, word: Word, words: list) -> int:
-        """Elements of NAME=( ... ) from i (after the parenthesis); the assignment joins the command's words."""
-        text, n = self.text, self.n
-        elements: list = []
-        while True:
-            while i < n and (text[i] in " \t\r\n" or text.startswith("\\\n", i)):
-                i += 2 if text[i] == "\\" else 1
-            if i >= n:
-                raise self.fail("unterminated array (no closing parenthesis)", word.start)
-            c = text[i]
-            if c == ")":
-                i += 1
-                break
-            if c == "#":
-                i = self.end_of_line(i)
-                continue
-            if c in ";&|<>(":
-                raise self.fail(f"unexpected {c!r} inside an array assignment", i)
-            element, i = self.read_word(i)
-            elements.append(element)
-        words.append(("array", word, elements))
-        return i
-
-    def open_block(self, keyword: str, offset: int) -> None:
-        self.next_block += 1
-        self.blocks.append((keyword, self.next_block, self.pos(offset)[0]))
-        if keyword == "case":
-            self.case_depth += 1
-
-    def close_block(self, keyword: str) -> None:
-        if not self.blocks:
-            return
-        kind, block_id, line = self.blocks.pop()
-        if kind == "case":
-            self.case_depth -= 1
-        what = {"if": "an if block", "case": "a case block", "for": "a for loop", "while": "a while loop",
-                "until": "an until loop", "{": "a { } group or function", "(": "a subshell", "function": "a function",
-                "select": "a select loop"}.get(kind, "a block")
-        for var in self.vars.values():
-            if block_id in var.blocks and var.note == "":
-                var.note = f"${var.name} is set inside {what} (line {line}), which may not run"
-
-    def command(self, words: list) -> None:
-        if not words:
-            return
-        first = words[0]
-        head = first.literal_text() if isinstance(first, Word) else None
-        if head in _OPEN_BLOCK:
-            if head == "function":
-                self.open_block("function", first.start)
-                return
-            self.open_block(head, first.start)
-            if head in ("for", "select") and len(words) > 1 and isinstance(words[1], Word):
-                name = words[1].literal_text()
-                if name:
-                    self.set_unknown(name, words[1].start, f"${name} is a loop variable")
-            return
-        if head in _CLOSE_BLOCK:
-            self.close_block(head)
-            rest = words[1:]
-            if rest:
-                self.command(rest)
-            return
-        if head in ("else", "elif"):
-            kind = self.blocks[-1][0] if self.blocks else "if"
-            self.close_block(kind)
-            self.open_block("if", first.start)
-            rest = words[1:]
-            if rest:
-                self.command(rest)
-            return
-        if head in _KEYWORDS:
-            rest = words[1:]
-            if rest:
-                self.command(rest)
-            return
-        # NAME=value prefixes
-        prefixes: list = []
-        k = 0
-        while k < len(words):
-            w = words[k]
-            if isinstance(w, tuple):  # ARR=( ... )
-                prefixes.append(w)
-                k += 1
-                continue
-            m = self.assignment(w)
-            if m is None:
-                break
-            prefixes.append(w)
-            k += 1
-        rest = words[k:]
-        if not rest:
-            for p in prefixes:
-                self.assign(p)
-            return
-        rest = self.launcher_from_variable(rest)
-        if self.launch is not None:
-            if self.is_launch(rest):
-                self.extra_launches.append(self.pos(rest[0].start)[0])
-            return
-        name = rest[0].literal_text() if isinstance(rest[0], Word) else None
-        if name in ("export", "declare", "typeset", "local", "readonly"):
-            self.declare(name, rest[1:])
-            return
-        if name == "unset":
-            for w in rest[1:]:
-                t = w.literal_text() if isinstance(w, Word) else None
-                if t and not t.startswith("-"):
-                    self.vars.pop(t, None)
-            return
-        if name in ("source", "."):
-            self.unknowns.append(f"line {self.pos(rest[0].start)[0]}: {name} runs another file; what it sets is not known statically")
-            return
-        if name == "read":
-            for w in rest[1:]:
-                t = w.literal_text() if isinstance(w, Word) else None
-                if t and NAME.fullmatch(t):
-                    self.set_unknown(t, w.start, f"${t} is read at run time")
-            return
-        if self.is_launch(rest):
-            self.launch = {"prefixes": prefixes, "words": rest, "blocks": self.block_ids()}
-            self.note_broken_continuation(rest[-1].end)
-
-    def note_broken_continuation(self, end: int) -> None:
-        """A launch whose last word ends in a backslash and a blank (``--bf16 \\ `` + newline): the blank is
-        escaped, so the line does not continue, and the flags on the next lines never reach the launch."""
-        text = self.text
-        line_end = self.end_of_line(end)
-        if not (end >= 2 and text[end - 2] == "\\" and text[end - 1] in " \t" and not text[end:line_end].strip()):
-            return
-        following = text[line_end + 1:self.end_of_line(line_end + 1)].lstrip()
-        if following.startswith("-"):
-            line = self.pos(end - 2)[0]
-            self.unknowns.append(
-                f"line {line}: the backslash is followed by a blank, so the line does not continue: the launch ends "
-                f"here and the flags from line {line + 1} on are not passed (bash then runs them as a command)")
-
-    def launcher_from_variable(self, words: list) -> list:
-        """``$LAUNCHER pretrain_gpt.py ...`` with LAUNCHER="torchrun --nproc_per_node 8" set in the script:
-        the command's first word expanded into the words it stands for (each keeps the offsets of its
-        characters in the assignment; none is literal text of the launch line)."""
-        first = words[0] if words else None
-        if not isinstance(first, Word) or first.literal_text() is not None or self.is_launch(words):
-            return words
-        noted = len(self.unknowns)
-        fields = self.expand(first, "", split=True)
-        if not fields or any(f.unknown for f in fields):
-            del self.unknowns[noted:]  # not a launch we can see: what it could not expand is no launch's unknown
-            return words
-        made = []
-        for f in fields:
-            w = Word([("lit", f.text, list(f.offsets))], first.start, first.end)
-            w.origin = f.origin
-            made.append(w)
-        return made + words[1:] if self.is_launch(made + words[1:]) else words
-
-    def block_ids(self) -> tuple:
-        return tuple(b[1] for b in self.blocks)
-
-    def assignment(self, w) -> Optional[tuple]:
-        if not isinstance(w, Word) or not w.parts or w.parts[0][0] != "lit" or len(w.parts[0]) > 3:
-            return None
-        m = _ASSIGN.match(w.parts[0][1])
-        if not m or m.group(2):
-            return None
-        return m.group(1), m.group(3), m.end()
-
-    def assign(self, item, exported: bool = False, export_word=None) -> Optional[Var]:
-        line = self.pos(item[1].start if isinstance(item, tuple) else item.start)[0]
-        if isinstance(item, tuple):  # ("array", word, elements)
-            _, word, elements = item
-            name, op = self.array_start(word)
-            origin = variable_origin(name, line)
-            fields: list = []
-            for el in elements:
-                fields.extend(self.expand(el, origin, split=True))
-            old = self.vars.get(name)
-            if op == "+=" and old is not None:
-                fields = (old.fields if old.array else old.fields) + fields
-            var = Var(name, fields, True, line, self.block_ids())
-            var.span = self.span(word.start, self.end_of_array(word))
-        else:
-            name, op, cut = self.assignment(item)
-            origin = variable_origin(name, line)
-            first = item.parts[0]
-            value_parts = ([("lit", first[1][cut:], first[2][cut:])] if len(first[1]) > cut else []) + item.parts[1:]
-            value_word = Word(value_parts, item.start + cut, item.end)
-            value = self.join(self.expand(value_word, origin, split=False, keep_empty=True), origin)
-            old = self.vars.get(name)
-            if op == "+=" and old is not None and old.fields:
-                prev = old.fields[-1] if not old.array else old.fields[0]
-                value = self.join([prev, value], origin)
-            var = Var(name, [value], False, line, self.block_ids())
-            var.span = self.span(item.start, item.end)
-        if old is not None and old.exported:
-            var.exported, var.export_line, var.export_col = True, old.export_line, old.export_col
-        if exported:
-            var.exported = True
-            var.export_line, var.export_col = self.pos(export_word.start)
-        self.vars[name] = var
-        return var
-
-    def end_of_array(self, word: Word) -> int:
-        return self.matching(word.end, "(", ")")
-
-    def declare(self, builtin: str, words: list) -> None:
-        exporting = builtin == "export"
-        for w in words:
-            if isinstance(w, tuple):
-                self.assign(w, exported=exporting, export_word=w[1])
-                continue
-            t = w.literal_text()
-            if t is not None and t.startswith("-"):
-                if "x" in t and builtin != "export":
-                    exporting = True
-                if builtin == "export" and "n" in t:
-                    exporting = False
-                continue
-            if self.assignment(w):
-                self.assign(w, exported=exporting, export_word=w)
-            elif t and NAME.fullmatch(t) and exporting:
-                var = self.vars.get(t)
-                if var is None:
-                    continue  # export NAME of a variable from the caller's environment: it stays what it was
-                var.exported = True
-                var.export_line, var.export_col = self.pos(w.start)
-
-    # --- expansion ---------------------------------------------------------------------------------
+def _common_ends(vars_: list, origin: str) -> list:
+    """The elements every array has at its start and at its end, with a stretch of any words between."""
+    sigs = [[field_signature(f) for f in v.fields] for v in vars_]
+    head = 0
+    while all(head < len(s) for s in sigs) and len({s[head] for s in sigs}) == 1:
+        head += 1
+    tail = 0
+    while all(tail < len(s) - head for s in sigs) and len({s[len(s) - 1 - tail] for s in sigs}) == 1:
+        tail += 1
+    first = vars_[0].fields
+    if head == len(first) and all(len(s) == head for s in sigs):
+        return list(first)
+    middle = Field(origin)
+    middle.hole("$" + vars_[0].name + " (differs between paths)")
+    middle.multi = True
+    return list(first[:head]) + [middle] + list(first[len(first) - tail:] if tail else [])
 
 
-def read_launch_script(path: str, text: str) -> LaunchText:
+def read_launch_script(path: str, text: str, take_defaults: bool = True) -> LaunchText:
+    """The launch of a script. ``take_defaults`` False: a ``${VAR:-default}`` of a variable the script
+    never sets is not known (instead of its default)."""
+    from overlap_cli.config.shell_launch import launch_text
+
     reader = Reader(path, text)
-    reader.run()
-    if reader.launch is None:
+    reader.take_defaults = take_defaults
+    reader.run_script()
+    if not reader.records:
         raise InputError(InputProblem(
             path, "no Megatron-LM launch line found (torchrun, python -m torch.distributed.run, or python pretrain_*.py)"))
-    return _launch(reader)
+    return launch_text(reader)
 
 
 def has_launch_line(text: str) -> bool:
@@ -391,86 +445,7 @@ def has_launch_line(text: str) -> bool:
         return False
     try:
         reader = Reader("<sniff>", text)
-        reader.run()
+        reader.run_script()
     except InputError:
         return True  # the check reports what is wrong with it
-    return reader.launch is not None
-
-
-def _launch(reader: Reader) -> LaunchText:
-    launch = reader.launch
-    words = launch["words"]
-    kind, index = reader.find_program(words)
-    first_offset = words[0].start
-    launch_line = reader.pos(first_offset)[0]
-    found = LaunchText(file=reader.path, text=reader.text, kind="shell", script=None, launch_line=launch_line)
-    # the launch environment: exported variables, then the command's own prefixes
-    for var in reader.vars.values():
-        value: object = UNKNOWN if var.note or var.array or var.fields[0].unknown else var.fields[0].text
-        line = var.export_line if var.exported else var.line
-        how = "export" if var.exported else "assignment"
-        if var.array:
-            continue
-        found.env[var.name] = EnvVar(var.name, value, line, var.export_col if var.exported else 1, how, span=var.span)
-    for p in launch["prefixes"]:
-        if isinstance(p, tuple):
-            continue
-        name, _op, cut = reader.assignment(p)
-        origin = variable_origin(name, reader.pos(p.start)[0])
-        first = p.parts[0]
-        parts = ([("lit", first[1][cut:], first[2][cut:])] if len(first[1]) > cut else []) + p.parts[1:]
-        field_ = reader.join(reader.expand(Word(parts, p.start + cut, p.end), origin, split=False, keep_empty=True), origin)
-        line, col = reader.pos(p.start)
-        found.env[name] = EnvVar(name, UNKNOWN if field_.unknown else field_.text, line, col, "prefix", span=reader.span(p.start, p.end))
-    if reader.extra_launches:
-        found.unknowns.append(
-            "line(s) " + ", ".join(map(str, reader.extra_launches)) + f": more launch lines; only the first (line {launch_line}) is checked")
-    # expand the launch words
-    fields: list = []
-    word_of: list = []
-    for w in words:
-        for f in reader.expand(w, LAUNCH_LINE, split=True):
-            fields.append(f)
-            word_of.append(w)
-    # locate the program and the script among the expanded fields
-    prog_word = words[index]
-    start = next(k for k, w in enumerate(word_of) if w is prog_word)
-    script_pos = None
-    if kind == "python":
-        script_pos = start  # find_program gave the script word itself
-        found.script = reader.script_name(prog_word, True)
-        srun_world_size(reader, found, words, index)
-    else:
-        script_pos = torchrun_options(reader, found, fields, start + 1)
-        if script_pos is not None and script_pos < len(fields):
-            found.script = reader.script_name(word_of[script_pos], False) if fields[script_pos].text is not None or True else None
-            if found.script is None:
-                f = fields[script_pos]
-                if f.text is not None and f.text.rsplit("/", 1)[-1].endswith(".py"):
-                    found.script = f.text.rsplit("/", 1)[-1]
-                else:
-                    found.unknowns.append(f"line {reader.pos(word_of[script_pos].start)[0]}: the training script "
-                                          f"{f.text or f.what or 'word'} is not known statically")
-    found.unknowns[:0] = reader.unknowns
-    if script_pos is None:
-        return found
-    end_word = word_of[script_pos]
-    found.insert_at = reader.pos(end_word.end)
-    for f, w in zip(fields[script_pos + 1:], word_of[script_pos + 1:]):
-        found.tokens.append(_token(reader, f, w))
-    return found
-
-
-def _token(reader: Reader, f: Field, written: Word) -> Token:
-    # a whole written word is placed where it starts (its opening quote); a piece of one, at its first character
-    first = f.word.start if (f.whole and f.word is not None) else next((o for o in f.offsets if o is not None), None)
-    if first is None:
-        first = written.start
-    line, col = reader.pos(first) if first is not None else (None, None)
-    if f.unknown:
-        return Token(None, line, col, f.origin, multi=f.multi, what=f.what)
-    literal = f.whole and f.word is not None
-    span = reader.span(f.word.start, f.word.end) if literal else None
-    return Token(f.text, line, col, f.origin, literal=literal and span is not None, span=span)
-
-
+    return bool(reader.records)

@@ -18,12 +18,14 @@ from overlap_cli.config.argv import variable_origin
 from overlap_cli.config.shell_lex import Lexer, Word
 
 class Hole:
-    """A stretch of a word that is not known statically (``$CKPT``, ``$(nproc)``)."""
+    """A stretch of a word that is not known statically (``$CKPT``, ``$(nproc)``). ``constant``: it is a
+    variable the script never sets (the caller's environment, or the script's own arguments), which has
+    the same value wherever the script reads it; ``$(...)`` and script-assigned unknowns are not."""
 
-    __slots__ = ("what",)
+    __slots__ = ("what", "constant")
 
-    def __init__(self, what: str):
-        self.what = what
+    def __init__(self, what: str, constant: bool = False):
+        self.what, self.constant = what, constant
 
 
 class Field:
@@ -52,8 +54,8 @@ class Field:
     def text(self) -> Optional[str]:
         return None if self.unknown else "".join(self.chars)
 
-    def hole(self, what: str) -> None:
-        self.chars.append(Hole(what))
+    def hole(self, what: str, constant: bool = False) -> None:
+        self.chars.append(Hole(what, constant))
         self.offsets.append(None)
         self.whole = False
         self.word = None
@@ -64,25 +66,52 @@ class Field:
 
 
 class Var:
-    __slots__ = ("name", "fields", "array", "line", "blocks", "exported", "export_line", "export_col", "span", "note")
+    """A variable the script sets. Treated as immutable once stored: the evaluator's paths share them."""
 
-    def __init__(self, name: str, fields: list, array: bool, line: int, blocks: tuple):
-        self.name, self.fields, self.array, self.line, self.blocks = name, fields, array, line, blocks
+    __slots__ = ("name", "fields", "array", "line", "exported", "export_line", "export_col", "span", "note", "unset",
+                 "_signature")
+
+    def __init__(self, name: str, fields: list, array: bool, line: int):
+        self.name, self.fields, self.array, self.line = name, fields, array, line
         self.exported = False
         self.export_line = self.export_col = None
         self.span = None
         self.note = ""  # why the value is not known, when it is not
+        self.unset = False  # ``unset NAME``: known to be unset (not the caller's value)
+        self._signature: Optional[tuple] = None
+
+    def copy(self) -> "Var":
+        v = Var(self.name, self.fields, self.array, self.line)
+        v.exported, v.export_line, v.export_col = self.exported, self.export_line, self.export_col
+        v.span, v.note, v.unset = self.span, self.note, self.unset
+        return v
+
+    def signature(self) -> tuple:
+        """What the value is, wherever it was written (two paths that set the same value agree). Computed
+        once: a Var is not changed after it is stored."""
+        if self._signature is None:
+            self._signature = (self.array, self.exported, self.note, self.unset,
+                               tuple(field_signature(f) for f in self.fields))
+        return self._signature
+
+
+def field_signature(f: Field) -> tuple:
+    return tuple(c if c.__class__ is str else ("?", c.what) for c in f.chars)
 
 
 class Expander(Lexer):
     def __init__(self, path: str, text: str):
         super().__init__(path, text)
-        self.vars: dict = {}
-        self.unknowns: list = []
-        self.blocks: list = []  # stack of (keyword, id, line)
-
-    def block_ids(self) -> tuple:
-        return tuple(b[1] for b in self.blocks)
+        self.vars: dict = {}  # the current path's variables (config.shell binds each path's in turn)
+        self.unknowns: list = []  # the current path's sentences
+        self.positional: Optional[list] = None  # $1 ... inside a function call; None: the script's own
+        # ${VAR:-default} of a variable the script never sets: the default (with a sentence), or, False, not
+        # known (the second reading that finds which printed values the caller's environment can change)
+        self.take_defaults = True
+        self.defaults_taken = 0
+        # the line of a ``source`` whose file is not read: any variable the script has not set since may
+        # come from it (not the caller's environment, not a default)
+        self.sourced: Optional[int] = None
 
     def span(self, start: int, end: int) -> Optional[tuple]:
         l1, c1 = self.pos(start)
@@ -93,23 +122,48 @@ class Expander(Lexer):
         line = self.pos(offset)[0]
         f = Field(variable_origin(name, line))
         f.hole("$" + name)
-        var = Var(name, [f], False, line, self.block_ids())
+        var = Var(name, [f], False, line)
         var.note = note
         self.vars[name] = var
 
-    def lookup(self, name: str, offset: int) -> Optional[Var]:
+    def lookup(self, name: str) -> Optional[Var]:
+        """The variable NAME, a positional parameter of the function being called, or None (not set by the
+        script: the caller's environment, or the script's own arguments)."""
+        if name.isdigit() or name in ("@", "*", "#"):
+            args = self.positional
+            if args is None:
+                return None
+            if name in ("@", "*"):
+                return Var(name, list(args), True, 0)
+            if name == "#":
+                f = Field("")
+                f.chars, f.offsets = list(str(len(args))), [None] * len(str(len(args)))
+                return Var(name, [f], False, 0)
+            i = int(name)
+            if i == 0:
+                return None
+            if i > len(args):
+                v = Var(name, [], False, 0)
+                v.unset = True
+                return v
+            return Var(name, [args[i - 1]], False, 0)
         return self.vars.get(name)
 
     def note_unknown_var(self, name: str, offset: int, expr: str) -> None:
         line = self.pos(offset)[0]
-        var = self.vars.get(name)
-        why = var.note if var is not None and var.note else f"${name} is not set in the script (it comes from the environment)"
+        var = self.lookup(name)
+        if var is not None and var.note:
+            why = var.note
+        elif name.isdigit() or name in ("@", "*", "#"):
+            why = f"${name} is {'an argument' if name.isdigit() else 'the arguments'} the script is run with, not known statically"
+        else:
+            why = f"${name} is not set in the script (it comes from the environment)"
         sentence = f"line {line}: {why}" if expr == "$" + name else f"line {line}: {expr}: {why}"
         if sentence not in self.unknowns:
             self.unknowns.append(sentence)
 
     def values_of(self, part, origin: str) -> tuple:
-        """(fields, unknown expression or None, is_array_all) for a var/brace part."""
+        """(fields, unknown expression or None, is_array_all, the unknown is a constant) for a var/brace part."""
         kind = part[0]
         start = part[2]
         if kind == "var":
@@ -118,118 +172,98 @@ class Expander(Lexer):
         else:
             body = part[1]
             expr = "${" + body + "}"
-            m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[([^\]]+)\])?(?:(:?[-=+])(.*))?", body, re.S)
+            m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*|\d+|[@*#])(?:\[([^\]]+)\])?(?:(:?[-=+])(.*))?", body, re.S)
             if not m:
-                return None, expr, False
+                return None, expr, False, False
             name, index, op, default = m.group(1), m.group(2), m.group(3), m.group(4)
-        var = self.vars.get(name)
+        var = self.lookup(name)
+        if var is None and self.sourced is not None and not (name.isdigit() or name in ("@", "*", "#")):
+            line = self.pos(start)[0]
+            sentence = f"line {line}: {expr}: ${name} may be set by the file sourced on line {self.sourced}"
+            if sentence not in self.unknowns:
+                self.unknowns.append(sentence)
+            return None, expr, False, False
+        every = name in ("@", "*")  # the parameters: all of them
+        if every:
+            index = name
+        constant = var is None  # the caller's environment or the script's arguments: one value throughout
         known = var is not None and not var.note
+        unset = var is not None and var.unset
         if op:
             if op in (":-", "-", ":=", "="):
-                empty = var is None or (op.startswith(":") and known and not var.array and var.fields and var.fields[0].text == "")
+                empty = var is None or unset or (op.startswith(":") and known and (
+                    not var.fields or (not var.array and var.fields[0].text == "")))
                 if var is not None and not known:
                     self.note_unknown_var(name, start, expr)
-                    return None, expr, False
+                    return None, expr, False, False
+                if var is None and not self.take_defaults:
+                    self.note_unknown_var(name, start, expr)
+                    return None, expr, False, True
                 if not empty:
-                    return list(var.fields if index in ("@", "*") else var.fields[:1]), None, index == "@"
+                    return list(var.fields if index in ("@", "*") else var.fields[:1]), None, index == "@", False
                 # the default: a word of its own, expanded in place (offsets inside the ${...})
                 if var is None:
                     line = self.pos(start)[0]
-                    sentence = f"line {line}: {expr} is {default!r} unless the environment sets {name}"
+                    who = f"the script is run with argument {name}" if name.isdigit() else f"the environment sets {name}"
+                    sentence = f"line {line}: {expr} is {self.default_text(part, default)!r} unless {who}"
                     if sentence not in self.unknowns:
                         self.unknowns.append(sentence)
+                    self.defaults_taken += 1
                 offset = part[3] - 1 - len(default)
                 word, _ = self.read_default(offset, part[3] - 1)
                 fields = self.expand(word, origin, split=False, keep_empty=True)
-                if op in (":=", "="):
+                if op in (":=", "=") and not name.isdigit():
                     line = self.pos(start)[0]
-                    self.vars[name] = Var(name, [self.join(fields, variable_origin(name, line))], False, line, self.block_ids())
-                return fields, None, False
-            return None, expr, False  # ${VAR:+alt} and the like: not followed
+                    self.vars[name] = Var(name, [self.join(fields, variable_origin(name, line))], False, line)
+                return fields, None, False, False
+            return None, expr, False, False  # ${VAR:+alt} and the like: not followed
+        if unset:
+            return [], None, False, False
         if var is None or not known:
             self.note_unknown_var(name, start, expr)
-            return None, expr, False
+            return None, expr, False, constant
         if index is None:
-            return list(var.fields[:1]), None, False
+            return list(var.fields[:1]), None, False, False
         if index in ("@", "*"):
-            return list(var.fields), None, index == "@"
+            return list(var.fields), None, index == "@", False
         if index.isdigit():
             i = int(index)
-            return (list(var.fields[i:i + 1]) if var.array else (list(var.fields) if i == 0 else [])), None, False
-        return None, expr, False
+            return (list(var.fields[i:i + 1]) if var.array else (list(var.fields) if i == 0 else [])), None, False, False
+        return None, expr, False, False
+
+    def default_text(self, part, default: str) -> str:
+        """The default of ``${VAR:-default}`` as bash gives it (quotes removed), for a sentence."""
+        offset = part[3] - 1 - len(default)
+        word, _ = self.read_default(offset, part[3] - 1)
+        saved = self.unknowns
+        self.unknowns = []
+        try:
+            f = self.join(self.expand(word, "", split=False, keep_empty=True), "")
+        finally:
+            self.unknowns = saved
+        return f.text if f.text is not None else default
 
 
     def arithmetic(self, expr: str) -> Optional[int]:
-        """``$((expr))`` of integers and variables the script sets to integers, with + - * / % and
-        parentheses (bash: integer division truncates toward zero); None for anything else."""
-        tokens = re.findall(r"\s*(\d+|\$?\{?[A-Za-z_]\w*\}?|[-+*/%()])", expr)
-        if "".join(tokens).replace(" ", "") != re.sub(r"\s+", "", expr):
+        """``$((expr))`` with bash's operators (config.shell_arith) over the integers the script states;
+        None when a variable is not known statically, for an error, or when it assigns a variable."""
+        from overlap_cli.config.shell_arith import evaluate
+
+        value, assigned, _ok = evaluate(expr, self.arith_lookup)
+        if assigned:  # $((i++)) inside a word: not followed (the variable is unknown from here on)
+            for name in assigned:
+                self.set_unknown(name, 0, f"${name} is assigned inside a $((...)) expansion")
             return None
-        values: list = []
-        for tok in (t.strip() for t in tokens):
-            if tok[0].isdigit():
-                values.append(tok)
-            elif tok[0] in "$_" or tok[0].isalpha():
-                var = self.vars.get(tok.strip("${}"))
-                text = var.fields[0].text if var is not None and not var.note and not var.array and var.fields else None
-                if text is None or not text.strip().lstrip("-").isdigit():
-                    return None
-                values.append(f"({int(text)})")
-            else:
-                values.append(tok)
-        pos = 0
+        return value
 
-        def atom() -> int:
-            nonlocal pos
-            tok = values[pos] if pos < len(values) else None
-            if tok in ("-", "+"):
-                pos += 1
-                return -atom() if tok == "-" else atom()
-            if tok == "(" or (tok and tok.startswith("(")):
-                if tok != "(":  # a variable's value, already an integer
-                    pos += 1
-                    return int(tok[1:-1])
-                pos += 1
-                v = add()
-                if pos >= len(values) or values[pos] != ")":
-                    raise ValueError
-                pos += 1
-                return v
-            if tok is None or not tok.isdigit():
-                raise ValueError
-            pos += 1
-            return int(tok)
-
-        def mul() -> int:
-            nonlocal pos
-            v = atom()
-            while pos < len(values) and values[pos] in ("*", "/", "%"):
-                op = values[pos]
-                pos += 1
-                w = atom()
-                if op == "*":
-                    v *= w
-                else:
-                    if w == 0:
-                        raise ValueError
-                    q = abs(v) // abs(w) * (1 if (v >= 0) == (w >= 0) else -1)
-                    v = q if op == "/" else v - q * w
-            return v
-
-        def add() -> int:
-            nonlocal pos
-            v = mul()
-            while pos < len(values) and values[pos] in ("+", "-"):
-                op = values[pos]
-                pos += 1
-                v = v + mul() if op == "+" else v - mul()
-            return v
-
-        try:
-            result = add()
-        except (ValueError, IndexError, RecursionError):  # RecursionError: parentheses nested thousands deep
+    def arith_lookup(self, name: str) -> Optional[str]:
+        """A variable's text for arithmetic: None when not known statically (or not set by the script)."""
+        var = self.lookup(name)
+        if var is None or var.note:
             return None
-        return result if pos == len(values) else None
+        if var.unset or not var.fields:
+            return ""
+        return var.fields[0].text
 
     def join(self, fields: list, origin: str) -> Field:
         out = Field(origin)
@@ -251,6 +285,7 @@ class Expander(Lexer):
         cur.word = word
         started = False  # the current field exists (it has text, a quoted part, or a hole)
         only_unquoted_unknown = True  # the word is nothing but unquoted unknown expansions
+        all_words = False  # an unknown "$@" / "${ARR[@]}": any number of words even when quoted
         pass_through = len(word.parts) == 1
 
         def new_field():
@@ -283,14 +318,17 @@ class Expander(Lexer):
             if kind == "unknown":
                 cur.hole(part[1])
                 started = True
-                only_unquoted_unknown = only_unquoted_unknown and not quoted
+                # $((...)) is one integer: never more than one word
+                only_unquoted_unknown = only_unquoted_unknown and not quoted and part[1][:3] != "$(("
                 sentence = f"line {self.pos(part[2])[0]}: {part[1]} is not known statically"
                 if sentence not in self.unknowns:
                     self.unknowns.append(sentence)
                 continue
-            values, expr, array_all = self.values_of(part, origin)
+            values, expr, array_all, constant = self.values_of(part, origin)
             if values is None:
-                cur.hole(expr)
+                cur.hole(expr, constant)
+                if part[1] in ("@", "*") or (part[0] == "brace" and re.search(r"\[[@*]\]$", part[1])):
+                    all_words = True  # "$@", "${ARR[@]}": any number of words, quoted or not
                 started = True
                 only_unquoted_unknown = only_unquoted_unknown and not quoted
                 continue
@@ -330,7 +368,7 @@ class Expander(Lexer):
                     new_field()
         if started or keep_empty:
             out.append(cur)
-        if split and len(out) == 1 and only_unquoted_unknown and out[0].unknown:
+        if split and len(out) == 1 and out[0].unknown and (only_unquoted_unknown or (all_words and len(word.parts) == 1)):
             out[0].multi = True
         if not out and not split:
             out.append(Field(origin))

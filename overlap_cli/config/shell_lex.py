@@ -2,7 +2,7 @@
 
 A word is a list of parts, each keeping the file offset of every character it holds:
 ``("lit", text, offsets[, "q"])`` (``"q"``: written inside quotes), ``("var", NAME, start, end, quoted, None,
-None)``, ``("brace", BODY, start, end, quoted)`` for ``${BODY}``, and ``("unknown", TEXT, start, end,
+None)`` (NAME also ``1``, ``@``, ``*``, ``#``: the positional parameters), ``("brace", BODY, start, end, quoted)`` for ``${BODY}``, and ``("unknown", TEXT, start, end,
 quoted)`` for what is never evaluated here, ``("arith", EXPR, start, end, quoted)`` for ``$((EXPR))`` (``$(...)``, backticks, ``$1``, ``$'...'`` with escapes).
 Backslash-newline continuations vanish as bash removes them; comments and here-document bodies are
 skipped by the command reader with ``end_of_line`` / ``heredoc`` / ``skip_heredocs``.
@@ -17,7 +17,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A word ends at a blank or at one of bash's operator characters.
@@ -236,7 +236,10 @@ class Lexer:
         if m:
             parts.append(("var", m.group(0), i, m.end(), quoted, None, None))
             return m.end()
-        if nxt and (nxt.isdigit() or nxt in "@*#?$!-"):
+        if nxt and (nxt.isdigit() or nxt in "@*#"):  # $1, "$@", $#: the positional parameters
+            parts.append(("var", nxt, i, i + 2, quoted, None, None))
+            return i + 2
+        if nxt and nxt in "?$!-":
             parts.append(("unknown", text[i:i + 2], i, i + 2, quoted))
             return i + 2
         parts.append(("lit", "$", [i]) + (("q",) if quoted else ()))

@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any
 
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 
 # A full Bridge dump has ~1,900 values. Past this many (composed, or expanded from aliases) a document
 # is refused: it bounds both time and memory (~0.3 s and ~70 MB at the limit).

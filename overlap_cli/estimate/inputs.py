@@ -203,6 +203,9 @@ def shape_from_view(view) -> Shape:
     peft = cfg.get(("peft",)) is not None and isinstance(cfg.get(("peft",)), dict)
 
     bucket = view.value("ddp.bucket_size") if "ddp.bucket_size" in view.effective else ddp.get("bucket_size")
+    grad_dtype = view.effective.get("ddp.grad_reduce_in_fp32")
+    if grad_dtype is not None and grad_dtype.source == "unknown":  # e.g. --bf16 from an unknown expansion
+        assumptions.append("ddp.grad_reduce_in_fp32 not known statically: gradients reduced in bf16 assumed")
     shape = Shape(
         gpu=gpu_name, world=world, layers=layers_total, kinds=kinds, mixer_per_layer=mixer_per_layer,
         hidden=hidden, heads=heads, groups=groups, kv_channels=kv_channels, ffn=ffn,

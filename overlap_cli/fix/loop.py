@@ -22,7 +22,8 @@ from overlap_cli.fix import text as fixtext
 from overlap_cli.fix import tree as fixtree
 from overlap_cli.config import yamlrt
 from overlap_cli.fix.tree import split_key
-from overlap_cli.check.results import Edit, FileResult, Finding, InputError, InputProblem
+from overlap_cli.check.results import Edit, FileResult, Finding
+from overlap_cli.problems import InputError, InputProblem
 
 MAX_ROUNDS = 5
 

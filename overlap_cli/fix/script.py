@@ -202,7 +202,7 @@ def _meaning(launch) -> tuple:
 
 def _prove(launch, candidate: str, goal: tuple) -> Optional[str]:
     """None when ``candidate`` reads as ``launch`` with exactly ``goal`` made; else why not."""
-    from overlap_cli.check.results import InputError
+    from overlap_cli.problems import InputError
     from overlap_cli.frameworks.megatron_lm.args import load_launch
 
     try:

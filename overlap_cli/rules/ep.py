@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from overlap_cli.check.results import Edit
 from overlap_cli.rules.registry import BOTH, rule
-from overlap_cli.target import versions
+from overlap_cli.launch_profile import versions
 from overlap_cli.rules.common import as_int, finding, fmt, model_key, model_value, safe, set_, torch_version, unknown_version_text, unsafe
 
 _REQUEST = "comm_overlap.overlap_moe_expert_parallel_comm"
@@ -196,7 +196,8 @@ def ep_overlap_prerequisites(view):
                 f"with an older torch the launch fails with \"{quote}\"",
                 where,
             ))
-    if pp > 1 and vpp is None and not (path == "bridge" and layout_implies_vpp):
+    pp_known = pp is not None and getattr(view, "vpp_known", True)  # a Megatron-LM launch may leave them unknown
+    if pp_known and pp > 1 and vpp is None and not (path == "bridge" and layout_implies_vpp):
         fix = None
         smallest = _smallest_vpp(view) if view.layout is None else None
         if smallest is not None:

@@ -49,6 +49,8 @@ def lm_finding(view, code: str, severity: str, message: str, dest: Optional[str]
         arg = view.given(dest)
         if arg is not None and arg.line:
             line, col = arg.line, arg.column or 1
+        elif arg is not None and arg.origin == "command line":  # a dotlist word (frameworks.megatron_lm.dotlist)
+            return Finding(code, severity, message, key, None, None, fix, origin="command line")
     return Finding(code, severity, message, key, line, col, fix)
 
 
@@ -74,8 +76,11 @@ def assertion_findings(view, code: str, ids: tuple, fix=None, lead: str = ""):
     expansion may supply a flag it depends on)."""
     for a in view.asserted(*ids):
         note = open_words_note(view, a)
-        verb = "raises" if a.at.startswith("megatron/training/initialize.py") else "validate_args asserts"
-        message = f"{lead}{verb} \"{a.message}\" ({a.at}){note}"
+        verb = a.who or ("raises" if a.at.startswith("megatron/training/initialize.py") else "validate_args asserts")
+        if a.bare:  # an assert without a message: the launch prints a bare AssertionError at that line
+            message = f"{lead}{verb} `{a.message}` (a bare AssertionError, no message; {a.at}){note}"
+        else:
+            message = f"{lead}{verb} \"{a.message}\" ({a.at}){note}"
         f = fix(a) if callable(fix) else fix
         yield lm_finding(view, code, "warning" if note else "error", message, a.dests[0] if a.dests else None,
                          None if note else f)
@@ -117,11 +122,14 @@ def not_fully_known(view):
     """
     ## What it does
     Lists what the launch takes from outside the file: `$(...)`, variables the script does not assign,
-    the functional-test harness's `${DATA_PATH}`-style values, unquoted expansions that may hold any flags.
+    `${VAR:-default}` defaults the caller's environment may replace, conditions on such values (an `if`
+    or `case` whose branches give different flags), the functional-test harness's `${DATA_PATH}`-style
+    values, unquoted expansions that may hold any flags — and which printed effective values they can change.
 
     ## Why it matters
     The check reports those values as `unknown` and never guesses them; a finding that depends on a flag
-    an unknown expansion could supply is a warning, not an error.
+    an unknown expansion could supply is a warning, not an error. A value printed from a default
+    (`TP=${TP:-4}`) holds only if the environment leaves the variable unset.
 
     ## Example
     ```yaml
@@ -131,13 +139,42 @@ def not_fully_known(view):
     ```
 
     ## Fix
-    None offered; assign the variables in the script to have them checked.
+    None offered; assign the variables in the script to have them checked. The text shows the first
+    three items; `--format json` lists every one under the finding's `details` (`unknowns`: each with its
+    line; `can_change`: the effective keys they can change; `open`: expansions that may hold any flag).
     """
     unknowns = list(view.launch.unknowns)
     if not unknowns:
         return
-    shown = "; ".join(unknowns[:3]) + (f"; and {len(unknowns) - 3} more" if len(unknowns) > 3 else "")
-    yield lm_finding(view, "LM002", "info", f"not known statically (reported as unknown, never guessed): {shown}")
+    shown = "; ".join(unknowns[:3])
+    if len(unknowns) > 3:
+        shown += f"; and {len(unknowns) - 3} more (--format json lists them all)"
+    changeable = [k for k, v in view.effective.items() if v.source == "unknown"]
+    extra = getattr(view.launch, "changeable", None) or []
+    changeable += [k for k in extra if k not in changeable]
+    open_words = list(dict.fromkeys(view.open_words))
+    if changeable:
+        shown += f"; the printed values they can change: {', '.join(changeable)}"
+    elif not open_words and view.launch.kind == "shell":  # (a functional test's harness decides more than it says)
+        shown += "; none of the printed effective values depends on them"
+    if open_words:
+        shown += f"; {', '.join(open_words)} may hold any flags, so any value printed as a default may differ"
+    details = {
+        "unknowns": [{"line": _leading_line(u), "message": u} for u in unknowns],
+        "can_change": changeable,
+        "open": open_words,
+    }
+    f = lm_finding(view, "LM002", "info", f"not known statically (reported as unknown, never guessed): {shown}")
+    f.details = details
+    yield f
+
+
+def _leading_line(sentence: str) -> Optional[int]:
+    """The line a sentence starts with ("line 12: ..."), if it does."""
+    head = sentence.split(":", 1)[0]
+    if head.startswith("line ") and head[5:].isdigit():
+        return int(head[5:])
+    return None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -365,19 +402,23 @@ def interleaved_pp_too_small(view):
     yield from assertion_findings(view, "LM202", ("interleaved-pp",))
 
 
-@rule("LM203", "pipeline-split-rejected", "error", "A virtual-pipeline or layer split that validate_args rejects",
+@rule("LM203", "pipeline-split-rejected", "error", "A virtual-pipeline or layer split that the launch rejects",
       frameworks=LM)
 def pipeline_split_rejected(view):
     """
     ## What it does
     Flags the pipeline-split assertions of `validate_args`: more than one way of asking for a virtual
     pipeline, a layout whose stages PP does not divide, layers that do not split evenly over the pipeline
-    or its virtual stages.
+    or its virtual stages, a hybrid layer pattern beside other split flags; and those of the
+    `TransformerConfig` Megatron-LM builds next: uneven first / last stages
+    (`--decoder-first-pipeline-num-layers`) whose remaining layers do not split over the middle stages or
+    their virtual stages, `--account-for-*-in-pipeline-split` beside them, a layout beside either.
 
     ## Why it matters
-    They stop the launch (megatron-core 0.19.2, `megatron/training/arguments.py:894-904`, `911`, `921`,
-    `934`, `938`, `963`) with messages such as `number of layers per pipeline stage must be divisible
-    number of layers per virtual pipeline stage`. The virtual pipeline decides p2p overlap (LM201).
+    They stop the launch (megatron-core 0.19.2, `megatron/training/arguments.py:776-812`, `894-904`, `911`,
+    `921`, `934`, `938`, `963`; `megatron/core/transformer/transformer_config.py:1922-2110`) with messages
+    such as `number of layers per pipeline stage must be divisible number of layers per virtual pipeline
+    stage`. The virtual pipeline decides p2p overlap (LM201).
 
     ## Example
     ```yaml
@@ -390,4 +431,6 @@ def pipeline_split_rejected(view):
     ## Fix
     None offered: pick sizes that divide.
     """
-    yield from assertion_findings(view, "LM203", ("vpp-args", "layout", "vpp-layers"))
+    from overlap_cli.frameworks.megatron_lm.assertions import ids_of
+
+    yield from assertion_findings(view, "LM203", ("vpp-args", "layout", "vpp-layers", *ids_of("LM203")))

@@ -99,7 +99,7 @@ def dp_overlap_off(view):
         return
     if view.dp is not None and view.dp <= 1:
         return
-    dp = f"DP={view.dp}" if view.dp is not None else "if DP > 1 (world size not known)"
+    dp = f"DP={view.dp}" if view.dp is not None else f"if DP > 1 ({view.dp_unknown_why or 'DP not known'})"
     distopt = args.get("use_distributed_optimizer") is True
     yield lm_finding(
         view, "LM303", "info",
@@ -290,7 +290,7 @@ def delay_wgrad_launch_checks(view):
         return
     from overlap_cli.frameworks.megatron_lm import facts as lm
     from overlap_cli.rules.common import te_version, unknown_version_text
-    from overlap_cli.target import versions
+    from overlap_cli.launch_profile import versions
 
     have = te_version(view)
     status = versions.status(have, "2.8.0")

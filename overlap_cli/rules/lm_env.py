@@ -1,4 +1,6 @@
-"""LM5xx — Megatron-LM launches: CUDA_DEVICE_MAX_CONNECTIONS as validate_args checks it.
+"""LM5xx — Megatron-LM launches: the launch environment. LM501-LM503: CUDA_DEVICE_MAX_CONNECTIONS as
+validate_args checks it; LM504: the rest of what the target (GPU, library versions) and the launch
+variables rule out (frameworks/megatron_lm/assertions.py, code LM504).
 
 megatron-core 0.19.2, ``megatron/training/arguments.py:1413-1439``: with TP or CP > 1 before Blackwell
 (``get_device_arch_version() < 10``) it asserts the variable is exactly "1", unless Torch-FSDP2,
@@ -158,3 +160,44 @@ def max_connections_conflict(view):
     """
     for w in view.launch_warnings:
         yield lm_finding(view, "LM503", "warning", f"validate_args warns: \"{w}\" (arguments.py:1416)", "tensor_model_parallel_size")
+
+
+@rule("LM504", "launch-environment-rejected", "error", "A setting the target's GPU, library versions or launch variables rule out",
+      frameworks=LM)
+def launch_environment_rejected(view):
+    """
+    ## What it does
+    Flags settings the launch rejects on this target: NVFP4 (`--fp4-format`) before Transformer Engine
+    2.7, Torch-FSDP2 before torch 2.4, grouped GEMM below compute capability 8, delayed wgrad without
+    fused accumulation before TE 2.7, fp8 activation recompute before TE 2.6, single grouped MoE weights
+    before TE 2.14, the precision-aware optimizer without Transformer Engine, and the launch variables
+    some settings need: `NVTE_CPU_OFFLOAD_V1=1` for fine-grained activation offloading on TE >= 2.10,
+    `NCCL_GRAPH_REGISTER=0` for Transformer Engine CUDA graphs with `expandable_segments:True`,
+    `CUDA_GRAPHS_USE_NODE_PRIORITY=1` for GTP with CUDA graphs on Blackwell, no `expandable_segments:True`
+    with `--use-nccl-ub` before torch 2.11, `CUDA_DEVICE_MAX_CONNECTIONS` above 1 for the UCC pipeline
+    backend. A version or GPU the target does not give makes the check silent (`--te-version`,
+    `--torch-version`, `--gpu`).
+
+    ## Why it matters
+    Each stops the launch in `validate_args` (megatron-core 0.19.2, `megatron/training/arguments.py:998`,
+    `1074`, `1340`, `1501`, `1849-1858`, `1881`), in the configs built after it
+    (`megatron/core/transformer/transformer_config.py:1563`, `1829`;
+    `megatron/core/distributed/distributed_data_parallel_config.py:258`;
+    `megatron/core/optimizer/optimizer_config.py:465`) or while the process groups are built
+    (`megatron/core/parallel_state.py:1205`), for instance with `--fp4-format requires Transformer Engine
+    >= 2.7.0.dev0 for NVFP4BlockScaling support.`
+
+    ## Example
+    Checked with `--te-version 2.6`:
+    ```yaml
+    MODEL_ARGS:
+      --bf16: true
+      --fp4-format: e2m1
+    ```
+
+    ## Fix
+    None offered: a newer library, or the variable exported in the launch script.
+    """
+    from overlap_cli.frameworks.megatron_lm.assertions import ids_of
+
+    yield from assertion_findings(view, "LM504", ids_of("LM504"))

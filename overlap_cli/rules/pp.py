@@ -298,6 +298,8 @@ def warmup_flush(view):
     overlap, batch = view.value("model.overlap_p2p_comm"), view.value("model.batch_p2p_comm")
     if overlap is True and batch is not True:
         return
+    if any(getattr(view.effective.get(k), "source", None) == "unknown" for k in ("model.overlap_p2p_comm", "model.batch_p2p_comm")):
+        return  # whether it raises depends on a value not known statically
     section = "comm_overlap" if view.comm_overlap_present else "model"
     if view.pp > 1 and view.vpp_final is not None:
         fix = safe(

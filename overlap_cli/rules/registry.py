@@ -8,12 +8,13 @@ parallel / delayed wgrad, CP8xx context parallel.
 Each rule names the frameworks whose inputs it checks (``frameworks``; ``run_rules`` runs only those of the
 input's framework). The families above are Megatron-Bridge's (``("bridge",)``, the default). Megatron-LM
 launches have their own family, LM, numbered like the others by topic — LM0xx the launch itself (world
-size), LM1xx TP, LM2xx PP / virtual pipeline, LM3xx DP / FSDP / buckets, LM5xx launch environment — because
+size, batch sizes), LM1xx TP, LM2xx PP / virtual pipeline, LM3xx DP / FSDP / buckets, LM4xx precision, LM5xx
+launch environment, LM7xx EP, LM8xx CP — because
 Megatron-LM decides differently (it asserts where Bridge switches off, and never turns DP overlap on): its
 rules say what validate_args prints. A rule that reads only what Megatron-Core's own configs decide
 (``model_parallel_config.py`` / ``transformer_config.py`` ``__post_init__``: deferred embedding wgrad,
-p2p warmup/flush, EP overlap, delayed wgrad) keeps its code and serves both, ``frameworks=BOTH``: one
-place for the check, whichever framework built the config.
+p2p warmup/flush, EP overlap, delayed wgrad; DP313, the process grid of ``parallel_state``) keeps its code and
+serves both, ``frameworks=BOTH``: one place for the check, whichever framework built the config.
 """
 
 from __future__ import annotations

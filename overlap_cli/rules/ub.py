@@ -13,7 +13,7 @@ from overlap_cli.frameworks.bridge import presets
 from overlap_cli.check.results import Edit
 from overlap_cli.rules.registry import rule
 from overlap_cli.rules.common import finding, safe, set_, te_version, unsafe
-from overlap_cli.target import versions
+from overlap_cli.launch_profile import versions
 
 CO_KEY = "comm_overlap.tp_comm_overlap_cfg"
 

@@ -11,7 +11,7 @@ from overlap_cli.check.engine import CheckedFile, check, check_file
 from overlap_cli.check.results import FileResult
 from overlap_cli.check.runner import check_files, check_files_with_views, effective_jobs
 from overlap_cli.frameworks.bridge.view import Resolved
-from overlap_cli.target.profile import Target
+from overlap_cli.launch_profile.profile import Target
 
 GOOD = "model:\n  tensor_model_parallel_size: 4\n  sequence_parallel: false\ncomm_overlap:\n  tp_comm_overlap: true\n"
 

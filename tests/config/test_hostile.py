@@ -17,7 +17,7 @@ import pytest
 
 from bench.hostile import HOSTILE
 from overlap_cli.check.engine import check, check_file
-from overlap_cli.target.profile import Target
+from overlap_cli.launch_profile.profile import Target
 from conftest import ROOT as ROOT_DIR  # noqa: E402
 
 ROOT = ROOT_DIR

@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 from overlap_cli.check.engine import check_file
 from overlap_cli.config.loader import load_config
-from overlap_cli.target.profile import Target
+from overlap_cli.launch_profile.profile import Target
 
 SAME_AS_OMEGACONF = {
     "merge_keys": "base: &b {a: 1, b: 2}\nmore: &m {b: 3, c: 4}\nmodel:\n  <<: [*b, *m]\n  a: 5\nagain:\n  <<: *b\n",

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from overlap_cli.check.results import InputError
+from overlap_cli.problems import InputError
 from overlap_cli.config.argv import UNKNOWN
 from overlap_cli.config.mlm_yaml import looks_like_mlm_yaml, read_mlm_yaml
 

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from overlap_cli.check.results import InputError
+from overlap_cli.problems import InputError
 from overlap_cli.config.argv import LAUNCH_LINE, UNKNOWN
 from overlap_cli.config.shell import has_launch_line, read_launch_script
 
@@ -78,16 +78,17 @@ def test_default_expansion_and_unknowns_are_never_guessed():
     assert found.tokens[3].multi and found.tokens[4].what == "`date`"
 
 
-def test_assignment_inside_a_closed_block_is_unknown():
+def test_a_condition_on_the_environment_is_followed_both_ways():
     found = read('''
         TP=1
         if [ "$BIG" = 1 ]; then
             TP=8
         fi
-        torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size $TP
+        torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size $TP --num-layers 2
         ''')
-    assert words(found)[-1] is None
-    assert any("$TP is set inside an if block (line 2)" in u for u in found.unknowns)
+    assert sorted([t.text for t in p.tokens][1] for p in found.paths) == ["1", "8"]
+    assert [c for p in found.paths for c in p.choices] == [(("if", 5, 0), "holds"), (("if", 5, 0), "does not hold")]
+    assert found.forks[("if", 5, 0)] == 'the if on line 2 ([ "$BIG" = 1 ])'
 
 
 def test_launch_environment_exports_and_prefixes():
@@ -239,7 +240,8 @@ def test_backslash_blank_does_not_continue_the_launch():
 
 @pytest.mark.parametrize("expr, value", [
     ("$GPUS*$NODES", "16"), ("GPUS * NODES / 4", "4"), ("(GPUS + 2) % 3", "1"), ("-7 / 2", "-3"), ("${GPUS}*2", "16"),
-    ("GPUS / 0", None), ("UNSET * 2", None), ("GPUS ** 2", None), ("$(nproc) * 2", None),
+    ("GPUS / 0", None), ("UNSET * 2", None), ("GPUS ** 2", "64"), ("$(nproc) * 2", None), ("GPUS++", None),
+    ("NODES << 2", "8"), ("GPUS > NODES ? 1 : 0", "1"), ("08", None),
 ])
 def test_arithmetic_of_known_integers(expr, value):
     found = read(f'''

@@ -36,7 +36,7 @@ GROUP = {"ddp.overlap_grad_reduce": "dp", "ddp.overlap_param_gather": "dp", "opt
 
 
 def _targets():
-    from overlap_cli.target.profile import GPUS
+    from overlap_cli.launch_profile.profile import GPUS
 
     for line in MANIFEST.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
@@ -111,7 +111,7 @@ def test_fix_write_over_every_recipe_keeps_the_contract(tmp_path):
     from overlap_cli.check.engine import check_file
     from overlap_cli.fix.loop import fix_file
     from overlap_cli.config.yamlnodes import parse_yaml
-    from overlap_cli.target.profile import build_target
+    from overlap_cli.launch_profile.profile import build_target
     from overlap_cli.fix.write import atomic_write
 
     problems, fixed_files, checked = [], 0, 0
@@ -145,7 +145,7 @@ def test_fix_write_over_every_recipe_keeps_the_contract(tmp_path):
 
 def test_info_findings_offer_no_safe_fix_on_any_recipe():
     from overlap_cli.check.engine import check_file
-    from overlap_cli.target.profile import build_target
+    from overlap_cli.launch_profile.profile import build_target
 
     offending = []
     for name, flags in _targets():

@@ -2,7 +2,7 @@
 and every night, so none of them may get an error finding: each such launch (MODEL_ARGS and MODEL_ARGS_N of
 core_r0.19.0, scopes in DAILY) is checked on the targets its recipes give it (tests/test_utils/recipes/<platform>/*.yaml: the spec's nodes, the platforms of
 the spec or of the product entry). The launcher runs ``--nproc_per_node $GPUS_PER_NODE --nnodes $NUM_NODES``
-with ``GPUS_PER_NODE`` defaulting to 8 (tests/functional_tests/shell_test_utils/_run_training.sh:184-196),
+with ``GPUS_PER_NODE`` defaulting to 8 (a checkpoint-consistency test sets it per MODEL_ARGS_N) (tests/functional_tests/shell_test_utils/_run_training.sh:184-196),
 whatever the recipe's ``gpus`` request (inference recipes ask for 1 GPU and run TP2 x PP2): a node has 8
 GPUs, a GB200 node (tray) 4. Skipped without a Megatron-LM tree (bench/mlm_corpus.py)."""
 
@@ -66,20 +66,33 @@ def launches(src: str) -> list:
             continue
         for ws, gpu, daily in sorted(targets.get(path.split("/")[-2], ())):
             for key in re.findall(r"^(MODEL_ARGS(?:_\d+)?)[ \t]*:", text, re.M):
-                out.append((path, key, text, ws, gpu, daily))
+                out.append((path, key, text, _world_of_key(text, key, ws, gpu), gpu, daily))
     return out
+
+
+def _world_of_key(text: str, key: str, ws: int, gpu: str) -> int:
+    """A checkpoint-consistency test runs each MODEL_ARGS_N on MODEL_ENV_VARS.<key>.GPUS_PER_NODE GPUs per node
+    (tests/functional_tests/shell_test_utils/run_ci_test.sh:266-297)."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return ws
+    if not isinstance(doc, dict) or doc.get("TEST_TYPE") != "checkpoint-consistency":
+        return ws
+    per_node = ((doc.get("MODEL_ENV_VARS") or {}).get(key) or {}).get("GPUS_PER_NODE")
+    return ws // GPUS_PER_NODE[gpu] * per_node if isinstance(per_node, int) else ws
 
 
 @pytest.fixture(scope="module")
 def checked():
     """[(path, key, ws, gpu, daily, findings)] for every scheduled launch that reads (the reader's own corpus
     test holds the rest)."""
-    from overlap_cli.check.results import InputError
+    from overlap_cli.problems import InputError
     from overlap_cli.config.mlm_yaml import read_mlm_yaml
     from overlap_cli.frameworks.megatron_lm.args import launch_from_text
     from overlap_cli.frameworks.megatron_lm.resolver import resolve
     from overlap_cli.rules import run_rules
-    from overlap_cli.target.profile import Target
+    from overlap_cli.launch_profile.profile import Target
 
     out = []
     for path, key, text, ws, gpu, daily in launches(mlm_corpus.source()):

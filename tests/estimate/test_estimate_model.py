@@ -30,7 +30,7 @@ def shape_of(path, world, gpu, overrides=()):
     from overlap_cli.check.engine import check
     from overlap_cli.cli.check import parse_overrides
     from overlap_cli.estimate.inputs import shape_from_view
-    from overlap_cli.target.profile import Target
+    from overlap_cli.launch_profile.profile import Target
 
     t = Target(world_size=world)
     t.set("world_size", world, "flag")

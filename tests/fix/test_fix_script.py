@@ -144,6 +144,8 @@ def test_only_edited_flags_change(case, unsafe):
             near = [dest, *ANCHORS.get(dest, ())]
             lines = {launch.args[d].line for d in near if d in launch.args}
             lines |= {a.finding.line} if a.finding.line else set()
+            if e.op == "add" and launch.insert_at and not any(launch.args[d].placeable for d in near if d in launch.args):
+                lines.add(launch.insert_at[0])  # no neighbour written on the launch line: the flag goes after the script
             allowed |= lines | {ln - 1 for ln in lines}
     a_lines, b_lines = out.original.splitlines(True), out.fixed.splitlines(True)
     for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, a_lines, b_lines, autojunk=False).get_opcodes():

@@ -150,7 +150,7 @@ VERSIONS = [
 
 def test_version_order_matches_packaging():
     packaging = pytest.importorskip("packaging.version")
-    from overlap_cli.target.versions import sort_key
+    from overlap_cli.launch_profile.versions import sort_key
 
     for a in VERSIONS:
         for b in VERSIONS:
@@ -161,7 +161,7 @@ def test_version_order_matches_packaging():
 
 def test_unreadable_version_is_unknown_not_a_guess():
     """The CLI refuses such a value; a rule that still meets one (e.g. from another caller) must not guess."""
-    from overlap_cli.target.versions import status as version_status
+    from overlap_cli.launch_profile.versions import status as version_status
 
     assert version_status("nightly", "2.6.0") == "unknown"
     assert version_status(None, "2.6.0") == "unknown"

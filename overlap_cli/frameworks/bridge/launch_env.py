@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 from overlap_cli.check.results import Value
 from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
-from overlap_cli.target.profile import HOPPER_OR_OLDER, SM100_OR_NEWER
+from overlap_cli.launch_profile.profile import HOPPER_OR_OLDER, SM100_OR_NEWER
 
 MAX_CONNECTIONS = "CUDA_DEVICE_MAX_CONNECTIONS"
 FWD_MARGIN = "NVTE_FWD_LAYERNORM_SM_MARGIN"

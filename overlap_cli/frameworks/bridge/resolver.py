@@ -22,7 +22,7 @@ from overlap_cli.config.document import Config
 from overlap_cli.check.results import BRIDGE_AUTO, DEFAULT, FORCED_OFF, MIXED_PRECISION, UNKNOWN, USER, Value
 from overlap_cli.frameworks.bridge.schema import validate_types
 from overlap_cli.frameworks.bridge.view import Overwrite, Resolved, user_wrote
-from overlap_cli.target.profile import Target
+from overlap_cli.launch_profile.profile import Target
 
 # The keys every result's ``effective`` holds, whatever the file sets (the JSON contract in README).
 EFFECTIVE_KEYS = (

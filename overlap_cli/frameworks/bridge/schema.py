@@ -9,7 +9,7 @@ if TYPE_CHECKING:
 
 from overlap_cli.config.document import Config
 from overlap_cli.config.yamlnodes import dotted
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 
 MAPPING_SECTIONS = ("model", "ddp", "optimizer", "comm_overlap", "env_vars", "dataset", "train", "dist", "checkpoint")
 

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.config.document import Config
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
-from overlap_cli.target.profile import Target
+from overlap_cli.launch_profile.profile import Target
 
 @dataclass
 class Overwrite:

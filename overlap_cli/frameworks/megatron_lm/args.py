@@ -31,7 +31,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.config.argv import LAUNCH_LINE, MODEL_ARGS, UNKNOWN, EnvVar, LaunchText, Token
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
@@ -58,6 +58,9 @@ class Arg:
     flag_span: Optional[tuple] = None  # (line, col_start, col_end) of the flag word as written, when literal
     literal: bool = False  # flag and value words are literal text somewhere in the file (launch line or a variable's definition)
     occurrences: int = 1  # how many times the dest was given (the last wins)
+    # Where the value comes from when it is not the flag's own place: a dotlist word of the command line, or
+    # (value UNKNOWN) the decision not known statically that gives the flag on some paths only.
+    reason: Optional[str] = None
 
 
 @dataclass
@@ -73,8 +76,14 @@ class Launch:
     world_size_line: Optional[int] = None
     argv: list = field(default_factory=list)  # the words after the script, as strings; an unknown word as None
     unknowns: list = field(default_factory=list)  # what could not be known statically, with lines
-    tokens: list = field(default_factory=list)  # config.argv.Token for each word of argv (positions, origins)
+    # config.argv.Token for each word of argv (positions, origins); when the launch's paths differ, the first
+    # path's words and then the open expansions (Token.multi) of the others
+    tokens: list = field(default_factory=list)
     insert_at: Optional[tuple] = None  # (line, column) where a new flag goes on the launch (see LaunchText)
+    defaults_taken: bool = False  # see LaunchText.defaults_taken
+    # The effective keys whose printed value the launch's unknowns can change (engine_lm fills it; None: not
+    # computed)
+    changeable: Optional[list] = None
 
 
 # --- the option table -------------------------------------------------------------------------------
@@ -151,7 +160,7 @@ def flag_spellings() -> list:
 # --- loading ----------------------------------------------------------------------------------------
 
 
-def load_launch(path: str, text: Optional[str] = None) -> Launch:
+def load_launch(path: str, text: Optional[str] = None, take_defaults: bool = True) -> Launch:
     """Read a launch script or a functional-test YAML and give its Megatron-LM arguments.
 
     Raises InputError (one line: file:line:col, flag, message) for input Megatron-LM or the reader
@@ -167,7 +176,7 @@ def load_launch(path: str, text: Optional[str] = None) -> Launch:
     else:
         from overlap_cli.config.shell import read_launch_script
 
-        found = read_launch_script(path, text)
+        found = read_launch_script(path, text, take_defaults)
     return launch_from_text(found)
 
 
@@ -177,11 +186,21 @@ def is_yaml_path(path: str) -> bool:
 
 def launch_from_text(found: LaunchText) -> Launch:
     unknowns = list(found.unknowns)
-    args = parse_tokens(found.file, found.tokens, unknowns, script=found.script, strict=strict_for(found.script, found.kind))
+    tokens = list(found.tokens)
+    if len(found.paths) > 1:  # conditions not known statically: the flags every path agrees on are known
+        from overlap_cli.frameworks.megatron_lm.paths import merge_paths
+
+        args, notes = merge_paths(found, strict_for, parse_tokens)
+        unknowns.extend(n for n in notes if n not in unknowns)
+        for path in found.paths[1:]:  # an expansion that may hold any flags, on any path, stays open
+            tokens.extend(t for t in path.tokens if t.multi and not any(t == u for u in tokens))
+    else:
+        args = parse_tokens(found.file, found.tokens, unknowns, script=found.script, strict=strict_for(found.script, found.kind))
     return Launch(
         file=found.file, text=found.text, kind=found.kind, script=found.script, launch_line=found.launch_line,
         args=args, env=found.env, world_size=found.world_size, world_size_line=found.world_size_line,
-        argv=[t.text for t in found.tokens], unknowns=unknowns, tokens=list(found.tokens), insert_at=found.insert_at,
+        argv=[t.text for t in tokens], unknowns=unknowns, tokens=tokens, insert_at=found.insert_at,
+        defaults_taken=found.defaults_taken,
     )
 
 

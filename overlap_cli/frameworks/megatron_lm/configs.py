@@ -39,9 +39,11 @@ def build_configs(r, a, prov, known, unknown, fail) -> None:
     model["virtual_pipeline_model_parallel_size"] = r.vpp
     p2p = a.get("overlap_p2p_comm")
     model["batch_p2p_comm"] = None if not known(p2p) else not p2p  # argument_utils.py:307
+    unknown_p2p = prov.get("overlap_p2p_comm") if not known(p2p) else None
     prov["batch_p2p_comm"] = Value(
         model["batch_p2p_comm"], DERIVED if known(p2p) else UNKNOWN_SOURCE,
-        f"not overlap_p2p_comm (core_transformer_config_from_args, {lm.BATCH_P2P_AT})")
+        f"not overlap_p2p_comm (core_transformer_config_from_args, {lm.BATCH_P2P_AT})"
+        + (f"; overlap_p2p_comm {unknown_p2p.reason}" if unknown_p2p is not None else ""))
     # argument_utils.py:314-326: --swiglu / --quick-geglu make the MLP gated; gpt_builders.py:95 ties the
     # output layer to the embedding unless --untie-embeddings-and-output-weights.
     model["gated_linear_unit"] = a.get("swiglu") is True or a.get("quick_geglu") is True
@@ -65,6 +67,19 @@ def build_configs(r, a, prov, known, unknown, fail) -> None:
             ddp[name] = clean.get(dest)
     ddp["bucket_size"], bucket = _bucket_size(r, a, known)
     prov["ddp_bucket_size"] = bucket
+    overrides = {}  # effective key -> Value, where the section's config does not take the dest
+    if a.get("use_torch_fsdp2") is True:
+        # training.py:1980-1982: Torch-FSDP2 gets TorchFullyShardedDataParallelConfig(reshard_after_forward) only;
+        # every other field keeps DistributedDataParallelConfig's default.
+        from overlap_cli.frameworks.bridge.facts import DDP_DEFAULTS
+
+        for key in lm.EFFECTIVE_KEYS:
+            section, name = key.split(".", 1)
+            if section == "ddp" and name != "bucket_size":
+                ddp[name] = DDP_DEFAULTS[name]
+                overrides[key] = Value(ddp[name], DERIVED, "--use-torch-fsdp2: get_megatron_ddp_config passes only "
+                                       "reshard_after_forward (training.py:1980-1982); the DistributedDataParallelConfig "
+                                       "default stays")
     if a.get("ddp_num_buckets") is not None and a.get("ddp_bucket_size") is not None:
         fail("num-buckets", lm.NUM_BUCKETS_AND_SIZE, lm.NUM_BUCKETS_AT, "ddp_num_buckets", "ddp_bucket_size")
     optimizer = {name: clean.get(name) for name in lm.OPTIMIZER_FIELDS}
@@ -80,7 +95,7 @@ def build_configs(r, a, prov, known, unknown, fail) -> None:
         section, name = key.split(".", 1)
         dest = lm.DEST_OF.get(key, name)
         value = r.final[section].get(name)
-        v = prov.get(dest)
+        v = overrides.get(key) or prov.get(dest)
         if v is None:
             v = Value(value, DEFAULT, _default_reason(dest, option))
         else:
@@ -136,9 +151,15 @@ def _bucket_size(r, a, known) -> tuple:
         if not known(given):
             return None, Value(None, UNKNOWN_SOURCE, f"{arg.flag} on line {arg.line}: its value is not known statically")
         return given, Value(given, USER, f"{arg.flag} on line {arg.line}")
-    if r.dp is None or r.cp is None:
-        return None, Value(None, UNKNOWN_SOURCE, (
-            f"max(40,000,000, 1,000,000 · DP · CP) parameters ({at}); DP is not known (world size not given)"
-            if r.dp is None else "CP is not known statically"))
-    size = max(lm.BUCKET_FLOOR, lm.BUCKET_PER_DP_CP_RANK * r.dp * r.cp)
-    return size, Value(size, DERIVED, f"max(40,000,000, 1,000,000 · DP {r.dp} · CP {r.cp}) parameters ({at})")
+    if r.dp is not None and r.cp is not None:
+        size = max(lm.BUCKET_FLOOR, lm.BUCKET_PER_DP_CP_RANK * r.dp * r.cp)
+        return size, Value(size, DERIVED, f"max(40,000,000, 1,000,000 · DP {r.dp} · CP {r.cp}) parameters ({at})")
+    # DP · CP is the world over TP · PP · GTP whatever CP is (arguments.py:446), when CP divides it at all
+    model = None if None in (r.tp, r.pp, r.gtp) else r.tp * r.pp * r.gtp
+    if r.cp is None and r.world_size is not None and model and r.world_size % model == 0:
+        dp_cp = r.world_size // model
+        size = max(lm.BUCKET_FLOOR, lm.BUCKET_PER_DP_CP_RANK * dp_cp)
+        return size, Value(size, DERIVED, f"max(40,000,000, 1,000,000 · DP·CP {dp_cp}) parameters ({at}); DP·CP is the "
+                           f"world size {r.world_size} over TP·PP {model}, whatever CP is")
+    return None, Value(None, UNKNOWN_SOURCE, f"max(40,000,000, 1,000,000 · DP · CP) parameters ({at}); DP is not known "
+                       f"({r.dp_unknown_why})")

@@ -13,6 +13,33 @@ ARG_UTILS = "megatron/training/argument_utils.py"
 MPC = "megatron/core/model_parallel_config.py"
 DDP_CFG = "megatron/core/distributed/distributed_data_parallel_config.py"
 
+# -- --use-checkpoint-args (arguments.py:90-100 -> megatron/training/checkpointing.py:1821-1985) ----------
+# parse_and_validate_args loads these from the --load / --pretrained-checkpoint checkpoint before validate_args:
+# forced ones replace the command line's value, the others fill a value that is None. Which values the
+# checkpoint holds is not known statically. (--use-mp-args-from-checkpoint-args adds the parallel sizes.)
+CHECKPOINT_ARGS_AT = "megatron/training/checkpointing.py:1894-1985"
+CHECKPOINT_ARGS_FORCED = (
+    "num_query_groups", "group_query_attention", "position_embedding_type", "add_position_embedding",
+    "use_rotary_position_embeddings", "rotary_base", "rotary_percent", "rotary_interleaved", "add_bias_linear",
+    "add_qkv_bias", "squared_relu", "swiglu", "untie_embeddings_and_output_weights", "normalization",
+    "apply_query_key_layer_scaling", "attention_dropout", "hidden_dropout", "mtp_hybrid_override_pattern",
+    "mtp_num_layers", "mtp_use_repeated_layer", "spec", "num_experts", "moe_layer_freq", "moe_ffn_hidden_size",
+    "moe_router_topk", "moe_router_pre_softmax", "moe_grouped_gemm", "moe_single_grouped_weight",
+    "moe_single_grouped_bias", "moe_shared_expert_intermediate_size", "moe_router_score_function",
+    "moe_router_enable_expert_bias", "moe_router_topk_scaling_factor", "mamba_state_dim", "mamba_head_dim",
+    "mamba_num_groups", "mamba_num_heads", "heterogeneous_layers_config_path",
+    "heterogeneous_layers_config_encoded_json", "moe_latent_size",
+)  # fmt: skip
+CHECKPOINT_ARGS_IF_NONE = (
+    "num_layers", "hidden_size", "ffn_hidden_size", "seq_length", "num_attention_heads", "kv_channels",
+    "max_position_embeddings", "hybrid_layer_pattern", "padded_vocab_size", "ckpt_format",
+)  # fmt: skip
+CHECKPOINT_MP_ARGS_FORCED = (
+    "tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
+    "expert_model_parallel_size",
+)  # fmt: skip
+CHECKPOINT_MP_ARGS_IF_NONE = ("num_layers_per_virtual_pipeline_stage",)
+
 # -- validate_args assertions (message, where) -----------------------------------------------------
 # arguments.py:430 — the world size must be a multiple of TP * PP * CP (* GTP weight shards, 1 here).
 WORLD_NOT_DIVISIBLE = "world size ({ws}) is not divisible by total_model_size (total_model_size={size})"
@@ -104,6 +131,16 @@ OPS_VPP = "--overlap-param-gather-with-optimizer-step only supported with interl
 OPS_DIST_CKPT = "--overlap-param-gather-with-optimizer-step not supported with distributed checkpointing yet"
 OPS_AT = f"{ARGS}:1032"
 
+# arguments.py:1017-1030 — Torch-FSDP2 gathers bf16 parameters instead of FP8 (TE >= 2.0) / FP4 (TE < 2.7.0.dev0).
+FSDP2_FP8_OFF = (
+    "FSDP2 FP8 param gather is not supported yet in TE 2.0, will fallback to bf16all_gather instead, turning off "
+    "fp8_param_gather"
+)
+FSDP2_FP4_OFF = (
+    "FSDP2 FP4 param gather is not supported yet in TE 2.0, will fallback to bf16all_gather instead, turning off "
+    "fp4_param_gather"
+)
+
 # arguments.py:1060-1062 — FP8 parameters are all-gathered by the distributed optimizer or FSDP.
 FP8_PARAM_GATHER = (
     "--fp8-param-gather only supported with distributed optimizer, torch fsdp2, megatron fsdp, or inference mode"
@@ -117,6 +154,10 @@ MFSDP_FORCES_DISTOPT = (
 MFSDP_FORCES_DISTOPT_AT = f"{ARGS}:1107"
 MFSDP_MAX_CONN = "FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset."
 MFSDP_MAX_CONN_AT = f"{ARGS}:1143"
+
+# arguments.py:1181-1194 — bf16 reduces gradients in fp32 unless --grad-reduce-in-bf16 (training.py:1988 hands
+# accumulate_allreduce_grads_in_fp32 to DistributedDataParallelConfig.grad_reduce_in_fp32).
+BF16_GRADS_FP32 = "accumulate and all-reduce gradients in fp32 for bfloat16 data type."
 
 # arguments.py:1393-1402 — TP = 1 turns sequence parallelism off, then --tp-comm-overlap asserts it.
 SP_OFF_AT_TP1 = "Disabling sequence parallelism because tensor model parallelism is disabled"

@@ -27,6 +27,8 @@ class Assertion:
     message: str
     at: str
     dests: tuple = ()  # the argparse dests it is about, the first locating the finding
+    who: str = ""  # who fails, in words ("TransformerConfig raises"); "" for validate_args' asserts
+    bare: bool = False  # an assert without a message: ``message`` is its source text
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,12 @@ class LMResolved:
     world_size: Optional[int] = None
     world_source: str = "unknown"  # "launch" (torchrun's literal sizes) | the target's source
     vpp_known: bool = True
+    vpp_unknown_why: str = ""  # why the virtual pipeline is not known (when vpp_known is False)
+    dp_unknown_why: str = ""  # why the data-parallel size is not known (when dp is None)
+    etp: Optional[int] = None  # expert tensor parallelism after validate_args (TP when not given)
+    gtp: Optional[int] = 1  # the GTP weight-remat degrees (--tensor-parallel-num-weight-shards / TP)
+    egtp: Optional[int] = 1
+    grid: Any = None  # process_grid.Grid: the sizes initialize_model_parallel gets
     max_connections: Any = None  # CUDA_DEVICE_MAX_CONNECTIONS at launch: str, None (unset) or UNKNOWN
     max_connections_from: str = ""  # how it is set, in words
     max_connections_unexported: bool = False  # assigned in the script without export

@@ -47,7 +47,7 @@ QWEN_MOE = "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"
 VANILLA = "vanilla_gpt_pretrain_1gpu_h100_bf16_config"
 WS = {L70: 64, WAN: 8, GEMMA: 8, DSV3: 64, QWEN_MOE: 16}
 
-# Refusals of the model's construction and of validate() on recipe + dotlist runs (MP408, MP409, CFG007, DP313),
+# Refusals of the model's construction and of validate() on recipe + dotlist runs (MP408, MP409, CFG007, DP314),
 # each beside a neighbour that launches
 REFUSALS = [
     ("delayed+moe_act", QWEN_MOE, ["mixed_precision=bf16_with_fp8_delayed_scaling_mixed", "model.recompute_granularity=selective",
@@ -61,6 +61,7 @@ REFUSALS = [
     ("padding-fp8", QWEN_MOE, ["model.moe_router_padding_for_quantization=true", "mixed_precision=bf16_with_fp8_current_scaling_mixed"]),
     ("template-no-heads", VANILLA, []),
     ("template-no-layers", VANILLA, ["model.num_attention_heads=8", "model.hidden_size=512"]),
+    ("template-filled", VANILLA, ["model.num_attention_heads=8", "model.hidden_size=512", "model.num_layers=2"]),
     ("eval-batch-7", L70, ["validation.eval_global_batch_size=7"]),
     ("eval-batch-6", L70, ["validation.eval_global_batch_size=6"]),
     ("eval-cp", L70, ["validation.eval_global_batch_size=6", "dist.eval_context_parallel_size=1"]),

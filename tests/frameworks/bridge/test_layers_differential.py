@@ -43,8 +43,9 @@ CASES = [
      ["comm_overlap:\n  " + CO + "  tp_comm_overlap: false\n  overlap_grad_reduce: true\n"], [], 8),
     ("mixed-precision-mapping-onto-name", L1B, ["mixed_precision:\n  grad_reduce_in_fp32: true\n"], [], 8),
     ("mixed-precision-recursed", QWEN_MOE, ["mixed_precision:\n  grad_reduce_in_fp32: true\n"], [], 16),
+    # DeepSeek-V3's EP 64 x PP must fit the world too (the expert grid, DP313): 256 ranks for PP 4, 512 for PP 8
     ("list-replaced", DSV3, ["model:\n  cuda_graph_scope: [attn]\n  pipeline_model_parallel_size: 4\n"
-                             "  virtual_pipeline_model_parallel_size: null\n  pipeline_model_parallel_layout: null\n"], [], 64),
+                             "  virtual_pipeline_model_parallel_size: null\n  pipeline_model_parallel_layout: null\n"], [], 256),
     ("dotlist-plus-new-key", GPT_OSS, [], ["+model.some_new_flag=1", "model.sequence_parallel=false"], 16),
     ("dotlist-delete-section", L70, [], ["~comm_overlap"], 64),
     ("dotlist-delete-field", L70, ["ddp:\n  overlap_param_gather: false\n"], ["~ddp.overlap_param_gather"], 64),
@@ -55,7 +56,7 @@ CASES = [
     ("tp-overlap-enabled", NH8, ["comm_overlap:\n  tp_comm_overlap: true\nmodel:\n  tensor_model_parallel_size: 2\n"
                                  "  sequence_parallel: true\n"], [], 8),
     ("comm-overlap-null-in-file", L70, ["comm_overlap: null\n"], [], 64),
-    ("bigger-world", DSV3, [], [], 128),
+    ("bigger-world", DSV3, [], [], 1024),
     ("dotlist-null-vpp", L70, [], ["model.virtual_pipeline_model_parallel_size=null"], 64),
     ("dotlist-plus-onto-null-section", GEMMA, [], ["+comm_overlap.overlap_grad_reduce=true"], 8),
     ("dotlist-force-section-with-target", GEMMA, [],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from overlap_cli.check.results import InputError
+from overlap_cli.problems import InputError
 from overlap_cli.frameworks.megatron_lm.args import UNKNOWN, defaults, load_launch, option, table
 
 

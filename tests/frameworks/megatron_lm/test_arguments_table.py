@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from overlap_cli.check.results import InputError
+from overlap_cli.problems import InputError
 from overlap_cli.config.argv import LAUNCH_LINE, Token
 from overlap_cli.frameworks.megatron_lm.args import TABLE_PATH, UNKNOWN, parse_tokens
 

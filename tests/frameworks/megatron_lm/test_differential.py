@@ -9,18 +9,11 @@ it does not, `overlap check` reports no error and its effective values equal the
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
-from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
-
-HERE = Path(__file__).parent
-_ENVS = [os.environ.get("OVERLAP_BRIDGE_ENV"), str(ROOT.parent / "shared" / "bridge-env"), "/tmp/bridge-env"]
-PYTHON = next((Path(e) / "bin" / "python" for e in _ENVS if e and (Path(e) / "bin" / "python").exists()), None)
+from lmref import reference_case, run_reference, target_flags, write_launch
 
 BASE = ("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "
         "--micro-batch-size 1")
@@ -107,6 +100,18 @@ LAUNCHES = [
      "--num-virtual-stages-per-pipeline-rank 2", 8, 9, {}),
     ("hybrid-no-pipes", "--hybrid-layer-pattern 'M*M*' --pipeline-model-parallel-size 2", 8, 9, {}),
     ("gbs-derived", "--tensor-model-parallel-size 2 --sequence-parallel --micro-batch-size 2", 16, 10, {}),
+    # the gradient-reduction dtype (arguments.py:1181-1194): bf16 reduces in fp32 unless told otherwise
+    ("bf16-grads-fp32", "--bf16 --overlap-grad-reduce", 8, 9, {}),
+    ("bf16-grad-reduce-in-bf16", "--bf16 --grad-reduce-in-bf16", 8, 9, {}),
+    ("bf16-grad-reduce-in-bf16-overrides", "--bf16 --grad-reduce-in-bf16 --accumulate-allreduce-grads-in-fp32", 8, 9, {}),
+    ("fp16-grads", "--fp16", 8, 9, {}),
+    ("fp16-grads-fp32", "--fp16 --accumulate-allreduce-grads-in-fp32", 8, 9, {}),
+    ("fp32-grads", "", 8, 9, {}),
+    ("bf16-main-grads-bf16", "--bf16 --main-grads-dtype bf16", 8, 9, {}),
+    ("bf16-main-grads-bf16-precision-aware", "--bf16 --main-grads-dtype bf16 --use-precision-aware-optimizer "
+     "--use-distributed-optimizer", 8, 9, {}, "2.12"),
+    ("bf16-main-grads-bf16-accumulate", "--bf16 --main-grads-dtype bf16 --accumulate-allreduce-grads-in-fp32", 8, 9, {}),
+    ("fp8-param-gather-fp32-grads", "--bf16 --fp8-format hybrid --fp8-param-gather --use-distributed-optimizer", 8, 9, {}),
 ]
 
 # Effective keys compared with the real values (Megatron-Core name -> argparse dest / reference key).
@@ -119,35 +124,36 @@ COMPARED = {
     "model.tp_comm_overlap": "tp_comm_overlap",
     "model.overlap_p2p_comm": "overlap_p2p_comm",
     "model.batch_p2p_comm": "batch_p2p_comm",
-    "ddp.align_param_gather": "align_param_gather",
-    "ddp.use_distributed_optimizer": "use_distributed_optimizer",
-    "ddp.overlap_grad_reduce": "overlap_grad_reduce",
-    "ddp.overlap_param_gather": "overlap_param_gather",
     "ddp.bucket_size": "bucket_size",
+    # the DistributedDataParallelConfig the run builds (its fields, not the argparse dests)
+    "ddp.align_param_gather": "ddp.align_param_gather",
+    "ddp.use_distributed_optimizer": "ddp.use_distributed_optimizer",
+    "ddp.overlap_grad_reduce": "ddp.overlap_grad_reduce",
+    "ddp.overlap_param_gather": "ddp.overlap_param_gather",
+    "ddp.grad_reduce_in_fp32": "ddp.grad_reduce_in_fp32",
+    "ddp.fp8_param_gather": "ddp.fp8_param_gather",
 }
+
+
+def real_value(values: dict, name: str):
+    section, _, field = name.rpartition(".")
+    return values[section][field] if section else values[name]
+
+
+ROWS = [row + (None,) * (6 - len(row)) for row in LAUNCHES]  # (id, extra, ws, arch, env, te)
 
 
 @pytest.fixture(scope="module")
 def reference():
-    if PYTHON is None:
-        pytest.skip("no environment with megatron-core 0.19.2 (set OVERLAP_BRIDGE_ENV)")
-    cases = [{"argv": shlex.split(f"{BASE} {extra}"), "world_size": ws, "arch": arch, "env": env}
-             for _, extra, ws, arch, env in LAUNCHES]
-    proc = subprocess.run([str(PYTHON), str(HERE / "mlm_reference.py")], input=json.dumps(cases),
-                          capture_output=True, text=True, timeout=300)
-    if proc.returncode:
-        pytest.skip(f"the reference environment cannot run Megatron-LM's parser: {proc.stderr.strip()[-300:]}")
-    results = json.loads(proc.stdout.split("@@mlm-reference-results@@\n", 1)[1])
-    return dict(zip([c[0] for c in LAUNCHES], results))
+    cases = [reference_case(shlex.split(f"{BASE} {extra}"), ws, arch, env, te) for _, extra, ws, arch, env, te in ROWS]
+    return dict(zip([c[0] for c in ROWS], run_reference(cases)))
 
 
-@pytest.mark.parametrize("name, extra, ws, arch, env", LAUNCHES, ids=[c[0] for c in LAUNCHES])
-def test_same_as_megatron_lm(reference, run_cli, tmp_path, name, extra, ws, arch, env):
+@pytest.mark.parametrize("name, extra, ws, arch, env, te", ROWS, ids=[c[0] for c in ROWS])
+def test_same_as_megatron_lm(reference, run_cli, tmp_path, name, extra, ws, arch, env, te):
     real = reference[name]
-    script = tmp_path / f"{name}.sh"
-    exports = "".join(f"export {k}={v}\n" for k, v in env.items())
-    script.write_text(f"#!/bin/bash\n{exports}torchrun --nproc_per_node {ws} pretrain_gpt.py {BASE} {extra}\n")
-    _, out, err = run_cli("check", script, "--gpu", "h100" if arch < 10 else "b200", "--format", "json")
+    script = write_launch(tmp_path / f"{name}.sh", f"{BASE} {extra}", ws, env)
+    _, out, err = run_cli("check", script, *target_flags(arch, te), "--format", "json")
     result = json.loads(out)["results"][0]
     assert result["error"] is None, result["error"]
     errors = [f["message"] for f in result["findings"] if f["severity"] == "error"]
@@ -156,7 +162,7 @@ def test_same_as_megatron_lm(reference, run_cli, tmp_path, name, extra, ws, arch
         return
     assert not errors, f"Megatron-LM launches this; overlap reports errors: {errors}"
     got = {k: result["effective"][k]["value"] for k in COMPARED}
-    want = {k: real["values"][v] for k, v in COMPARED.items()}
+    want = {k: real_value(real["values"], v) for k, v in COMPARED.items()}
     assert got == want
     assert result["target"]["data_parallel_size"] == real["values"]["data_parallel_size"]
 

@@ -2,7 +2,7 @@
 
 import os
 
-from overlap_cli.target.settings import find_settings, path_matches
+from overlap_cli.launch_profile.settings import find_settings, path_matches
 
 
 def test_explicit_settings_are_parsed_once_while_unchanged(tmp_path):

@@ -23,7 +23,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import InputError, InputProblem
+from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
 # The target keys a table (``[tool.overlap]``, a per-file-target entry, a directive) may set (read by
@@ -133,7 +133,7 @@ def matching_tables(settings, config_file: str) -> tuple:
         return ()
     import os
 
-    from overlap_cli.target.settings import path_matches
+    from overlap_cli.launch_profile.settings import path_matches
 
     where = settings.path or "pyproject.toml"
     if not isinstance(raw, dict):

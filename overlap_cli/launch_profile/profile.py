@@ -142,8 +142,8 @@ class Target:
         model.InputError for an unreadable or invalid settings file or directive."""
         if self.built_from is None:
             return self
-        from overlap_cli.target.per_file import matching_tables, parse_directive
-        from overlap_cli.target.settings import find_settings
+        from overlap_cli.launch_profile.per_file import matching_tables, parse_directive
+        from overlap_cli.launch_profile.settings import find_settings
 
         r = self.built_from
         settings = find_settings(config_file, r.get("settings"))
@@ -320,7 +320,7 @@ def profile(
 ) -> Target:
     """build_target that remembers how it was built (Target.for_file) and reports a bad value as
     model.InputError naming where it was written: the settings file and key, or the config file's line."""
-    from overlap_cli.check.results import InputError, InputProblem
+    from overlap_cli.problems import InputError, InputProblem
 
     try:
         t = build_target(flags, settings, detection, shell_env, per_file, directive)

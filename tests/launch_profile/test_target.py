@@ -37,7 +37,7 @@ def project(tmp_path, root):
 
 
 def test_target_reports_every_field_with_a_source(run_cli, root):
-    from overlap_cli.target.profile import FIELDS
+    from overlap_cli.launch_profile.profile import FIELDS
 
     _, r = result(run_cli, root / TUNED)
     t = r["target"]

@@ -1,0 +1,57 @@
+"""Shared by the differential tests: the environment with the real megatron-core 0.19.2 (or None), running
+mlm_reference.py on a list of cases, and writing a launch script the CLI checks on the same target."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+HERE = Path(__file__).parent
+_ENVS = [os.environ.get("OVERLAP_BRIDGE_ENV"), str(ROOT.parent / "shared" / "bridge-env"), "/tmp/bridge-env"]
+PYTHON = next((Path(e) / "bin" / "python" for e in _ENVS if e and (Path(e) / "bin" / "python").exists()), None)
+MARKER = "@@mlm-reference-results@@\n"
+ABSENT = "absent"  # a case's Transformer Engine: a version, ABSENT, or None (installed, version not given)
+
+
+def run_reference(cases: list) -> list:
+    """mlm_reference.py's result for each case; skips without the environment, fails when it crashes."""
+    if PYTHON is None:
+        pytest.skip("no environment with megatron-core 0.19.2 (set OVERLAP_BRIDGE_ENV)")
+    proc = subprocess.run([str(PYTHON), str(HERE / "mlm_reference.py")], input=json.dumps(cases),
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode or MARKER not in proc.stdout:  # the environment is there: a crash is a failure, not a skip
+        pytest.fail(f"the reference environment cannot run Megatron-LM's launch checks: {proc.stderr.strip()[-800:]}")
+    return json.loads(proc.stdout.split(MARKER, 1)[1])
+
+
+def reference_case(argv: list, ws: int, arch: int, env: dict, te=None, torch=None) -> dict:
+    case = {"argv": argv, "world_size": ws, "arch": arch, "env": env}
+    if te not in (None, ABSENT):
+        case["te"] = te
+    if torch:
+        case["torch"] = torch
+    return case
+
+
+def write_launch(path: Path, words: str, ws: int, env: dict) -> Path:
+    exports = "".join(f"export {k}={v}\n" for k, v in env.items())
+    path.write_text(f"#!/bin/bash\n{exports}torchrun --nproc_per_node {ws} pretrain_gpt.py {words}\n", encoding="utf-8")
+    return path
+
+
+def target_flags(arch: int, te=None, torch=None) -> list:
+    """The CLI's target for a reference case: the GPU of its architecture, its Transformer Engine, torch."""
+    flags = ["--gpu", "h100" if arch < 10 else "b200"]
+    if te == ABSENT:
+        flags.append("--no-te")
+    elif te:
+        flags += ["--te-version", te]
+    if torch:
+        flags += ["--torch-version", torch]
+    return flags
