@@ -46,6 +46,9 @@ class Config:
     lower_data: Optional[dict] = None
     plain_dict_paths: set = field(default_factory=set)
     reinstantiated_paths: set = field(default_factory=set)
+    # model: {_target_: GPTModelConfig, transformer: {...}}: the keys read under ``model`` that the file
+    # holds under ``model.transformer`` (config.model_form); empty for the provider form
+    wrapped_model_keys: frozenset = frozenset()
 
     @property
     def layered(self) -> bool:
@@ -111,6 +114,15 @@ class Config:
             return None
         return self.label(path)
 
+    def file_key(self, key: str) -> str:
+        """A dotted key as the file spells it: ``model.X`` is ``model.transformer.X`` where the file is of
+        the GPTModelConfig form and X is a TransformerConfig field (what a fix writes, what a diff names)."""
+        if self.wrapped_model_keys and key.startswith("model."):
+            head = key.split(".", 2)[1]
+            if head in self.wrapped_model_keys or head not in _WRAPPER_OWN:
+                return "model.transformer." + key[len("model."):]
+        return key
+
     # -- access helpers used by the resolver --------------------------------------------------
     def section(self, name: str) -> Optional[dict]:
         value = self.data.get(name)
@@ -137,6 +149,7 @@ class Config:
 
 
 _ABSENT = object()
+_WRAPPER_OWN: frozenset = frozenset()  # set by config.model_form (the wrapper's own fields)
 
 
 def _position_in(positions: dict, path: tuple) -> tuple:

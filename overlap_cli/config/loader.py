@@ -83,4 +83,9 @@ def finish(cfg: Config, interpolations: int, overrides: Optional[list] = None) -
         from overlap_cli.config.interpolation import resolve_interpolations
 
         resolve_interpolations(cfg)
+    model = cfg.data.get("model")
+    if isinstance(model, dict) and "transformer" in model and not cfg.layered:
+        from overlap_cli.config.model_form import lift
+
+        lift(cfg)
     return cfg

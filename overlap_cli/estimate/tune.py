@@ -169,7 +169,7 @@ def overrides_for(view, base, knobs: dict) -> list:
             put("tp_comm_overlap_cfg", "model", serialized_form(v))
         elif k == "vp" and v != base.vp:
             pairs.append(("model.virtual_pipeline_model_parallel_size", v if v > 1 else None))
-    return pairs
+    return [(view.cfg.file_key(k), v) for k, v in pairs]  # GPTModelConfig form: model.transformer.X
 
 
 def _dotlist(pairs: list) -> list:

@@ -81,6 +81,8 @@ OTHER_FIELD_DEFAULTS: dict = {
 # ModelParallelConfig's, mpc.py:250, ahead of the provider's in their MRO): for them the machine never decides.
 GAF_PLAIN_FALSE_MODELS = frozenset(
     {
+        "megatron.training.models.gpt.GPTModelConfig",  # a TransformerConfig under model.transformer
+        "megatron.training.models.hybrid.HybridModelConfig",
         "megatron.bridge.models.mla_provider.MLAModelProvider",  # MLATransformerConfig first in the MRO
         "megatron.bridge.diffusion.models.wan.wan_provider.WanModelProvider",  # a TransformerConfig
         "megatron.bridge.models.qwen_audio.qwen2_audio_provider.Qwen2AudioModelProvider",  # :86

@@ -43,7 +43,29 @@ L70 = "llama3_70b_pretrain_64gpu_h100_bf16_config"
 WAN = "wan_1_3b_pretrain_8gpu_h100_bf16_config"
 GEMMA = "gemma3_1b_pretrain_1gpu_h100_bf16_config"
 DSV3 = "deepseek_v3_pretrain_64gpu_h100_bf16_config"
-WS = {L70: 64, WAN: 8, GEMMA: 8, DSV3: 64}
+QWEN_MOE = "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"
+VANILLA = "vanilla_gpt_pretrain_1gpu_h100_bf16_config"
+WS = {L70: 64, WAN: 8, GEMMA: 8, DSV3: 64, QWEN_MOE: 16}
+
+# Refusals of the model's construction and of validate() on recipe + dotlist runs (MP408, MP409, CFG007, DP314),
+# each beside a neighbour that launches
+REFUSALS = [
+    ("delayed+moe_act", QWEN_MOE, ["mixed_precision=bf16_with_fp8_delayed_scaling_mixed", "model.recompute_granularity=selective",
+                                   "model.recompute_modules=[moe_act]"]),
+    ("delayed+layernorm", QWEN_MOE, ["mixed_precision=bf16_with_fp8_delayed_scaling_mixed", "model.recompute_granularity=selective",
+                                     "model.recompute_modules=[layernorm]"]),
+    ("current+moe_act", QWEN_MOE, ["mixed_precision=bf16_with_fp8_current_scaling_mixed", "model.recompute_granularity=selective",
+                                   "model.recompute_modules=[moe_act]"]),
+    ("padding-bf16", QWEN_MOE, ["model.moe_router_padding_for_quantization=true"]),
+    ("padding-fp8-alias", QWEN_MOE, ["model.moe_router_padding_for_fp8=true"]),
+    ("padding-fp8", QWEN_MOE, ["model.moe_router_padding_for_quantization=true", "mixed_precision=bf16_with_fp8_current_scaling_mixed"]),
+    ("template-no-heads", VANILLA, []),
+    ("template-no-layers", VANILLA, ["model.num_attention_heads=8", "model.hidden_size=512"]),
+    ("template-filled", VANILLA, ["model.num_attention_heads=8", "model.hidden_size=512", "model.num_layers=2"]),
+    ("eval-batch-7", L70, ["validation.eval_global_batch_size=7"]),
+    ("eval-batch-6", L70, ["validation.eval_global_batch_size=6"]),
+    ("eval-cp", L70, ["validation.eval_global_batch_size=6", "dist.eval_context_parallel_size=1"]),
+]
 
 # (recipe, key, value for =, +, ++): keys of every kind Hydra treats differently
 KEYS = [
@@ -75,6 +97,7 @@ def _override_cases():
         for form in ("", "+", "++", "~"):
             words = [f"~{key}"] if form == "~" else [f"{form}{key}={value}"]
             out.append((f"{form or '='}{key}@{recipe.split('_')[0]}", recipe, "recipe", words))
+    out += [(f"refusal:{name}", recipe, "recipe", words) for name, recipe, words in REFUSALS]
     # ~key=value: the value must match
     out.append(("~tp=4", L70, "recipe", ["~model.tensor_model_parallel_size=4"]))
     out.append(("~tp=2", L70, "recipe", ["~model.tensor_model_parallel_size=2"]))
@@ -172,7 +195,15 @@ COMPARED = [
 
 @pytest.mark.parametrize("name, recipe, mode, words", _override_cases(), ids=[c[0] for c in _override_cases()])
 def test_dotlists_as_bridge_applies_them(override_launches, run_cli, name, recipe, mode, words):
-    _compare(run_cli, override_launches[name], recipe, mode, words)
+    outcome = _compare(run_cli, override_launches[name], recipe, mode, words)
+    real = override_launches[name]
+    if name.startswith("refusal:") and outcome == "fails":
+        # the error quotes Bridge's message (its type and text up to the first number it formats)
+        _, out, _ = run_cli("check", "--recipe", recipe, *words, "--world-size", WS[recipe] if recipe in WS else _row(recipe)["world_size"],
+                            "--te-version", "2.12", "--format", "json")
+        messages = " ".join(f["message"] for f in json.loads(out)["results"][-1]["findings"] if f["severity"] == "error")
+        quoted = real["error"].split(": ", 1)[1]
+        assert quoted in messages or (real["error"].startswith("ZeroDivisionError") and real["error"] in messages), (real, messages)
 
 
 def test_every_dump_as_a_file_and_as_the_recipe(corpus_launches, run_cli):
