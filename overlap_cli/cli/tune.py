@@ -99,6 +99,11 @@ def _nothing_line(found: dict, base) -> str:
     from overlap_cli.estimate.tune import MIN_GAIN
 
     weak = found["weak"]
+    if not weak and found.get("best_fast"):
+        t, overrides = found["best_fast"]
+        gain = base.step_time - t
+        return (f"nothing in reach is worth changing: no change gains {100 * MIN_GAIN:.0f} % of the step on its own "
+                f"(the fastest combination, {' '.join(overrides) or 'none'}, gains {gain:.3f} s, {100 * gain / base.step_time:.1f} %)")
     if not weak:
         return "nothing in reach is worth changing: no candidate is estimated faster without a rule predicting a crash"
     best = weak[0]

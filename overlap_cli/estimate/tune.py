@@ -183,8 +183,10 @@ def overrides_for(view, base, knobs: dict) -> list:
             if v and not base.sp:
                 pairs.append(("model.sequence_parallel", True))
         elif k == "ep_overlap" and v != (base.ep_overlap, base.delay_wgrad):
-            put("overlap_moe_expert_parallel_comm", "model", v[0])
-            put("delay_wgrad_compute", "model", v[1])
+            if v[0] != base.ep_overlap:
+                put("overlap_moe_expert_parallel_comm", "model", v[0])
+            if v[1] != base.delay_wgrad:
+                put("delay_wgrad_compute", "model", v[1])
         elif k == "cdmc" and v != base.cdmc:
             pairs.append(("env_vars.CUDA_DEVICE_MAX_CONNECTIONS", int(v)))
         elif k == "ln_margin" and v != base.ln_margin_fwd:
@@ -271,14 +273,45 @@ def search(path, checked, target, overrides: list, reshard: bool = False, top: i
     # Shortest first; among (nearly) equal times the fewest changed knobs first, so a knob the model
     # gives no effect is not proposed.
     scored.sort(key=lambda x: (round(x[0] / base.step_time, 3), x[1], x[0]))  # within 0.1 %: fewer edits first
+    def prune(knobs: dict) -> dict:
+        """The knobs with every change dropped that is worth less than MIN_GAIN of the step on its own (reverted
+        to the config's value one at a time, by the fast estimate), so a proposal carries no passenger."""
+        k2 = dict(knobs)
+        try:
+            t = estimate(apply_knobs(base_shape, k2)).step_time
+        except (ZeroDivisionError, KeyError, ValueError):
+            return k2
+        for key in [k for k in k2 if k in space and k2[k] != space[k][0]] + (["vp"] if k2.get("vp") != base_shape.vp else []):
+            own = base_shape.vp if key == "vp" else space[key][0]
+            trials = [own]
+            if key == "ep_overlap" and k2[key][1] != own[1]:
+                trials.insert(0, (k2[key][0], own[1]))  # keep the overlap, drop the delayed wgrad
+            for value in trials:
+                trial = dict(k2, **{key: value})
+                try:
+                    t2 = estimate(apply_knobs(base_shape, trial)).step_time
+                except (ZeroDivisionError, KeyError, ValueError):
+                    continue
+                if key != "vp" and value != own and trial.get("vp") not in _vpp_values(base_shape, apply_knobs(base_shape, trial).pp, apply_knobs(base_shape, trial).microbatches):
+                    continue
+                if t2 - t < MIN_GAIN * base.step_time:
+                    k2, t = trial, min(t, t2)
+                    break
+        return k2
+
     seen = {None}
     base_sig = tuple(getattr(base_shape, k) for k in SIGNATURE)
     seen.add(base_sig)
     out, rejected, n_checked, weak = [], [], 0, []
     accepted_times, accepted_fast = [], []
-    for t, _, knobs in scored:
-        if len(out) >= top or n_checked >= verify_limit:
+    pruned_seen = []
+    for i, (t, _, knobs) in enumerate(scored):
+        if len(out) >= top or n_checked >= verify_limit or i >= 4 * verify_limit:
             break
+        knobs = prune(knobs)
+        if knobs in pruned_seen:
+            continue
+        pruned_seen.append(knobs)
         pairs = overrides_for(view, base_shape, knobs)
         if not pairs or any(abs(t - a) < 1e-3 * base.step_time for a in accepted_fast):
             continue  # nothing to change, or (by the fast estimate) the same gain as a candidate already taken
@@ -316,5 +349,8 @@ def search(path, checked, target, overrides: list, reshard: bool = False, top: i
         out.append(cand)
     out.sort(key=lambda c: c.est.step_time)
     weak.sort(key=lambda c: c.est.step_time)
+    best_fast = None  # the fastest combination before pruning, for the line that says why nothing is proposed
+    if scored and scored[0][0] < base.step_time:
+        best_fast = (min(x[0] for x in scored), _dotlist(overrides_for(view, base_shape, min(scored, key=lambda x: x[0])[2])))
     return {"base": base, "candidates": out, "evaluated": len(scored), "checked": n_checked, "rejected": rejected,
-            "dropped_memory": dropped[0], "weak": weak, "memory_limit": limit}
+            "dropped_memory": dropped[0], "weak": weak, "memory_limit": limit, "best_fast": best_fast}

@@ -74,11 +74,11 @@ def test_recipe_layering_estimate_and_tune_write_the_override_file(tmp_path, run
     assert code == 0, err
     alone = json.loads(out)["results"][0]
     override = tmp_path / "override.yaml"
-    override.write_text("comm_overlap:\n  overlap_grad_reduce: false\n  overlap_param_gather: false\n")
+    override.write_text("comm_overlap:\n  tp_comm_overlap: false\n")
     code, out, err = run_cli("estimate", str(override), *flags, "--format", "json")
     layered = json.loads(out)["results"][0]
     assert layered["file"] == str(override)
-    assert layered["estimate"]["breakdown_s"]["dp_exposed"] > alone["estimate"]["breakdown_s"]["dp_exposed"]
+    assert layered["estimate"]["breakdown_s"]["tp_exposed"] > alone["estimate"]["breakdown_s"]["tp_exposed"]
     code, out, err = run_cli("tune", str(override), *flags, "--format", "json")
     assert code == 0, err
     best = json.loads(out)["candidates"][0]
@@ -90,19 +90,20 @@ def test_recipe_layering_estimate_and_tune_write_the_override_file(tmp_path, run
     assert code == 2 and "give one after --recipe/--base" in err
 
 
-def test_tune_proposes_the_userbuffers_preset_that_fits(tmp_path, run_cli):
+def test_the_userbuffers_preset_is_not_proposed_for_a_gain_below_one_percent(tmp_path, run_cli):
+    # The preset tuned for this run changes only the SMs the userbuffers kernels take: worth ~0.1 % here.
     override = tmp_path / "override.yaml"
     override.write_text("comm_overlap:\n  tp_comm_overlap_cfg: null\n")
     flags = ["--recipe", "llama3_70b_pretrain_64gpu_h100_fp8cs_config", "--world-size", "64", "--gpu", "h100"]
+    code, out, err = run_cli("estimate", str(override), *flags, "--format", "json")
+    without = json.loads(out)["results"][0]["estimate"]["step_time_s"]
+    code, out, err = run_cli("estimate", *flags, "--format", "json")  # the recipe: the preset in place
+    with_preset = json.loads(out)["results"][0]["estimate"]["step_time_s"]
+    assert 0 <= without - with_preset < 0.01 * without
     code, out, err = run_cli("tune", str(override), *flags, "--format", "json")
     assert code == 0, err
-    keys = [[e["key"] for e in c["edits"]] for c in json.loads(out)["candidates"]]
-    assert any("comm_overlap.tp_comm_overlap_cfg" in k for k in keys)
-    code, out, err = run_cli("tune", str(override), *flags, "--write")
-    assert "userbuffers preset userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192" in out
-    code, out, _ = run_cli("check", str(override), *flags, "--format", "json")
-    cfg = json.loads(out)["results"][0]["effective"]["model.tp_comm_overlap_cfg"]["value"]
-    assert cfg["preset"] == "userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192"
+    keys = [e["key"] for c in json.loads(out)["candidates"] for e in c["edits"]]
+    assert not any("tp_comm_overlap_cfg" in k for k in keys)
 
 
 def test_tune_proposes_only_changes_worth_their_uncertainty(run_cli):
@@ -121,7 +122,8 @@ def test_tune_proposes_only_changes_worth_their_uncertainty(run_cli):
         code, text, _ = run_cli("tune", "--recipe", name, "--world-size", world, "--gpu", "h100")
         if not doc["candidates"]:
             lines = [x for x in text.splitlines() if x.startswith("nothing in reach")]
-            assert len(lines) == 1 and ("below 1 %" in lines[0] or "within its uncertainty" in lines[0])
+            assert len(lines) == 1 and ("below 1 %" in lines[0] or "within its uncertainty" in lines[0]
+                                        or "no change gains 1 % of the step on its own" in lines[0])
 
 
 def test_tune_drops_resharding_candidates_above_the_gpu_memory(run_cli):
