@@ -58,6 +58,12 @@ def bridge_case(case: dict) -> dict:
             cfg.model.seq_length = cfg.dataset.seq_length
         if cfg.model.vocab_size is None:
             cfg.model.vocab_size = 131072
+        # TransformerConfig.__post_init__ derives these when the provider is finalized at launch
+        # (megatron/core/transformer/transformer_config.py:1329-1333); from_yaml leaves them unset:
+        if cfg.model.kv_channels is None:
+            cfg.model.kv_channels = cfg.model.hidden_size // cfg.model.num_attention_heads
+        if cfg.model.ffn_hidden_size is None:
+            cfg.model.ffn_hidden_size = 4 * cfg.model.hidden_size
         cfg.set_data_parallel_size()
         dp = cfg.data_parallel_size
         m = cfg.train.global_batch_size // (cfg.train.micro_batch_size * dp)

@@ -121,7 +121,9 @@ def test_megatron_lm_launches_agree_with_megatron_lm_formula(run_cli, tmp_path):
         path.write_text(f"#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py {words}\n")
         mem = _memory(run_cli, path, ws, "h100")
         assert _close(mem["weights_and_optimizer_bytes"], ref["weights_and_optimizer_bytes"]), (words, mem, ref)
-        if ref["facts"]["activation_formula"] == "with_sp":
+        # Megatron-LM's activation formula counts every MLP at ffn_hidden_size (an MoE layer's top-k routed widths
+        # are Bridge's refinement, which the estimate follows) and, without SP + selective recompute, adds 5 %.
+        if ref["facts"]["activation_formula"] == "with_sp" and "--num-experts" not in words:
             assert _close(mem["activation_bytes"], ref["activation_bytes"]), (words, mem, ref)
 
 
