@@ -95,7 +95,7 @@ def mlm_case(case: dict) -> dict:
     from megatron.training import theoretical_memory_usage as tmu
 
     saved_argv, saved_env = sys.argv, dict(os.environ)
-    os.environ.update({"WORLD_SIZE": str(case["world_size"]), "RANK": "0", "LOCAL_RANK": "0"})
+    os.environ.update({"WORLD_SIZE": str(case["world_size"]), "RANK": "0", "LOCAL_RANK": "0", **case.get("env", {})})
     sys.argv = ["pretrain_gpt.py"] + case["argv"]
     try:
         import torch

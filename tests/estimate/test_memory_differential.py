@@ -113,12 +113,14 @@ def test_bridge_recipes_agree_where_the_formula_models_them(run_cli):
 
 
 def test_megatron_lm_launches_agree_with_megatron_lm_formula(run_cli, tmp_path):
-    cases = [{"kind": "mlm", "argv": words.split(), "world_size": ws} for words, ws in LAUNCHES]
+    env = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}  # validate_args asks for it with TP on Hopper
+    cases = [{"kind": "mlm", "argv": words.split(), "world_size": ws, "env": env} for words, ws in LAUNCHES]
     refs = _reference(cases)
     for i, ((words, ws), ref) in enumerate(zip(LAUNCHES, refs)):
         assert "error" not in ref, (words, ref)
         path = tmp_path / f"launch{i}.sh"
-        path.write_text(f"#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py {words}\n")
+        path.write_text(f"#!/bin/bash\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n"
+                        f"torchrun --nnodes {ws // 8} --nproc_per_node 8 pretrain_gpt.py {words}\n")
         mem = _memory(run_cli, path, ws, "h100")
         assert _close(mem["weights_and_optimizer_bytes"], ref["weights_and_optimizer_bytes"]), (words, mem, ref)
         # Megatron-LM's activation formula counts every MLP at ffn_hidden_size (an MoE layer's top-k routed widths
