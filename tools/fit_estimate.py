@@ -6,11 +6,15 @@
 The free parameters are an achieved Tensor Core efficiency per GPU type (h100, b200, b300, gb200, gb300),
 a factor per precision (FP8 current scaling, MXFP8, NVFP4 relative to each GPU's own peak for that
 precision; BF16 = 1), the bytes moved per hidden element per token per sub-layer by memory-bound work, and
-the weight of the MoE permute copies in it: ten numbers for 125 measured rows. A100 has no measured row: its
-efficiency is the published fraction of peak Megatron-LM reached (Narayanan et al. 2021). Everything else (peaks,
-bandwidths, latencies, overlap residuals) is a cited or stated figure, not fitted. The fit minimises the
-mean squared log error of the step time by coordinate descent (bench/estimate_data.py ``fit``);
-bench/estimate_accuracy.py scores it on rows and models held out of the fit.
+the weight of the MoE permute copies in it: ten numbers for 125 measured rows. The releases enter as one
+factor per release x GPU family x dense/MoE for every release older than the group's newest (set to the mean
+log ratio of its rows at each step, not searched), so the constants predict the newest measured software.
+A100 has no measured row: its efficiency is the published fraction of peak Megatron-LM reached (Narayanan
+et al. 2021). Everything else (peaks, bandwidths, latencies, overlap residuals) is a cited or stated figure,
+not fitted. The fit minimises the mean squared log error of the step time by coordinate descent
+(bench/estimate_data.py ``fit``); the intervals every estimate carries are the 10th..90th percentiles of the
+leave-one-model-out residuals per GPU family x dense/MoE x precision; bench/estimate_accuracy.py scores
+held-out models and releases.
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import math
 
-from overlap_cli.estimate import flops as F
 from overlap_cli.estimate import gpus as G
 
 DIFFERENCES = {
@@ -111,14 +110,11 @@ def _layer_params(s) -> list:
             elif ch == "E":
                 out.append((moe_dense + norm, routed))
     else:
-        from overlap_cli.estimate.inputs import moe_layer_pattern
-
         pattern = [0] * s.layers
         if s.kinds["moe"]:
             pattern = [1] * s.layers if s.kinds["moe"] == s.layers else None
             if pattern is None:  # recover the pattern from the counts: Megatron's first-k-dense layouts
                 pattern = [0] * s.kinds["mlp"] + [1] * s.kinds["moe"]
-        _ = moe_layer_pattern
         for is_moe in pattern:
             out.append((attn + 2 * norm + (moe_dense if is_moe else dense_mlp), routed if is_moe else 0.0))
     for _ in range(s.mtp):  # one more layer of the last kind plus the 2h x h projection and two norms
@@ -383,7 +379,6 @@ def estimate_memory(s) -> Memory:
         "capacity_bytes": cap * 2**30 if cap else None,
         "parameters_on_rank": dense + routed,
     }
-    _ = F
     return Memory(fields, notes, differs)
 
 
