@@ -224,13 +224,17 @@ def _related(a: tuple, b: tuple) -> bool:
 def _keep_base_value(cfg: Config, base_data: Optional[dict], path: tuple, owner: dict) -> None:
     """``~key``: Hydra deletes the key from the merged config, so the dict ``_apply_overrides`` walks has no
     entry there and the dataclass keeps the value the base (the recipe's ConfigContainer) was built with
-    (omegaconf_utils.py:468-515 sets only the keys it is given): the base's value, not the lower files'."""
+    (omegaconf_utils.py:468-515 sets only the keys it is given): the base's value, not the lower files'.
+    Only a dataclass keeps it: a key under a plain dict field (``env_vars``; a dump writes no ``_target_``
+    there) goes with the whole dict, which ``_apply_overrides`` sets as it is (omegaconf_utils.py:491-512)."""
     import copy
 
     node = base_data
-    for part in path:
+    for i, part in enumerate(path):
         if not isinstance(node, dict) or part not in node:
             return  # the base has nothing there (a key the files added): it is gone
+        if i and "_target_" not in node:
+            return  # a plain dict in the base: set whole, without the deleted key
         node = node[part]
     parent = cfg.data
     for part in path[:-1]:

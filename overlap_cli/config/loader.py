@@ -35,6 +35,14 @@ def load_config(path: str, overrides: Optional[list] = None, text: Optional[str]
             InputProblem(path, f"top level is a {type(data).__name__}, expected a mapping of config sections", line=1, column=1)
         )
     cfg = Config(file=path, data=data, positions=positions, text=text)
+    # A file with a top-level ``_target_`` is what ``ConfigContainer.from_yaml`` loads
+    # (megatron/training/config/container.py:92-121 asserts the key, container.py:67): ``instantiate`` builds
+    # only mappings that name their class, so a dataclass section written without ``_target_`` stays a dict.
+    whole = "_target_" in data
+    if whole:
+        from overlap_cli.config.layers import DATACLASS_SECTIONS
+
+        built = {k for k in DATACLASS_SECTIONS if isinstance(data.get(k), dict) and "_target_" in data[k]}
     if overrides:
         import copy
 
@@ -44,6 +52,9 @@ def load_config(path: str, overrides: Optional[list] = None, text: Optional[str]
         apply_overrides(cfg, overrides)
         if loaded is not None:
             _keep_loaded_values(cfg, overrides, *loaded)
+    if whole:
+        cfg.plain_dict_paths = {(k,) for k in DATACLASS_SECTIONS
+                                if isinstance(cfg.data.get(k), dict) and "_target_" not in cfg.data[k] and k not in built}
     return finish(cfg, interpolations, overrides)
 
 
