@@ -34,6 +34,15 @@ def check_launch(result: FileResult, path: str, target, text, selection, overrid
             text = read_text(path)
         target = target.for_file(path, text)
         result.target = target.to_json(None)
+        if not path.lower().endswith((".yaml", ".yml")):
+            from overlap_cli.config.shell import read_launch_script
+            from overlap_cli.frameworks.entry_points import BRIDGE_RECIPE, classify
+
+            found = read_launch_script(path, text)
+            if classify(found.script)[0] == BRIDGE_RECIPE:
+                from overlap_cli.check.engine_recipe_launch import check_recipe_launch
+
+                return check_recipe_launch(result, path, text, found, target, selection, overrides)
         launch = load_launch(path, text)
         given = _apply_overrides(launch, overrides)
         view = resolve(launch, target)
@@ -63,6 +72,10 @@ def check_launch(result: FileResult, path: str, target, text, selection, overrid
         other = target.world_size
         also = f"; the target's {other} ({target.source_label('world_size')}) is not used" if other not in (None, view.world_size) else ""
         result.notes.append(f"world size {view.world_size} from the launch's torchrun sizes{where}{also}")
+    elif launch.world_size is not None and view.world_size is not None and launch.world_size != view.world_size:
+        where = f" (line {launch.world_size_line})" if launch.world_size_line else ""
+        result.notes.append(f"world size {view.world_size} from {target.source_label('world_size')} (flag > file): "
+                            f"the launch's own sizes{where} give {launch.world_size}")
     elif view.world_size is None:
         result.notes.append("world size not given: data-parallel-dependent values are reported as unknown")
     if view.target.gpu_generation is None and view.max_conn_needs_one is None and view.tp and view.cp \

@@ -198,7 +198,7 @@ def run_check(opts) -> int:
 
     lower: tuple = ()
     if stack is None:
-        files, skipped, selection, problems = gather_inputs(files, opts)
+        files, skipped, selection, problems = gather_inputs(files, opts, target=target)
     else:  # one merged run: the top file is checked, the others lie under it
         _files, skipped, selection, problems = gather_inputs(files, opts, discover=False)
         files, lower = [stack[0]], stack[1]
@@ -272,7 +272,7 @@ def _atomic_write(path, text) -> None:
         raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
-def gather_inputs(files, opts, discover: bool = True):
+def gather_inputs(files, opts, discover: bool = True, target=None):
     """What check and fix share: the rule selection (``opts.select``, ``ignore``, ``extend_select``, the
     ``settings`` file), and FILE/DIR arguments expanded into config files (skipped ones noted on stderr; with
     ``opts.configs_only`` also named files without a training section). Returns (files, skipped,
@@ -286,9 +286,14 @@ def gather_inputs(files, opts, discover: bool = True):
         raise UsageError(str(exc)) from None
     if not discover:  # the files of a merged run: read as they are, in order
         return list(files), [], selection, []
-    files, skipped, problems = gather(files, opts.configs_only)
-    for path, reason in skipped:
-        sys.stderr.write(f"note: {path}: skipped: {reason}\n")
+    files, skipped, problems = gather(files, opts.configs_only, target)
+    if skipped and getattr(opts, "quiet", False):  # -q: one line for them all
+        from overlap_cli.report.text import skipped_counts
+
+        sys.stderr.write(f"note: {skipped_counts(skipped)}\n")
+    else:
+        for path, reason in skipped:
+            sys.stderr.write(f"note: {path}: skipped: {reason}\n")
     return files, skipped, selection, problems
 
 

@@ -285,6 +285,13 @@ def build_target(
     return t
 
 
+def launch_sizes_apply(t: Target) -> bool:
+    """Whether a launch script's own sizes (torchrun's, srun's) give the world size of its run: they rank
+    as the recipe's launch does, below a flag, a ``# overlap: target`` directive and a per-file-target
+    entry (flag > file), above [tool.overlap] and defaults."""
+    return _RANK.get(t.source("world_size"), 0) <= _RANK[RECIPE]
+
+
 def apply_recipe(t: Target) -> None:
     """The recipe's own launch (world size and GPU from Bridge's recipe name, recipes.info), below every
     statement about this file and above [tool.overlap]. An unknown name is left to the loader to report."""
