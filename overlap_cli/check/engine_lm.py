@@ -19,6 +19,13 @@ def framework_of(path: Optional[str], text: Optional[str], target) -> str:
     return detect(path, text, target.get("framework") if target is not None else None)
 
 
+def launch_env_of(target) -> dict:
+    """The environment a launch script is read with: --env-from-shell's exported variables, then --set's."""
+    env = dict(target.shell_env or {}) if target is not None and target.get("env_from_shell") else {}
+    env.update(getattr(target, "launch_vars", None) or {})
+    return env
+
+
 def check_launch(result: FileResult, path: str, target, text, selection, overrides=None):
     """Fill ``result`` for a launch; return the resolved view, or None on an input error. ``overrides``: the
     command line's dotlist words, given as the flags they stand for (frameworks.megatron_lm.dotlist)."""
@@ -38,12 +45,12 @@ def check_launch(result: FileResult, path: str, target, text, selection, overrid
             from overlap_cli.config.shell import read_launch_script
             from overlap_cli.frameworks.entry_points import BRIDGE_RECIPE, classify
 
-            found = read_launch_script(path, text)
+            found = read_launch_script(path, text, env=launch_env_of(target))
             if classify(found.script)[0] == BRIDGE_RECIPE:
                 from overlap_cli.check.engine_recipe_launch import check_recipe_launch
 
                 return check_recipe_launch(result, path, text, found, target, selection, overrides)
-        launch = load_launch(path, text)
+        launch = load_launch(path, text, env=launch_env_of(target))
         given = _apply_overrides(launch, overrides)
         view = resolve(launch, target)
         if launch.defaults_taken:
@@ -102,7 +109,7 @@ def _changeable(view, path: str, text: str, target, overrides) -> list:
     from overlap_cli.frameworks.megatron_lm.resolver import resolve
 
     try:
-        other = load_launch(path, text, take_defaults=False)
+        other = load_launch(path, text, take_defaults=False, env=launch_env_of(target))
         _apply_overrides(other, overrides)
         again = resolve(other, target).effective
     except InputError:

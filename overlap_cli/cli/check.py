@@ -90,6 +90,7 @@ def target_from_options(opts, config_file=None):
         "framework": None if getattr(opts, "framework", "auto") in (None, "auto") else opts.framework,
         "recipe": opts.recipe,
         "base": opts.base,
+        "set_vars": _set_vars(getattr(opts, "set_vars", None)),
     }
     if opts.recipe is not None and opts.base is not None:
         raise UsageError("give either --recipe NAME or --base FILE, not both")
@@ -106,6 +107,19 @@ def target_from_options(opts, config_file=None):
         return profile(flags, found, detection, dict(os.environ), settings)
     except InputError as exc:
         raise UsageError(exc.problem.one_line()) from None
+
+
+def _set_vars(raw) -> dict:
+    """--set VAR=VALUE (repeated): {VAR: VALUE}; a word without a variable name before ``=`` is a usage error."""
+    import re
+
+    out: dict = {}
+    for item in raw or ():
+        name, eq, value = item.partition("=")
+        if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UsageError(f"--set {item}: expected VAR=VALUE (a shell variable name, then =)")
+        out[name] = value
+    return out
 
 
 def split_args(args):

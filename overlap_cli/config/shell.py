@@ -97,10 +97,10 @@ class Reader(Commands, Loops, Expander, LaunchFinder):
 
     # --- running the tree ---------------------------------------------------------------------------
 
-    def run_script(self) -> None:
+    def run_script(self, start: Optional[State] = None) -> None:
         try:
             program, _parser = tree.parse_script(self.path, self.text)
-            self.exec(program, State())
+            self.exec(program, start if start is not None else State())
         except RecursionError:
             raise self.fail("commands nested too deeply to read") from None
 
@@ -495,12 +495,13 @@ def _common_ends(vars_: list, origin: str) -> list:
     return list(first[:head]) + [middle] + list(first[len(first) - tail:] if tail else [])
 
 
-def read_launch_script(path: str, text: str, take_defaults: bool = True) -> LaunchText:
+def read_launch_script(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None) -> LaunchText:
     """The launch of a script. ``take_defaults`` False: a ``${VAR:-default}`` of a variable the script
-    never sets is not known (instead of its default)."""
+    never sets is not known (instead of its default). ``env``: the caller's exported variables (--set,
+    --env-from-shell), which the script starts with."""
     from overlap_cli.config.shell_launch import launch_text
 
-    reader = _read(path, text, take_defaults)
+    reader = _read(path, text, take_defaults, env)
     if not reader.records and not reader.inner:
         raise InputError(InputProblem(
             path, "no Megatron-LM launch line found (torchrun, python -m torch.distributed.run, or python pretrain_*.py)"))
@@ -509,19 +510,32 @@ def read_launch_script(path: str, text: str, take_defaults: bool = True) -> Laun
     return found
 
 
-def _read(path: str, text: str, take_defaults: bool = True) -> Reader:
+def _start(env: Optional[dict]) -> State:
+    """The state a script starts in: the caller's environment, each variable exported and known."""
+    st = State()
+    for name, value in (env or {}).items():
+        f = Field(f"the caller's environment (${name})")
+        f.chars, f.offsets = list(value), [None] * len(value)
+        f.whole = False
+        var = Var(name, [f], False, 0)
+        var.exported = True
+        st.vars[name] = var
+    return st
+
+
+def _read(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None) -> Reader:
     """The script run as bash would; a template whose every path stops before its launch (``[ -z
     "$CONTAINER_IMAGE" ] && exit 1`` after ``CONTAINER_IMAGE=""``) is read again with its empty values as
     placeholders, so the launch it is written for is read, the values that use them unknown."""
     reader = Reader(path, text)
     reader.take_defaults = take_defaults
-    reader.run_script()
+    reader.run_script(_start(env))
     if reader.records or reader.inner or not _LAUNCH_WORDS.search(text):
         return reader
     again = Reader(path, text)
     again.take_defaults, again.empty_placeholders = take_defaults, True
     try:
-        again.run_script()
+        again.run_script(_start(env))
     except InputError:
         return reader
     return again if (again.records or again.inner) else reader
