@@ -151,8 +151,8 @@ def discover(args, configs_only: bool = False, target=None) -> Discovered:
                 if verdict:
                     out.files.append(path)
                 return
-            if not explicit and path.lower().endswith(YAML_SUFFIXES):
-                reason = _yaml_skip(path, target)
+            if path.lower().endswith(YAML_SUFFIXES) and not configs_only:
+                reason = _yaml_skip(path, target, explicit)
                 if reason is not None:
                     out.skipped.append((path, reason))
                     return
@@ -230,7 +230,7 @@ def _read_head(path: str):
         return None
 
 
-_SOURCE_RE = re.compile(r"^[ \t]*(?:source|\.)[ \t]+(['\"]?)([^\s;'\"|&]+)\1", re.MULTILINE)
+_SOURCE_RE = re.compile(r"^[ \t]*(?:source|\.)[ \t]+(['\"]?)((?:`[^`\n]*`|[^\s;'\"|&`])+)\1", re.MULTILINE)
 
 
 def _sourced_by(fragments: list, scripts: list) -> dict:
@@ -249,7 +249,7 @@ def _sourced_by(fragments: list, scripts: list) -> dict:
         here = os.path.dirname(script)
         for m in _SOURCE_RE.finditer(text):
             arg = m.group(2)
-            tail = re.split(r"\$\{[^}]*\}|\$\([^)]*\)|\$\w+", arg)[-1]
+            tail = re.split(r"\$\{[^}]*\}|\$\([^)]*\)|`[^`]*`|\$\w+", arg)[-1]
             if not tail or not tail.endswith((".sh", ".bash")):
                 continue
             literal = tail == arg
@@ -262,8 +262,8 @@ def _sourced_by(fragments: list, scripts: list) -> dict:
     return out
 
 
-def _yaml_skip(path: str, target) -> "str | None":
-    """Why a YAML file found in a folder is not checked, or None: a file whose top-level keys are mostly not
+def _yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
+    """Why a YAML file is not checked, or None: a file whose top-level keys are mostly not
     ConfigContainer sections (a model card: ``title``, ``summary``, ``items`` beside a ``model:``), or an
     override file (ConfigContainer sections, no ``_target_``, so not a config Bridge can build alone)
     whose recipe nothing names."""
@@ -280,8 +280,8 @@ def _yaml_skip(path: str, target) -> "str | None":
         shown = ", ".join(other[:4]) + (", ..." if len(other) > 4 else "")
         return (f"not a training config: its top-level keys ({shown}) are not ConfigContainer sections "
                 f"(only {', '.join(container)} is)")
-    if not container or "_target_" in text or _RECIPE_DIRECTIVE_RE.search(text):
-        return None
+    if explicit or not container or "_target_" in text or _RECIPE_DIRECTIVE_RE.search(text):
+        return None  # named explicitly, an override file is checked (and the check says what it lacks)
     if target is not None and _recipe_of(target, path, text):
         return None
     leaves = _count_leaves(text)

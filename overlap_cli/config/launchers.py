@@ -248,6 +248,13 @@ def torchrun_options(reader: Reader, found: LaunchText, fields: list, i: int) ->
     while i < n:
         f = fields[i]
         t = f.text
+        if t is None and "=" in reader.known_prefix(f) and reader.known_prefix(f).startswith("-"):
+            name = reader.known_prefix(f).partition("=")[0]  # --master_addr=$ADDR: an option, its value unknown
+            full = _torchrun_option(name)
+            if full is not None and full not in _TORCHRUN_NO_VALUE:
+                values[full.replace("_", "-")] = (None, f, len(name) + 1)
+                i += 1
+                continue
         if t is None:
             if f.multi and reader.script_name(f, False) is None:  # ($DIR/pretrain_gpt.py is the script)
                 unknown_opts = True

@@ -604,4 +604,7 @@ def launch_summary(text: str) -> tuple:
         at = torchrun_options(reader if not reader.inner or reader.records else reader.inner[0][4], scratch, fields, index + 1)
     except InputError:
         return "launch", None
-    return "launch", reader.script_name(fields[at], False) if at is not None else None
+    if at is None:
+        return "launch", None
+    # the training script's file name, or the module ``torchrun -m`` runs (examples.inference.offline_inference)
+    return "launch", reader.script_name(fields[at], False) or fields[at].text
