@@ -40,6 +40,10 @@ def export(gitdir: Path, ref: str, paths, dest: Path) -> str:
 
 def skip_kind(reason: str) -> str:
     """The reason without the file's own details (numbers, names), to group skips."""
+    for start in ("not a training config", "an override file", "not a launch", "a fragment sourced by", "a template",
+                  "not a training run", "the same file as"):
+        if reason.startswith(start):
+            return start
     kind = re.sub(r"\(.*", "", reason).strip()
     kind = re.sub(r"`[^`]*`|'[^']*'|\d+", "…", kind)
     return kind[:90]
@@ -62,7 +66,7 @@ def account(folder: Path, doc: dict) -> dict:
         for f in entry["files"]:
             skipped[os.path.normpath(f)] = entry["reason"]
     out = {"checked": 0, "error": 0, "skipped": collections.Counter(), "dropped": [], "other": collections.Counter(),
-           "errors": collections.Counter(), "bridge_runs": 0, "lm_launches": 0, "files": {}}
+           "errors": collections.Counter(), "bridge_runs": 0, "bridge_not_in_catalog": 0, "lm_launches": 0, "files": {}}
     for p in sorted(folder.rglob("*")):
         if not p.is_file():
             continue
@@ -75,14 +79,15 @@ def account(folder: Path, doc: dict) -> dict:
             r = results[path]
             if r.get("error"):
                 out["error"] += 1
+                out["bridge_runs"] += r["error"]["message"].startswith("scripts/training/run_recipe.py")
+                out["bridge_not_in_catalog"] += "not in overlap-cli's catalog" in r["error"]["message"]
                 out["errors"][skip_kind(r["error"]["message"])] += 1
                 out["files"][rel] = "error: " + r["error"]["message"]
             else:
                 out["checked"] += 1
-                fw = r.get("framework")
-                if fw == "bridge" and path.lower().endswith(READ_SUFFIXES[:4]):
-                    out["bridge_runs"] += 1
-                out["files"][rel] = "checked" + (f" ({fw})" if fw else "")
+                bridge = any(n.startswith("read as a Megatron-Bridge run") for n in r.get("notes", ()))
+                out["bridge_runs"] += bridge
+                out["files"][rel] = "checked" + (" (a Bridge run)" if bridge else "")
         elif path in skipped:
             out["skipped"][skip_kind(skipped[path])] += 1
             out["files"][rel] = "skipped: " + skipped[path]
@@ -108,7 +113,10 @@ def main(argv=None) -> int:
             got = account(folder, run_tree(args.tool_root, folder))
             total = got["checked"] + got["error"] + sum(got["skipped"].values()) + len(got["dropped"])
             print(f"## {name.replace('+', '/')} examples/ @ {commit[:12]}: {total} launch/YAML files")
-            print(f"- checked: {got['checked']} (Bridge runs among launch scripts: {got['bridge_runs']})")
+            print(f"- checked: {got['checked']}")
+            print(f"- launch scripts read as Megatron-Bridge runs (run_recipe.py): {got['bridge_runs']} "
+                  f"({got['bridge_runs'] - got['bridge_not_in_catalog']} checked, {got['bridge_not_in_catalog']} one line: "
+                  "the recipe is not in the catalog)")
             print(f"- input error (one line): {got['error']}")
             for kind, n in got["errors"].most_common():
                 print(f"    {n:4d}  {kind}")

@@ -20,7 +20,7 @@ def lookup_recipe(name: str):
 def check_recipe_launch(result: FileResult, path: str, text: str, found, target, selection, overrides=None):
     """Fill ``result``; return the resolved view, or None on an input error."""
     from overlap_cli.check.selection import filter_findings
-    from overlap_cli.config.layers import COMMAND_LINE, Stack, load_layered, unknown_recipe
+    from overlap_cli.config.layers import COMMAND_LINE, Stack, load_layered
     from overlap_cli.config.overrides import parse_override
     from overlap_cli.frameworks.bridge import run_recipe
     from overlap_cli.frameworks.bridge.launch_env import effective_entries
@@ -34,8 +34,7 @@ def check_recipe_launch(result: FileResult, path: str, text: str, found, target,
                                           line=run.recipe_line))
         name = lookup_recipe(run.recipe)
         if name is None:
-            problem = unknown_recipe(run.recipe)
-            raise InputError(InputProblem(path, f"{run_recipe.RUNNER} --recipe: {problem.message}", line=run.recipe_line))
+            raise InputError(InputProblem(path, _not_in_catalog(run.recipe), line=run.recipe_line))
         dotlist = []
         for raw, line in run.overrides:
             try:
@@ -97,6 +96,19 @@ def check_recipe_launch(result: FileResult, path: str, text: str, found, target,
     if note:
         result.notes.append(note)
     return view
+
+
+def _not_in_catalog(name: str) -> str:
+    """A launch names a recipe the catalog does not hold. The catalog holds the recipes of Megatron-Bridge that
+    could be built offline, under their function names: an alias, a recipe that reads a Hugging Face config
+    or one newer than the release may be real, so the line says what is known — it is not in the catalog."""
+    from overlap_cli.frameworks.bridge.recipes import closest, versions
+
+    near = closest(name)
+    hint = f"; closest: {', '.join(near)}" if near else " (overlap recipes list shows them all)"
+    return (f"scripts/training/run_recipe.py --recipe {name}: not in overlap-cli's catalog of Megatron-Bridge "
+            f"{versions().get('megatron-bridge', '?')} recipes (which lacks Bridge's aliases and the recipes that read a "
+            f"Hugging Face config){hint}")
 
 
 def _launch_target(target, recipe: str, found):

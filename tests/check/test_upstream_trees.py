@@ -217,4 +217,4 @@ def test_run_recipe_refuses_what_the_runner_refuses(run_cli, tmp_path):
     assert code == 2 and "run.sh:1:" in err and "run_recipe.py: Unknown option: --config-file" in err
     script.write_text("torchrun --nproc_per_node 8 scripts/training/run_recipe.py --recipe no_such_pretrain_config\n")
     code, out, err = run_cli("check", str(script))
-    assert code == 2 and "unknown recipe 'no_such_pretrain_config': not a recipe of Megatron-Bridge 0.6.2" in err
+    assert code == 2 and "run_recipe.py --recipe no_such_pretrain_config: not in overlap-cli's catalog of Megatron-Bridge 0.6.2" in err
