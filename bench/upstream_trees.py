@@ -41,7 +41,7 @@ def export(gitdir: Path, ref: str, paths, dest: Path) -> str:
 def skip_kind(reason: str) -> str:
     """The reason without the file's own details (numbers, names), to group skips."""
     for start in ("not a training config", "an override file", "not a launch", "a fragment sourced by", "a template",
-                  "not a training run", "the same file as"):
+                  "not a training run", "the same file as", "a Megatron-Bridge training script in Python"):
         if reason.startswith(start):
             return start
     kind = re.sub(r"\(.*", "", reason).strip()
@@ -81,7 +81,9 @@ def account(folder: Path, doc: dict) -> dict:
                 out["error"] += 1
                 out["bridge_runs"] += r["error"]["message"].startswith("scripts/training/run_recipe.py")
                 out["bridge_not_in_catalog"] += "not in overlap-cli's catalog" in r["error"]["message"]
-                out["errors"][skip_kind(r["error"]["message"])] += 1
+                msg = r["error"]["message"]
+                out["errors"]["run_recipe.py: the recipe is not in the catalog" if "not in overlap-cli's catalog" in msg
+                              else skip_kind(msg)] += 1
                 out["files"][rel] = "error: " + r["error"]["message"]
             else:
                 out["checked"] += 1

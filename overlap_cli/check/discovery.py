@@ -61,6 +61,7 @@ SKIP_KINDS = (
     ("a template", "template with placeholders"),
     ("not a training run", "not a training run"),
     ("the same file as", "link to a file already listed"),
+    ("a Megatron-Bridge training script in Python", "Bridge Python training script"),
 )
 
 
@@ -219,7 +220,24 @@ def _script_verdict(path: str) -> tuple:
     what, sentence = classify(detail)
     if what == NOT_TRAINING:
         return "skip", f"not a training run: {sentence}"
+    bridge_script = _bridge_python(path, detail)
+    if bridge_script is not None:
+        return "skip", (f"a Megatron-Bridge training script in Python ({bridge_script}): the launch's words are that "
+                        "script's own arguments, not Megatron-LM's; not read from the launch")
     return "check", None
+
+
+def _bridge_python(script: str, launched) -> "str | None":
+    """The launched ``.py`` when it sits beside the script (or one folder up) and imports megatron.bridge: a
+    Bridge training script of its own, whose arguments Megatron-LM's parser does not describe."""
+    if not launched or not launched.endswith(".py") or re.fullmatch(r"pretrain_\w*\.py", launched):
+        return None
+    here = os.path.dirname(os.path.abspath(script))
+    for folder in (here, os.path.dirname(here)):
+        head = _read_head(os.path.join(folder, launched))
+        if head is not None:
+            return launched if b"megatron.bridge" in head[:65536] else None
+    return None
 
 
 def _read_head(path: str):
