@@ -118,8 +118,10 @@ class Config:
         """A dotted key as the file spells it: ``model.X`` is ``model.transformer.X`` where the file is of
         the GPTModelConfig form and X is a TransformerConfig field (what a fix writes, what a diff names)."""
         if self.wrapped_model_keys and key.startswith("model."):
+            from overlap_cli.config.model_form import WRAPPER_OWN
+
             head = key.split(".", 2)[1]
-            if head in self.wrapped_model_keys or head not in _WRAPPER_OWN:
+            if head in self.wrapped_model_keys or head not in WRAPPER_OWN:
                 return "model.transformer." + key[len("model."):]
         return key
 
@@ -149,7 +151,6 @@ class Config:
 
 
 _ABSENT = object()
-_WRAPPER_OWN: frozenset = frozenset()  # set by config.model_form (the wrapper's own fields)
 
 
 def _position_in(positions: dict, path: tuple) -> tuple:

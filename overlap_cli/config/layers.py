@@ -26,22 +26,12 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
+from overlap_cli.config.loader import DATACLASS_SECTIONS
 from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.config.document import Config, Layer
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 
 RECIPE, BASE, FILE, COMMAND_LINE = "recipe", "base", "file", "command line"
-
-# Top-level ConfigContainer fields typed as a dataclass that a recipe may leave null or give as a
-# recipe name (megatron/bridge/training/config.py: ``comm_overlap: Optional[CommOverlapConfig]``,
-# ``mixed_precision: Optional[Union[MixedPrecisionConfig, str]]``), with the class ``_target_`` that makes
-# ``_apply_overrides`` instantiate a mapping written there, and the line of config.py that fails on a
-# plain dict.
-DATACLASS_SECTIONS = {
-    "comm_overlap": ("megatron.bridge.training.comm_overlap.CommOverlapConfig", "training/config.py:1041"),
-    "mixed_precision": ("megatron.bridge.training.mixed_precision.MixedPrecisionConfig", "training/config.py:1876"),
-}
-
 
 @dataclass(frozen=True)
 class Stack:

@@ -24,6 +24,17 @@ from overlap_cli.config.yamlnodes import has_interpolation, parse_nodes
 MAX_INTERPOLATIONS = 1000
 
 
+# Top-level ConfigContainer fields typed as a dataclass that a recipe may leave null or give as a
+# recipe name (megatron/bridge/training/config.py: ``comm_overlap: Optional[CommOverlapConfig]``,
+# ``mixed_precision: Optional[Union[MixedPrecisionConfig, str]]``), with the class ``_target_`` that makes
+# ``_apply_overrides`` instantiate a mapping written there, and the line of config.py that fails on a
+# plain dict.
+DATACLASS_SECTIONS = {
+    "comm_overlap": ("megatron.bridge.training.comm_overlap.CommOverlapConfig", "training/config.py:1041"),
+    "mixed_precision": ("megatron.bridge.training.mixed_precision.MixedPrecisionConfig", "training/config.py:1876"),
+}
+
+
 def load_config(path: str, overrides: Optional[list] = None, text: Optional[str] = None) -> Config:
     if text is None:
         text = read_text(path)
@@ -40,8 +51,6 @@ def load_config(path: str, overrides: Optional[list] = None, text: Optional[str]
     # only mappings that name their class, so a dataclass section written without ``_target_`` stays a dict.
     whole = "_target_" in data
     if whole:
-        from overlap_cli.config.layers import DATACLASS_SECTIONS
-
         built = {k for k in DATACLASS_SECTIONS if isinstance(data.get(k), dict) and "_target_" in data[k]}
     if overrides:
         import copy

@@ -8,8 +8,6 @@ the file holds it (``model.transformer.X``) for fixes."""
 
 from __future__ import annotations
 
-from overlap_cli.config import document
-
 # The wrappers' own fields (dataclasses.fields of megatron-core 0.19.2's GPTModelConfig, gpt.py:134-182,
 # with ModelConfig's, base.py; HybridModelConfig's, hybrid.py:32-60): no TransformerConfig field among them.
 _COMMON = frozenset({
@@ -27,7 +25,7 @@ WRAPPERS = {
         "hybrid_attention_ratio", "hybrid_layer_pattern", "hybrid_mlp_ratio", "hybrid_override_pattern", "hybrid_stack_spec",
     },
 }
-document._WRAPPER_OWN = frozenset().union(*WRAPPERS.values())
+WRAPPER_OWN = frozenset().union(*WRAPPERS.values())
 
 
 def lift(cfg) -> None:
