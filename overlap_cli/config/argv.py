@@ -62,7 +62,6 @@ class Token:
     span: Optional[tuple] = None  # (line, col_start, col_end), 1-based, end exclusive, when literal
     multi: bool = False  # an unknown unquoted expansion: it may be any number of words, none included
     what: str = ""  # for an unknown word: the expression (``$NUM_NODES``, ``$(nproc)``)
-    prefix: str = ""  # for an unknown word: its known text before the first unknown stretch (``model.x=``)
 
 
 @dataclass

@@ -91,16 +91,13 @@ class Reader(Commands, Loops, Expander, LaunchFinder):
         self.merged_note: Optional[str] = None
         self.depth = 0
         self.steps = 0
-        # ``bash -c STRING`` commands whose string holds a launch: (command, path state, words, index of the
-        # string, the reader of the string) — the launch when the script runs none itself (read_shell_c)
-        self.inner: list = []
 
     # --- running the tree ---------------------------------------------------------------------------
 
-    def run_script(self, start: Optional[State] = None) -> None:
+    def run_script(self) -> None:
         try:
             program, _parser = tree.parse_script(self.path, self.text)
-            self.exec(program, start if start is not None else State())
+            self.exec(program, State())
         except RecursionError:
             raise self.fail("commands nested too deeply to read") from None
 
@@ -226,56 +223,6 @@ class Reader(Commands, Loops, Expander, LaunchFinder):
         self.merged_note = (f"line {line}: more than {MAX_PATHS} ways through the script; the values that differ "
                             "between them are unknown")
         return merged
-
-    # --- bash -c STRING -------------------------------------------------------------------------------
-
-    def read_shell_c(self, node, st: State, fields: list, at: int) -> bool:
-        """``srun ... bash -c "$CMD"``: bash parses the string as a script of its own, in a new shell that
-        sees the exported variables. The string's text (what the script built in ``$CMD``) is read the same
-        way; what it does not know stays unknown (each hole is a variable nobody sets). True when the
-        string runs a launch (kept in ``self.inner``)."""
-        f = fields[at]
-        if not f.chars or self.depth > 4:
-            return False
-        pieces: list = []
-        offsets: list = []
-        holes: dict = {}
-        for ch, off in zip(f.chars, f.offsets):
-            if ch.__class__ is str:
-                pieces.append(ch)
-                offsets.append(off)
-                continue
-            name = f"__overlap_unknown_{len(holes)}"
-            holes[name] = ch
-            ref = "${" + name + "}"
-            pieces.append(ref)
-            offsets.extend([off] * len(ref))
-        text = "".join(pieces)
-        if not _LAUNCH_WORDS.search(text):
-            return False
-        inner = InnerReader(self, text, offsets, node.line)
-        inner.take_defaults, inner.empty_placeholders = self.take_defaults, self.empty_placeholders
-        inner.depth = self.depth + 1
-        start = State()
-        for name, var in st.vars.items():  # the new shell's environment: what is exported
-            if var.exported:
-                start.vars[name] = var
-        for name, hole in holes.items():
-            h = Field(f"the string of bash -c (line {node.line})")
-            h.hole(hole.what, hole.constant)
-            start.vars[name] = Var(name, [h], False, node.line)
-        try:
-            program, _parser = tree.parse_script(self.path, text)
-            inner.exec(program, start)
-        except InputError:
-            return False
-        except RecursionError:
-            return False
-        if not inner.records:
-            return False
-        st.launched = True
-        self.inner.append((node, st.copy(), fields, at, inner))
-        return True
 
     # --- decisions ------------------------------------------------------------------------------------
 
@@ -460,23 +407,6 @@ class Reader(Commands, Loops, Expander, LaunchFinder):
         """Every unknown stretch of the word is a constant (its value is decided once for a path)."""
         return all(c.__class__ is str or c.constant for c in f.chars)
 
-class InnerReader(Reader):
-    """The reader of a ``bash -c`` string: its offsets are the string's, each mapped to where the script
-    wrote that character (the string was built from the script's words), so lines are the file's."""
-
-    def __init__(self, outer: Reader, text: str, offsets: list, line: int):
-        super().__init__(outer.path, text)
-        self.outer, self.offset_map, self.at_line = outer, offsets, line
-
-    def pos(self, offset: int) -> tuple:
-        if offset is not None and 0 <= offset < len(self.offset_map) and self.offset_map[offset] is not None:
-            return self.outer.pos(self.offset_map[offset])
-        return (self.at_line, 1)
-
-    def span(self, start: int, end: int):
-        return None  # a word of the string is not text of the file a fix could edit in place
-
-
 def _common_ends(vars_: list, origin: str) -> list:
     """The elements every array has at its start and at its end, with a stretch of any words between."""
     sigs = [[field_signature(f) for f in v.fields] for v in vars_]
@@ -495,116 +425,27 @@ def _common_ends(vars_: list, origin: str) -> list:
     return list(first[:head]) + [middle] + list(first[len(first) - tail:] if tail else [])
 
 
-def read_launch_script(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None) -> LaunchText:
+def read_launch_script(path: str, text: str, take_defaults: bool = True) -> LaunchText:
     """The launch of a script. ``take_defaults`` False: a ``${VAR:-default}`` of a variable the script
-    never sets is not known (instead of its default). ``env``: the caller's exported variables (--set,
-    --env-from-shell), which the script starts with."""
+    never sets is not known (instead of its default)."""
     from overlap_cli.config.shell_launch import launch_text
 
-    reader = _read(path, text, take_defaults, env)
-    if not reader.records and not reader.inner:
-        raise InputError(InputProblem(
-            path, "no Megatron-LM launch line found (torchrun, python -m torch.distributed.run, or python pretrain_*.py)"))
-    found = _inner_launch(reader) if not reader.records else launch_text(reader)
-    found.unknowns[:0] = [p for p in reader.placeholders if p not in found.unknowns]
-    return found
-
-
-def _start(env: Optional[dict]) -> State:
-    """The state a script starts in: the caller's environment, each variable exported and known."""
-    st = State()
-    for name, value in (env or {}).items():
-        f = Field(f"the caller's environment (${name})")
-        f.chars, f.offsets = list(value), [None] * len(value)
-        f.whole = False
-        var = Var(name, [f], False, 0)
-        var.exported = True
-        st.vars[name] = var
-    return st
-
-
-def _read(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None) -> Reader:
-    """The script run as bash would; a template whose every path stops before its launch (``[ -z
-    "$CONTAINER_IMAGE" ] && exit 1`` after ``CONTAINER_IMAGE=""``) is read again with its empty values as
-    placeholders, so the launch it is written for is read, the values that use them unknown."""
     reader = Reader(path, text)
     reader.take_defaults = take_defaults
-    reader.run_script(_start(env))
-    if reader.records or reader.inner or not _LAUNCH_WORDS.search(text):
-        return reader
-    again = Reader(path, text)
-    again.take_defaults, again.empty_placeholders = take_defaults, True
-    try:
-        again.run_script(_start(env))
-    except InputError:
-        return reader
-    return again if (again.records or again.inner) else reader
-
-
-_LAUNCH_WORDS = re.compile(r"torchrun|torch\.distributed\.(?:run|launch)|pretrain_\w*\.py|run_recipe\.py")
-
-
-def _inner_launch(reader: Reader) -> LaunchText:
-    """The launch of the first ``bash -c`` string that runs one, placed in the file: srun's task count (its
-    words before the shell, and the script's ``#SBATCH``) is the world size of a launch without torchrun."""
-    from overlap_cli.config.launchers import srun_world_size
-    from overlap_cli.config.shell_launch import launch_text
-
-    node, st, fields, at, inner = reader.inner[0]
-    found = launch_text(inner)
-    found.text = reader.text
-    found.insert_at = None
-    for t in found.tokens:
-        t.literal, t.span = False, None
-    for p in found.paths:
-        for t in p.tokens:
-            t.literal, t.span = False, None
-    if found.world_size is None and not any("torchrun" in (fld.text or "") or "torch.distributed" in (fld.text or "")
-                                            for fld in inner.records[0][2]):
-        found.unknowns[:] = [u for u in found.unknowns if "srun starts the training script" not in u]
-        srun_world_size(reader, found, fields, at)
-    found.unknowns.insert(0, f"line {node.line}: the launch is the string bash -c runs; read as the script built it")
-    if len(reader.inner) > 1:
-        found.unknowns.append("line(s) " + ", ".join(str(r[0].line) for r in reader.inner[1:])
-                              + f": more launches; only the first (line {node.line}) is checked")
-    return found
+    reader.run_script()
+    if not reader.records:
+        raise InputError(InputProblem(
+            path, "no Megatron-LM launch line found (torchrun, python -m torch.distributed.run, or python pretrain_*.py)"))
+    return launch_text(reader)
 
 
 def has_launch_line(text: str) -> bool:
     """Whether a script has a launch line (folder discovery: other shell scripts are skipped quietly)."""
-    if not _LAUNCH_WORDS.search(text):
+    if not re.search(r"torchrun|torch\.distributed\.(?:run|launch)|pretrain_\w*\.py", text):
         return False
     try:
-        reader = _read("<sniff>", text)
+        reader = Reader("<sniff>", text)
+        reader.run_script()
     except InputError:
         return True  # the check reports what is wrong with it
-    return bool(reader.records or reader.inner)
-
-
-def launch_summary(text: str) -> tuple:
-    """For folder discovery: ("launch", the training script's file name or None), ("none", None) when no
-    path reaches a launch line, or ("error", message) when bash could not read the script."""
-    if not _LAUNCH_WORDS.search(text):
-        return "none", None
-    try:
-        reader = _read("<sniff>", text)
-    except InputError as exc:
-        return "error", exc.problem.message
-    recs = reader.records or (reader.inner[0][4].records if reader.inner else [])
-    if not recs:
-        return "none", None
-    node, st, fields, word_of, (kind, index), _added = min(recs, key=lambda r: r[0].start)
-    if kind in ("python", "script"):
-        return "launch", reader.script_name(fields[index], True)
-    from overlap_cli.config.argv import LaunchText
-    from overlap_cli.config.launchers import torchrun_options
-
-    scratch = LaunchText(file="<sniff>", text=text, kind="shell", script=None, launch_line=None)
-    try:
-        at = torchrun_options(reader if not reader.inner or reader.records else reader.inner[0][4], scratch, fields, index + 1)
-    except InputError:
-        return "launch", None
-    if at is None:
-        return "launch", None
-    # the training script's file name, or the module ``torchrun -m`` runs (examples.inference.offline_inference)
-    return "launch", reader.script_name(fields[at], False) or fields[at].text
+    return bool(reader.records)

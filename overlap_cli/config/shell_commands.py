@@ -20,8 +20,6 @@ from overlap_cli.config.shell_expand import Field, Var, field_signature
 from overlap_cli.config.shell_lex import NAME, Word
 
 CALL_DEPTH = 16
-# A template's placeholder value: ``<some dir>``, ``<PATH_OF_VOCAB_FILE>``, ``<path to docker image>``.
-_PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n]*>")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 # Builtins whose status is 0 whatever they are given (as scripts use them); cd and mkdir fail when the
 # directory is not there.
@@ -94,10 +92,6 @@ class Commands:
             st.status = None
             if (fields[0].text or "").rsplit("/", 1)[-1] == "exec":
                 st.done = True
-            return [st]
-        at = self.find_shell_c(fields) if fields and not st.launched else None
-        if at is not None and self.read_shell_c(node, st, fields, at):
-            st.status = None
             return [st]
         if not (fields and fields[0].text == ":"):  # `: ${X:=default}` is there for what its words assign
             del st.notes[mark:]
@@ -310,8 +304,6 @@ class Commands:
             var.span = self.span(item.start, item.end)
             if op == "+=" and old is not None and old.note:
                 var.note = old.note
-            if op == "=" and not array:
-                self.placeholder(var, value, value_word, line)
         if old is not None and old.exported:
             var.exported, var.export_line, var.export_col = True, old.export_line, old.export_col
         if exported:
@@ -319,25 +311,6 @@ class Commands:
             var.export_line, var.export_col = self.pos(export_word.start)
         self.vars[name] = var
         return var
-
-    def placeholder(self, var: Var, value: Field, written: Word, line: int) -> None:
-        """A template's placeholder (``WORKSPACE="<some dir>"``; with ``empty_placeholders``, a value left
-        empty for the user to fill in, ``CONTAINER_IMAGE=""``) is a value the script does not know: only
-        what uses it is unknown."""
-        text = value.text
-        if text is None:
-            return
-        if _PLACEHOLDER.fullmatch(text.strip()):
-            why = f"${var.name} is a placeholder to fill in ({text.strip()!r}, line {line})"
-        elif self.empty_placeholders and text == "" and written.end > written.start:
-            why = f"${var.name} is left empty for the user to fill in (line {line})"
-        else:
-            return
-        f = Field(variable_origin(var.name, line))
-        f.hole("$" + var.name)
-        var.fields = [f]
-        var.note = why
-        self.placeholders.append(why)
 
     def declare(self, builtin: str, words: list, st) -> None:
         exporting = builtin == "export"

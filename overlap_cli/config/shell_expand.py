@@ -109,8 +109,6 @@ class Expander(Lexer):
         # known (the second reading that finds which printed values the caller's environment can change)
         self.take_defaults = True
         self.defaults_taken = 0
-        self.empty_placeholders = False  # NAME="" read as a value to fill in (a second reading of a template)
-        self.placeholders: list = []  # the sentences of the placeholders met (shell_commands.placeholder)
         # the line of a ``source`` whose file is not read: any variable the script has not set since may
         # come from it (not the caller's environment, not a default)
         self.sourced: Optional[int] = None

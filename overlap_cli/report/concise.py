@@ -39,9 +39,7 @@ def render(results, out: IO[str], skipped=(), quiet: bool = False) -> None:
     if s["unreadable"]:
         line += f"; {s['unreadable']} file(s) could not be checked"
     if skipped:
-        from overlap_cli.report.text import skipped_counts
-
-        line += f"; {skipped_counts(skipped)}"
+        line += f"; {len(skipped)} skipped"
     out.write(line + ".\n")
     if fixable:
         out.write(f"[*] {fixable} fixable with `overlap fix --write`.\n")

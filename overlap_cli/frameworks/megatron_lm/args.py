@@ -160,7 +160,7 @@ def flag_spellings() -> list:
 # --- loading ----------------------------------------------------------------------------------------
 
 
-def load_launch(path: str, text: Optional[str] = None, take_defaults: bool = True, env: Optional[dict] = None) -> Launch:
+def load_launch(path: str, text: Optional[str] = None, take_defaults: bool = True) -> Launch:
     """Read a launch script or a functional-test YAML and give its Megatron-LM arguments.
 
     Raises InputError (one line: file:line:col, flag, message) for input Megatron-LM or the reader
@@ -176,7 +176,7 @@ def load_launch(path: str, text: Optional[str] = None, take_defaults: bool = Tru
     else:
         from overlap_cli.config.shell import read_launch_script
 
-        found = read_launch_script(path, text, take_defaults, env)
+        found = read_launch_script(path, text, take_defaults)
     return launch_from_text(found)
 
 
