@@ -18,17 +18,16 @@ listed in OUTSIDE (each is named in README's "What is not modelled") and are cou
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import CORPUS, ROOT
+from differential import reference_python
 
 HERE = Path(__file__).parent
-_ENVS = [os.environ.get("OVERLAP_BRIDGE_ENV"), str(ROOT.parent / "shared" / "bridge-env"), "/tmp/bridge-env"]
-PYTHON = next((Path(e) / "bin" / "python" for e in _ENVS if e and (Path(e) / "bin" / "python").exists()), None)
+PYTHON = reference_python()
 MARKER = "@@bridge-launch-results@@\n"
 
 # Bridge's refusals that depend on nothing overlap-cli reads: (words of Bridge's message, why not modelled)

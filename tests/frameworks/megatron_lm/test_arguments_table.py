@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from differential import reference_python
 from overlap_cli.problems import InputError
 from overlap_cli.config.argv import LAUNCH_LINE, Token
 from overlap_cli.frameworks.megatron_lm.args import TABLE_PATH, UNKNOWN, parse_tokens
 
-_ENVS = [os.environ.get("OVERLAP_BRIDGE_ENV"), str(ROOT.parent / "shared" / "bridge-env"), "/tmp/bridge-env"]
-PYTHON = next((Path(e) / "bin" / "python" for e in _ENVS if e and (Path(e) / "bin" / "python").exists()), None)
+PYTHON = reference_python()
 pytestmark = pytest.mark.skipif(PYTHON is None, reason="no megatron-core 0.19.2 environment (OVERLAP_BRIDGE_ENV)")
 
 # argv lists, each parsed by both; the real parser is core + the ModelOpt group (pretrain_gpt.py's).
