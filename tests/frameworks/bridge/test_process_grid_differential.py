@@ -51,6 +51,8 @@ CASES = [
 def reference():
     if PYTHON is None:
         pytest.skip("no environment with megatron-bridge 0.6.2 (set OVERLAP_BRIDGE_ENV)")
+    if not all((CORPUS / f"{recipe}.yaml").is_file() for _, recipe, _, _ in CASES):
+        pytest.skip(f"the recipe dumps are not at {CORPUS}")
     cases = [{"base": str(CORPUS / f"{recipe}.yaml"), "dotlists": dots, "world_size": ws} for _, recipe, dots, ws in CASES]
     proc = subprocess.run([str(PYTHON), str(HERE / "bridge_grid_reference.py")], input=json.dumps(cases),
                           capture_output=True, text=True, timeout=900)
