@@ -43,6 +43,10 @@ class Config:
     top: Optional[int] = None
     lower_data: Optional[dict] = None
     plain_dict_paths: set = field(default_factory=set)
+    # What the run leaves unknown (a Python run's expression the reader cannot evaluate, a catalog recipe
+    # read from Bridge's source): path tuple -> reason; everything at or under the path is unknown.
+    unknown: dict = field(default_factory=dict)
+    python_run: Any = None  # frameworks.bridge.python_reader.PythonRun, for a run written in Python
 
     @property
     def layered(self) -> bool:

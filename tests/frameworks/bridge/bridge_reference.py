@@ -10,6 +10,9 @@ WORLD_SIZE, ``comm_overlap.finalize`` / ``setup``, and of ``validate`` the ``ddp
 the distributed-optimizer sync (its model checks need Transformer Engine and are left out). This machine has no GPU and no
 Transformer Engine: ``comm_overlap`` is told TE is present and recent (the target overlap-cli assumes).
 
+A case with ``script`` is a Python run instead: the script is executed (runpy) and its module-level ``cfg``
+taken where the module ends.
+
 Reads a JSON list of cases on stdin; prints a marker line and one JSON list of results: ``{"error": "Type:
 message"}`` where Bridge raises, else ``{"values": {key: value}}``.
 """
@@ -40,10 +43,15 @@ def run(case: dict) -> dict:
     saved = dict(os.environ)
     os.environ["WORLD_SIZE"] = str(case["world_size"])
     try:
-        cfg = bconfig.ConfigContainer.from_yaml(case["base"])
-        files = case["files"] or [None]
-        for i, f in enumerate(files):  # Bridge's entry points take one --config-file; several merge in turn
-            cfg = process_config_with_overrides(cfg, f, case["dotlists"] if i == len(files) - 1 else None)
+        if case.get("script"):  # a run written in Python: executed, its ``cfg`` at the end of the module
+            import runpy
+
+            cfg = runpy.run_path(case["script"], run_name="bridge_reference_script")["cfg"]
+        else:
+            cfg = bconfig.ConfigContainer.from_yaml(case["base"])
+            files = case["files"] or [None]
+            for i, f in enumerate(files):  # Bridge's entry points take one --config-file; several merge in turn
+                cfg = process_config_with_overrides(cfg, f, case["dotlists"] if i == len(files) - 1 else None)
         bconfig.apply_environment_variables(cfg)
         if cfg.mixed_precision is not None:
             if isinstance(cfg.mixed_precision, str):
