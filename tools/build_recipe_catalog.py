@@ -302,6 +302,12 @@ def from_source(texts: dict, launches: dict, how: dict, base_texts: dict) -> tup
             report["disagree"][name] = diffs[:5]
         else:
             report["agree"].append(name)
+    # The base helpers themselves, so that a run starting from one (``cfg = _sft_common()``) has its start:
+    # catalog entries of kind "helper", not listed as recipes, with no launch of their own.
+    for name, text in base_texts.items():
+        texts[name] = text
+        launches[name] = {"world_size": None, "world_size_from": "a base helper: no launch of its own", "gpu": None}
+        how[name] = "helper"
     alias_ok = {a: t for a, t in aliases.items() if t in texts}
     report["helpers"] = _helper_sources(modules, consulted)
     return texts, launches, how, unknown, alias_ok, report, functions, aliases

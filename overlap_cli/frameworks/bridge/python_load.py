@@ -76,8 +76,8 @@ def list_runs(path: str, text: str) -> list:
     except pr.BadPython:
         return [path]
     reader = pr.ModuleReader(tree, path, context(path))
-    out = [f"{path}::{name}" for name, fn in reader.functions.items() if pr._is_run_function(fn.node, reader)]
-    if pr._has_script_start(tree, reader):
+    out = [f"{path}::{name}" for name, fn in reader.functions.items() if pr.is_run_function(fn.node, reader)]
+    if pr.has_script_start(tree, reader):
         out.append(path)
     if len(out) == 1 and out[0] != path:
         return out

@@ -235,6 +235,9 @@ def _present(data: dict, path: tuple) -> bool:
 
 
 def _remove(data: dict, path: tuple) -> None:
+    if not path:  # the whole config
+        data.clear()
+        return
     node = data
     for part in path[:-1]:
         node = node.get(part) if isinstance(node, dict) else None
@@ -321,9 +324,9 @@ def read_runs(text: str, file: str, ctx: Context, function: Optional[str] = None
     for name, fn in reader.functions.items():
         if function is not None and name != function:
             continue
-        if _is_run_function(fn.node, reader):
+        if is_run_function(fn.node, reader):
             runs.append(_read_function_run(reader, fn.node))
-    if function is None and _has_script_start(tree, reader):
+    if function is None and has_script_start(tree, reader):
         runs.append(_read_script_run(reader))
     if not runs:
         if function is not None:
@@ -369,7 +372,10 @@ def _names_a_recipe_module(bound: _Import) -> bool:
     return top in (["recipes"], ["perf_recipes"]) and bound.name.endswith("_config") and not bound.name.startswith("_")
 
 
-def _is_run_function(node, reader: ModuleReader) -> bool:
+def is_run_function(node, reader: ModuleReader) -> bool:
+    args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+    if any(a.annotation is not None and ast.unparse(a.annotation).split(".")[-1].strip("'\"") == "ConfigContainer" for a in args):
+        return False  # it is handed a config: a helper of the runs, not a run
     ann = node.returns
     if ann is not None:
         text = ast.unparse(ann)
@@ -381,7 +387,7 @@ def _is_run_function(node, reader: ModuleReader) -> bool:
     return False
 
 
-def _has_script_start(tree, reader: ModuleReader) -> bool:
+def has_script_start(tree, reader: ModuleReader) -> bool:
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
             continue

@@ -34,7 +34,8 @@ def versions() -> dict:
 
 
 def names() -> list:
-    return sorted(index()["recipes"])
+    """The recipes (Bridge's recipe functions); the base helpers the catalog also holds are not listed."""
+    return sorted(n for n, row in index()["recipes"].items() if row.get("how") != "helper")
 
 
 def aliases() -> dict:
@@ -71,7 +72,8 @@ def closest(name: str, n: int = 3) -> list:
 
 def how(name: str) -> str:
     """How the catalog entry was obtained: ``built`` (Bridge's recipe function called, its
-    ``ConfigContainer.to_yaml()``) or ``source`` (read from Bridge's recipe source by the Python reader)."""
+    ``ConfigContainer.to_yaml()``), ``source`` (read from Bridge's recipe source by the Python reader) or
+    ``helper`` (a base helper such as ``_pretrain_common()``, called at build time: a start, not a recipe)."""
     return index()["recipes"][canonical(name)].get("how", "built")
 
 

@@ -58,7 +58,7 @@ def test_the_cards_snippet_as_a_script_and_as_a_function(tmp_path, run_cli, text
     r = results[0]
     assert r["error"] is None, r["error"]
     eff = _eff(r)
-    first = 7 if label == "train.py" else 9  # the line of the first assignment
+    first = 8 if label == "train.py" else 10  # the line of the first assignment
     assert eff["model.tensor_model_parallel_size"] == (4, "user", f"{path}:{first}")
     assert eff["ddp.overlap_grad_reduce"][0] is True
     # The recipe's sequence_parallel (the alias names llama3_70b_pretrain_32gpu_h100_bf16_config, TP 4, SP on)
@@ -81,9 +81,9 @@ def test_values_the_reader_cannot_evaluate_are_unknown_with_file_and_line(tmp_pa
         cfg.model.tensor_model_parallel_size = TP * 2
         cfg.model.pipeline_model_parallel_size = int(os.environ["PP"])
         if TP > 1:
-            cfg.ddp.overlap_grad_reduce = False
+            cfg.model.sequence_parallel = False
         else:
-            cfg.ddp.overlap_grad_reduce = True
+            cfg.model.sequence_parallel = True
         cfg.env_vars = {**cfg.env_vars, "CUDA_DEVICE_MAX_CONNECTIONS": 1}
         pretrain(cfg, forward_step)
     """))
@@ -94,9 +94,9 @@ def test_values_the_reader_cannot_evaluate_are_unknown_with_file_and_line(tmp_pa
     assert eff["model.tensor_model_parallel_size"][:2] == (4, "user")  # module constant, literal arithmetic
     pp = r["effective"]["model.pipeline_model_parallel_size"]
     assert pp["source"] == "unknown" and f"{path}:11" in pp["reason"], pp
-    assert eff["ddp.overlap_grad_reduce"][:2] == (False, "user")  # an if on a literal
-    # DP = 64 / (TP * PP * CP) with PP unknown: derived, so unknown too.
-    assert r["target"]["data_parallel_size"] is None or r["effective"]["ddp.bucket_size"]["source"] in ("unknown", "user", "default")
+    assert eff["model.sequence_parallel"][:2] == (False, "user")  # an if on a literal
+    # DP = 64 / (TP * PP * CP) with PP unknown: what Bridge's DP path decides from it is unknown too.
+    assert r["effective"]["ddp.overlap_grad_reduce"]["source"] == "unknown"
     assert r["effective"]["env.CUDA_DEVICE_MAX_CONNECTIONS"]["value"] in (1, "1")
 
 
@@ -121,7 +121,7 @@ def test_a_call_receiving_cfg_makes_what_it_may_set_unknown(tmp_path, run_cli):
     assert eff["model.sequence_parallel"]["value"] is True  # a function of the same module, followed
     assert eff["model.tensor_model_parallel_size"]["value"] == 8
     og = eff["ddp.overlap_grad_reduce"]
-    assert og["source"] == "unknown" and "tune" in og["reason"] and f"{path}:14" in og["reason"], og
+    assert og["source"] == "unknown" and "tune" in og["reason"] and f"{path}:15" in og["reason"], og
 
 
 @pytest.mark.parametrize("text, needle", [
@@ -173,14 +173,14 @@ def test_a_preset_name_where_the_preset_belongs_is_refused(tmp_path, run_cli):
     path = tmp_path / "run.py"
     path.write_text(SCRIPT.replace("= userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048", '= "userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048"'))
     code, out, err = run_cli("check", str(path))
-    assert code == 2 and "run.py:9" in out + err and "preset object" in out + err
+    assert code == 2 and "run.py:10" in out + err and "preset object" in out + err
 
 
 def test_comm_overlap_config_without_tp_comm_overlap_is_refused(tmp_path, run_cli):
     path = tmp_path / "run.py"
     path.write_text(SCRIPT.replace("CommOverlapConfig(tp_comm_overlap=True)", "CommOverlapConfig(overlap_grad_reduce=True)"))
     code, out, err = run_cli("check", str(path))
-    assert code == 2 and "run.py:8" in out + err and "tp_comm_overlap" in out + err
+    assert code == 2 and "run.py:9" in out + err and "tp_comm_overlap" in out + err
 
 
 def test_distributed_optimizer_off_with_a_precision_aware_optimizer_is_an_error(tmp_path, run_cli):
@@ -205,3 +205,38 @@ def test_python_runs_work_with_env_diff_estimate_and_annotate(tmp_path, run_cli)
     assert code in (0, 1) and "Traceback" not in out + err
     code, out, err = run_cli("check", str(path), "--world-size", "64", "--annotate")
     assert "# overlap:" in out and "cfg.model.tensor_model_parallel_size = 4" in out, out + err
+
+
+def test_fix_edits_the_assignment_in_place_and_adds_after_the_recipe_call(tmp_path, run_cli):
+    path = tmp_path / "fixme.py"
+    path.write_text(
+        "from megatron.bridge.recipes.llama import llama3_70b_pretrain_config\n"
+        "from megatron.bridge.training.comm_overlap import CommOverlapConfig\n\n"
+        "cfg = llama3_70b_pretrain_config()  # the recipe\n"
+        "cfg.model.sequence_parallel = False   # keep this comment\n"
+        "cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=True)\n"
+    )
+    code, out, err = run_cli("fix", str(path), "--write", "--unsafe-fixes")
+    text = path.read_text()
+    assert "cfg.model.sequence_parallel = True   # keep this comment\n" in text, text
+    assert text.splitlines()[4] == "cfg.env_vars['CUDA_DEVICE_MAX_CONNECTIONS'] = 1", text
+    code, out, err = run_cli("check", str(path), "--format", "json")
+    codes = {f["code"] for f in json.loads(out)["results"][0]["findings"]}
+    assert "TP102" not in codes and "ENV501" not in codes
+
+
+def test_fix_refuses_what_it_cannot_place(tmp_path, run_cli):
+    path = tmp_path / "fixme.py"
+    original = (
+        "from megatron.bridge.recipes.llama import llama3_70b_pretrain_config\n"
+        "from megatron.bridge.training.comm_overlap import CommOverlapConfig\n"
+        "SP = False\n\n"
+        "cfg = llama3_70b_pretrain_config()\n"
+        "cfg.model.sequence_parallel = SP or SP\n"
+        "cfg.env_vars = {'CUDA_DEVICE_MAX_CONNECTIONS': 1}\n"
+        "cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=True)\n"
+    )
+    path.write_text(original)
+    code, out, err = run_cli("fix", str(path), "--write", "--unsafe-fixes")
+    assert path.read_text() == original
+    assert "TP102 fix skipped" in err and "not a literal" in err, err

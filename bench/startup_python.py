@@ -1,0 +1,42 @@
+"""Start-up of ``overlap check`` on one Python run (examples/python/llama3_70b_train.py) against bare Python
+and against ``import ast`` alone, median of interleaved runs (the budget: <= 100 ms and <= 7x bare Python).
+
+    python bench/startup_python.py [--runs 21]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ROWS = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "python -c 'import ast'": [sys.executable, "-c", "import ast"],
+    "overlap check examples/python/llama3_70b_train.py": [sys.executable, "-m", "overlap_cli", "check", "examples/python/llama3_70b_train.py"],
+    "overlap check examples/llama3_70b_tuned.yaml": [sys.executable, "-m", "overlap_cli", "check", "examples/llama3_70b_tuned.yaml"],
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=21)
+    a = ap.parse_args()
+    times = {k: [] for k in ROWS}
+    for _ in range(a.runs):
+        for name, cmd in ROWS.items():
+            t = time.perf_counter()
+            subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            times[name].append((time.perf_counter() - t) * 1000)
+    bare = statistics.median(times["python -c pass"])
+    print("| command | median | min | x bare |\n|---|---|---|---|")
+    for name, ts in times.items():
+        print(f"| {name} | {statistics.median(ts):.0f} ms | {min(ts):.0f} ms | {statistics.median(ts) / bare:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()
