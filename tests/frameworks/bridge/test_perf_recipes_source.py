@@ -46,9 +46,11 @@ def test_each_read_equals_the_built_catalog_recipe_of_the_same_name(read, run_cl
 
     compared = agreed_keys = 0
     for name, r in sorted(read.items()):
-        if recipes.canonical(name) != name or recipes.how(name) != "built":
+        # A perf recipe named like a model recipe of recipes.* is in the catalog as perf__NAME.
+        entry = "perf__" + name if recipes.canonical("perf__" + name) else name
+        if recipes.canonical(entry) != entry or recipes.how(entry) != "built":
             continue
-        code, out, err = run_cli_module("check", "--recipe", name, "--format", "json", *TARGET)
+        code, out, err = run_cli_module("check", "--recipe", entry, "--format", "json", *TARGET)
         built = json.loads(out)["results"][0]
         assert built["error"] is None, built["error"]
         for key, v in r["effective"].items():

@@ -125,4 +125,5 @@ def test_every_printed_key_agrees_with_the_executed_script(cases, run_cli):
                 continue
             assert got["value"] == expected, (case["script"], key, got, expected, open(case["script"]).read())
             compared += 1
+    print(f"python differential: {compared} keys compared over {len(cases)} executed scripts, {errors} that Bridge refuses")
     assert compared > 200 and errors < len(cases)
