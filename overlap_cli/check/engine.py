@@ -127,6 +127,11 @@ def _load_python(spec: str, target: Target, overrides, text):
                                             "ConfigContainer.from_yaml): --recipe / --base apply to YAML override files"))
     cfg = BridgeRun(python=spec, dotlist=tuple(overrides or ())).load(text)
     start = cfg.python_run.start
+    from overlap_cli.frameworks.bridge import recipes
+
+    own = recipes.canonical(cfg.python_run.function) if cfg.python_run.function else None
+    if own is not None and recipes.how(own) != "helper":  # Bridge's own recipe function: its name is its launch
+        start = type(start)("recipe", own)
     if start.kind == "recipe":
         import copy
 

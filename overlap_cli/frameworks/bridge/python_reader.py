@@ -286,8 +286,8 @@ class ModuleReader:
                 self.names[node.name] = self.functions[node.name]
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not _mentions_call(node.value):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if node.value is None:
-                    continue
+                if node.value is None or not any(isinstance(t, ast.Name) for t in targets):
+                    continue  # only module constants are names of the module
                 value = _Interp(self, None, {}).eval(node.value)
                 for t in targets:
                     if isinstance(t, ast.Name):

@@ -16,6 +16,17 @@ if TYPE_CHECKING:
 
 SAMPLES = 5
 
+# CommOverlapConfig's fields by type (comm_overlap.py:384-403): None lets Bridge decide.
+_COMM_OVERLAP_CANDIDATES = {
+    "tp_comm_overlap": [True, False],
+    "overlap_p2p_comm": [None, True, False], "batch_p2p_comm": [None, True, False],
+    "overlap_grad_reduce": [None, True, False], "overlap_param_gather": [None, True, False],
+    "overlap_param_gather_with_optimizer_step": [None, True, False], "align_param_gather": [None, True, False],
+    "defer_embedding_wgrad_compute": [None, True, False], "overlap_moe_expert_parallel_comm": [None, True, False],
+    "delay_wgrad_compute": [None, True, False],
+    "bucket_size": [None, 40000000], "wgrad_deferral_limit": [None, 22],
+}
+
 
 def _candidates(section: str, key: str, default) -> list:
     if isinstance(default, bool):
@@ -48,7 +59,7 @@ def _inputs(cfg) -> list:
     else:
         for key, default in facts.COMM_OVERLAP_FIELDS.items():
             if isinstance(cfg.data.get("comm_overlap"), dict) and unknown(("comm_overlap", key)):
-                out.append((("comm_overlap", key), [None, True, False] if key != "tp_comm_overlap" else [True, False]))
+                out.append((("comm_overlap", key), _COMM_OVERLAP_CANDIDATES.get(key, [None])))
     if unknown(("mixed_precision",)):
         out.append((("mixed_precision",), ["bf16_mixed", None, "bf16_with_fp8_current_scaling_mixed"]))
     if unknown(("env_vars",)):
@@ -110,10 +121,20 @@ def resolve_all(cfg, target) -> list:
     """The resolved views of the run's samples (one view when nothing it reads is unknown)."""
     from overlap_cli.frameworks.bridge.resolver import resolve
 
+    from overlap_cli.problems import InputError
+
     inputs = _inputs(cfg) if cfg.unknown else []
     if not inputs:
         return [resolve(cfg, target)], []
-    return [resolve(_sample(cfg, inputs, i), target) for i in range(SAMPLES)], inputs
+    views = []
+    for i in range(SAMPLES):
+        try:
+            views.append(resolve(_sample(cfg, inputs, i), target))
+        except InputError:  # a combination of sampled values the type check refuses: not the run's doing
+            continue
+    if not views:
+        return [resolve(cfg, target)], []
+    return views, inputs
 
 
 def effective_of(views: list, inputs: list, cfg, effective_entries) -> dict:
