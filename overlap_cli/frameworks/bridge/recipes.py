@@ -66,7 +66,7 @@ def closest(name: str, n: int = 3) -> list:
     full = names() + sorted(alias)
     short = {r[: -len("_config")] if r.endswith("_config") else r: r for r in full}
     hits = [short[h] for h in difflib.get_close_matches(name, list(short), n=n, cutoff=0.6)]
-    hits = hits or difflib.get_close_matches(name, full, n=n, cutoff=0.4)
+    hits = hits or difflib.get_close_matches(name, names(), n=n, cutoff=0.4)
     return [f"{h} (-> {alias[h]})" if h in alias else h for h in hits]
 
 

@@ -54,12 +54,12 @@ class BridgeRun:
         top = self.files[-1] if self.files else None
         stack = Stack(recipe=None if self.base else self.recipe, base=self.base, lower=tuple(self.files[:-1]),
                       recipe_layer=None if self.base or not self.recipe else recipe_layer(self.recipe))
-        if top is None and self.recipe is None and self.base is None:
-            raise InputError(InputProblem("<command line>", "no config file given"))
-        if top is None and not self.recipe and not self.base:
+        if not self.recipe and not self.base:
+            if top is None:
+                raise InputError(InputProblem("<command line>", "no config file given"))
             from overlap_cli.config.loader import load_config
 
-            return load_config(top, overrides, text=text)
+            return load_config(top, overrides, text=text)  # one file, nothing under it
         return load_layered(top, stack, overrides, text if top is not None else None)
 
 

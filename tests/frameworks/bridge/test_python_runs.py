@@ -240,3 +240,17 @@ def test_fix_refuses_what_it_cannot_place(tmp_path, run_cli):
     code, out, err = run_cli("fix", str(path), "--write", "--unsafe-fixes")
     assert path.read_text() == original
     assert "TP102 fix skipped" in err and "not a literal" in err, err
+
+
+def test_an_alias_is_a_recipe_on_the_command_line_and_in_recipe_run(run_cli):
+    """``--recipe ALIAS`` and frameworks.bridge.runs.recipe_run (the entry point for run_recipe.py launches)
+    give the run of the function the alias names."""
+    from overlap_cli.frameworks.bridge.runs import recipe_run
+
+    code, out, err = run_cli("check", "--recipe", "llama3_8b_pretrain_config", "model.tensor_model_parallel_size=2",
+                             "--format", "json")
+    r = json.loads(out)["results"][0]
+    assert r["error"] is None and r["target"]["recipe"] == "llama3_8b_pretrain_2gpu_h100_bf16_config"
+    cfg = recipe_run("llama3_8b_pretrain_config", None, ["model.tensor_model_parallel_size=2"]).load()
+    assert cfg.get(("model", "tensor_model_parallel_size")) == 2 == r["effective"]["model.tensor_model_parallel_size"]["value"]
+    assert cfg.label(("model", "pipeline_model_parallel_size")) == "recipe llama3_8b_pretrain_2gpu_h100_bf16_config"
