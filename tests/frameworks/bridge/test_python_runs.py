@@ -254,3 +254,21 @@ def test_an_alias_is_a_recipe_on_the_command_line_and_in_recipe_run(run_cli):
     cfg = recipe_run("llama3_8b_pretrain_config", None, ["model.tensor_model_parallel_size=2"]).load()
     assert cfg.get(("model", "tensor_model_parallel_size")) == 2 == r["effective"]["model.tensor_model_parallel_size"]["value"]
     assert cfg.label(("model", "pipeline_model_parallel_size")) == "recipe llama3_8b_pretrain_2gpu_h100_bf16_config"
+
+
+def test_overlap_comments_work_in_python(tmp_path, run_cli):
+    body = (
+        "from megatron.bridge.recipes.llama import llama3_70b_pretrain_config\n"
+        "from megatron.bridge.training.comm_overlap import CommOverlapConfig\n"
+        "cfg = llama3_70b_pretrain_config()\n"
+        "cfg.model.sequence_parallel = False{tail}\n"
+        "cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=True)\n"
+    )
+    path = tmp_path / "run.py"
+    path.write_text(body.format(tail=""))
+    code, results, _ = _check(run_cli, path)
+    assert "TP102" in {f["code"] for f in results[0]["findings"]}
+    path.write_text("# overlap: target world_size=128\n" + body.format(tail="  # overlap: ignore[TP102]"))
+    code, out, err = run_cli("check", str(path), "--format", "json")
+    r = json.loads(out)["results"][0]
+    assert "TP102" not in {f["code"] for f in r["findings"]} and r["target"]["world_size"] == 128
