@@ -272,3 +272,21 @@ def test_overlap_comments_work_in_python(tmp_path, run_cli):
     code, out, err = run_cli("check", str(path), "--format", "json")
     r = json.loads(out)["results"][0]
     assert "TP102" not in {f["code"] for f in r["findings"]} and r["target"]["world_size"] == 128
+
+
+def test_megatron_fsdp_refusals_a_python_run_meets(tmp_path, run_cli):
+    """With Megatron-FSDP, Bridge asserts the fsdp_dtensor checkpoint format when saving and refuses
+    CUDA_DEVICE_MAX_CONNECTIONS=1 (megatron-bridge 0.6.2 training/config.py:1099, 1102); the finding on the
+    script's own line points there."""
+    path = tmp_path / "fsdp.py"
+    path.write_text(
+        "from megatron.bridge.recipes.llama import llama3_70b_pretrain_config\n"
+        "cfg = llama3_70b_pretrain_config()\n"
+        "cfg.dist.use_megatron_fsdp = True\n"
+        "cfg.checkpoint.save = '/ckpt'\n"
+        "cfg.env_vars['CUDA_DEVICE_MAX_CONNECTIONS'] = 1\n"
+    )
+    code, results, _ = _check(run_cli, path)
+    found = {f["code"]: f for f in results[0]["findings"]}
+    assert found["DP312"]["severity"] == "error" and "fsdp_dtensor" in found["DP312"]["message"]
+    assert found["ENV503"]["line"] == 5 and code == 1
