@@ -1,4 +1,4 @@
-"""Start-up of ``overlap check`` on one Python run (examples/python/llama3_70b_train.py) against bare Python
+"""Start-up of ``overlap check`` on one Python run (tests/data/python/llama3_70b_train.py) against bare Python
 and against ``import ast`` alone, median of interleaved runs (the budget: <= 100 ms and <= 7x bare Python).
 
     python bench/startup_python.py [--runs 21]
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ROWS = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "python -c 'import ast'": [sys.executable, "-c", "import ast"],
-    "overlap check examples/python/llama3_70b_train.py": [sys.executable, "-m", "overlap_cli", "check", "examples/python/llama3_70b_train.py"],
+    "overlap check tests/data/python/llama3_70b_train.py": [sys.executable, "-m", "overlap_cli", "check", "tests/data/python/llama3_70b_train.py"],
     "overlap check examples/llama3_70b_tuned.yaml": [sys.executable, "-m", "overlap_cli", "check", "examples/llama3_70b_tuned.yaml"],
 }
 

@@ -1,6 +1,6 @@
 """A training script as Bridge's tutorials write it: a recipe, then overrides in Python.
 
-    overlap check examples/python/llama3_70b_train.py --show-effective
+    overlap check tests/data/python/llama3_70b_train.py --show-effective
 """
 
 from megatron.bridge.recipes.llama import llama3_70b_pretrain_config
