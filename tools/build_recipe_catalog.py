@@ -4,6 +4,19 @@
     python tools/build_recipe_catalog.py --from-bridge
     # from a folder of dumps written by Bridge (NAME.yaml + manifest.jsonl with world_size / gpu):
     python tools/build_recipe_catalog.py --from-dumps DIR --bridge-version 0.6.2 --core-version 0.19.2
+    # complete the shipped catalog from Bridge's recipe source (run with the Python that has megatron-bridge):
+    python tools/build_recipe_catalog.py --from-source
+
+--from-source keeps every entry already built, adds Bridge's public aliases (a compatibility name a recipe
+module imports under another name, resolved to the function it names), and reads every recipe function
+the catalog lacks -- those that read a Hugging Face model config when called, so cannot be built offline --
+from Bridge's own source with overlap-cli's Python reader (overlap_cli/frameworks/bridge/python_reader.py).
+The reader starts each from the base helper it calls (``_pretrain_common()`` and its siblings, called here
+for real: they read nothing from the network) or from the catalog recipe it calls, follows Bridge's helpers
+through their source, and leaves what it cannot know unknown (the model a Hugging Face config describes).
+Each entry records how it was obtained (``how``: built | source) and, read from source, its unknown keys.
+Every built recipe is also read from source and the two compared, key by key: the count of those that agree
+is printed, and each disagreement.
 
 --from-bridge calls each recipe function of ``megatron.bridge.recipes`` and ``megatron.bridge.perf_recipes``
 (the public ``*_config`` functions) with no arguments and writes it with ``ConfigContainer.to_yaml()``, the
@@ -109,7 +122,258 @@ def from_dumps(folder: Path) -> tuple[dict, dict]:
     return texts, manifest
 
 
-def write_catalog(texts: dict, versions: dict, launches: dict) -> None:
+BRIDGE_HELPERS = ("_pretrain_common", "_sft_common", "_peft_common", "_sft_common_vlm", "_peft_common_vlm")
+
+
+def _bridge_root() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("megatron.bridge")
+    return Path(spec.submodule_search_locations[0])
+
+
+def _recipe_modules(root: Path) -> dict:
+    """module name -> (path, source) of every module under recipes/ and perf_recipes/."""
+    out = {}
+    for pkg in ("recipes", "perf_recipes"):
+        for path in sorted((root / pkg).rglob("*.py")):
+            rel = path.relative_to(root).with_suffix("")
+            parts = ["megatron", "bridge", *rel.parts]
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = (path, path.read_text(encoding="utf-8"))
+    return out
+
+
+def recipe_functions_and_aliases(modules: dict) -> tuple:
+    """({function: module}, {alias: function}) read from the source with ``ast`` (no import): every public
+    ``*_config`` function, every public name a module imports under another name or assigns from one."""
+    import ast
+
+    functions: dict = {}
+    for mod, (_path, text) in modules.items():
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.FunctionDef) and node.name.endswith("_config") and not node.name.startswith("_"):
+                returns = ast.unparse(node.returns) if node.returns is not None else "ConfigContainer"
+                if "ConfigContainer" in returns:  # not the dataset / PEFT config helpers named *_config
+                    functions.setdefault(node.name, mod)
+    aliases: dict = {}
+    for mod, (_path, text) in modules.items():
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    if a.asname and a.asname != a.name and not a.asname.startswith("_") and a.name in functions:
+                        aliases[a.asname] = a.name
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in functions:
+                for t in node.targets:
+                    if isinstance(t, ast.Name) and not t.id.startswith("_") and t.id not in functions:
+                        aliases[t.id] = node.value.id
+    return functions, aliases
+
+
+def _helper_bases() -> dict:
+    """name -> dump text of Bridge's base helpers, called here for real (no arguments, no network)."""
+    import importlib
+    import importlib.util
+    import tempfile
+    import types
+
+    # The package's __init__ imports every family (one missing optional dependency hides all): an empty
+    # stand-in package, so that only recipes/common.py is imported.
+    if "megatron.bridge.recipes" not in sys.modules:
+        spec = importlib.util.find_spec("megatron.bridge.recipes")
+        stand_in = types.ModuleType("megatron.bridge.recipes")
+        stand_in.__path__ = list(spec.submodule_search_locations)
+        sys.modules["megatron.bridge.recipes"] = stand_in
+    common = importlib.import_module("megatron.bridge.recipes.common")
+
+    import os
+
+    out = {}
+    for name in BRIDGE_HELPERS:
+        func = getattr(common, name, None)
+        if func is None:
+            continue
+        # The helpers put their output folders under os.getcwd() (recipes/common.py:47); the shipped dumps
+        # were written with "." there, so that no machine's path ends up in the catalog.
+        real_getcwd = os.getcwd
+        os.getcwd = lambda: "."
+        try:
+            cfg = func()
+        except Exception as exc:
+            print(f"note: {name}: not built ({type(exc).__name__}: {exc})"[:200], file=sys.stderr)
+            continue
+        finally:
+            os.getcwd = real_getcwd
+        with tempfile.NamedTemporaryFile("r", suffix=".yaml") as fh:
+            cfg.to_yaml(fh.name)
+            out[name] = Path(fh.name).read_text(encoding="utf-8")
+    return out
+
+
+def from_source(texts: dict, launches: dict, how: dict, base_texts: dict) -> tuple:
+    """Complete ``texts`` from Bridge's source; returns (texts, launches, how, unknown, aliases, report)."""
+    import yaml
+
+    sys.path.insert(0, str(ROOT))
+    from overlap_cli.frameworks.bridge import python_reader as pr
+
+    for name in [n for n, h in how.items() if h != "built"]:  # read again, from this source
+        texts.pop(name), launches.pop(name), how.pop(name)
+    root = _bridge_root()
+    modules = _recipe_modules(root)
+    functions, aliases = recipe_functions_and_aliases(modules)
+    bases = {n: yaml.safe_load(t) for n, t in base_texts.items()}
+    data = {n: yaml.safe_load(t) for n, t in texts.items()}
+    unknown: dict = {n: {} for n in texts}
+
+    def resolve_name(name: str) -> str:
+        return aliases.get(name, name)
+
+    def is_recipe(name: str) -> bool:
+        return resolve_name(name) in data or name in bases
+
+    def recipe(name: str):
+        if name in bases:
+            return name, bases[name], {}
+        key = resolve_name(name)
+        if key not in data:
+            return None
+        return key, data[key], unknown[key]
+
+    consulted: dict = {}
+
+    def sources(module: str, name: str):
+        hit = modules.get(module)
+        if hit is None:
+            return None
+        consulted.setdefault(module, set()).add(name)
+        return module, hit[1]
+
+    def read(name: str, known: dict, known_unknown: dict):
+        mod = functions[name]
+        path, text = modules[mod]
+        ctx = pr.Context(recipe=lambda n: (lambda k: (k, known[k], known_unknown.get(k, {})) if k in known else (
+                             (n, bases[n], {}) if n in bases else None))(resolve_name(n)),
+                         is_recipe=lambda n: resolve_name(n) in known or n in bases, sources=sources, module=mod)
+        pr._READERS.clear()
+        run = pr.read_runs(text, f"megatron/bridge/{path.relative_to(root)}", ctx, name)[0]
+        return run
+
+    # Fixpoint: a recipe that calls another (perf recipes call the model recipes) waits for it.
+    missing = [n for n in functions if n not in data]
+    report = {"source_read": [], "not_read": {}, "agree": [], "disagree": {}, "built_only": {}}
+    progress = True
+    while missing and progress:
+        progress = False
+        for name in list(missing):
+            try:
+                run = read(name, data, unknown)
+            except Exception as exc:  # a recipe the reader cannot start: say why
+                report["not_read"][name] = f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"
+                continue
+            if run.start.kind == "unknown":
+                report["not_read"][name] = run.start.reason
+                continue
+            data[name] = run.data
+            unknown[name] = run.unknown
+            texts[name] = yaml.safe_dump(run.data, sort_keys=True, default_flow_style=False)
+            launches[name] = launch_from_name(name, texts[name])
+            how[name] = "source"
+            report["source_read"].append(name)
+            report["not_read"].pop(name, None)
+            missing.remove(name)
+            progress = True
+    # Both ways: every built recipe read from source too, key by key on what the reading knows.
+    built = {n: d for n, d in data.items() if how.get(n) == "built"}
+    for name in sorted(built):
+        if name not in functions:
+            continue
+        try:
+            run = read(name, data, unknown)
+        except Exception as exc:  # built, but its source is beyond the reader: nothing to compare
+            report["built_only"][name] = f"{type(exc).__name__}: {getattr(exc, 'message', exc)}"
+            continue
+        if run.start.kind == "unknown":
+            report["built_only"][name] = run.start.reason
+            continue
+        diffs = _compare(run.data, built[name], run.unknown)
+        if diffs:
+            report["disagree"][name] = diffs[:5]
+        else:
+            report["agree"].append(name)
+    # The base helpers themselves, so that a run starting from one (``cfg = _sft_common()``) has its start:
+    # catalog entries of kind "helper", not listed as recipes, with no launch of their own.
+    for name, text in base_texts.items():
+        texts[name] = text
+        launches[name] = {"world_size": None, "world_size_from": "a base helper: no launch of its own", "gpu": None}
+        how[name] = "helper"
+    alias_ok = {a: t for a, t in aliases.items() if t in texts}
+    report["helpers"] = _helper_sources(modules, consulted)
+    return texts, launches, how, unknown, alias_ok, report, functions, aliases
+
+
+def _helper_sources(modules: dict, consulted: dict) -> dict:
+    """module -> the part of its source the reader needs at check time: its imports and constants, and the
+    functions the recipes call in it that are no recipes (``_benchmark_common``, ``_perf_precision``...),
+    so that a user's run calling them reads them as the catalog build did."""
+    import ast
+
+    out = {}
+    for module, names in sorted(consulted.items()):
+        text = modules[module][1]
+        tree = ast.parse(text)
+        keep = []
+        for node in tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                keep.append(node)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                keep.append(node)
+            elif isinstance(node, ast.FunctionDef) and (node.name in names or node.name.startswith("_")):
+                keep.append(node)
+        out[module] = "\n".join(ast.get_source_segment(text, n) for n in keep) + "\n"
+    return out
+
+
+def _compare(read: dict, built: dict, unknown: dict, path: tuple = ()) -> list:
+    """Keys where the source reading knows a value and the built dump holds another."""
+    out = []
+    for key, value in read.items():
+        p = path + (key,)
+        if key not in built:
+            # An attribute Bridge's dataclass does not declare: set on the object, never dumped.
+            if "_target_" not in built:
+                out.append(f"{'.'.join(map(str, p))}: read {value!r}, not in the dump")
+            continue
+        if isinstance(value, dict) and isinstance(built[key], dict):
+            out.extend(_compare(value, built[key], unknown, p))
+        elif value != built[key]:
+            out.append(f"{'.'.join(map(str, p))}: read {value!r}, built {built[key]!r}")
+    return out
+
+
+def read_catalog() -> tuple:
+    """(texts, launches, how, versions) of the catalog shipped now."""
+    index = json.loads((OUT / "index.json").read_text(encoding="utf-8"))
+    blob = (OUT / "recipes.xz").read_bytes()
+    texts, launches, how = {}, {}, {}
+    for name, row in index["recipes"].items():
+        offset, length = index["streams"][row["stream"]]
+        raw = lzma.decompress(blob[offset : offset + length])
+        texts[name] = raw[row["offset"] : row["offset"] + row["length"]].decode("utf-8")
+        launches[name] = {k: row[k] for k in ("world_size", "world_size_from", "gpu")}
+        how[name] = row.get("how", "built")
+    return texts, launches, how, index["versions"]
+
+
+def write_helpers(helpers: dict, versions: dict) -> None:
+    """``helpers.json.xz``: the Bridge helper code the Python reader follows (see _helper_sources)."""
+    blob = json.dumps({"versions": versions, "modules": helpers}, sort_keys=True).encode("utf-8")
+    (OUT / "helpers.json.xz").write_bytes(lzma.compress(blob, preset=9 | lzma.PRESET_EXTREME))
+
+
+def write_catalog(texts: dict, versions: dict, launches: dict, how: dict | None = None, unknown: dict | None = None,
+                  aliases: dict | None = None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     names = sorted(texts)
     blob = bytearray()
@@ -119,12 +383,18 @@ def write_catalog(texts: dict, versions: dict, launches: dict) -> None:
         raw = bytearray()
         for name in group:
             data = texts[name].encode("utf-8")
-            recipes[name] = {"stream": len(streams), "offset": len(raw), "length": len(data), **launches[name]}
+            recipes[name] = {"stream": len(streams), "offset": len(raw), "length": len(data), **launches[name],
+                             "how": (how or {}).get(name, "built")}
+
             raw += data
         packed = lzma.compress(bytes(raw), format=lzma.FORMAT_XZ, preset=9 | lzma.PRESET_EXTREME)
         streams.append([len(blob), len(packed)])
         blob += packed
     (OUT / "recipes.xz").write_bytes(bytes(blob))
+    # What the entries read from source leave unknown (path -> reason), read only when such a recipe loads.
+    unknown_rows = {n: sorted([".".join(map(str, p)), r] for p, r in u.items()) for n, u in (unknown or {}).items() if u}
+    (OUT / "unknown.json.xz").write_bytes(lzma.compress(json.dumps(unknown_rows, sort_keys=True).encode("utf-8"),
+                                                       preset=9 | lzma.PRESET_EXTREME))
     # One recipe a line: a new Bridge release shows up in review as the recipes it added or changed.
     lines = [
         "{",
@@ -133,6 +403,9 @@ def write_catalog(texts: dict, versions: dict, launches: dict) -> None:
         f'"streams": {json.dumps(streams)},',
         '"recipes": {',
         ",\n".join(f"{json.dumps(n)}: {json.dumps(recipes[n], sort_keys=True)}" for n in names),
+        "},",
+        '"aliases": {',
+        ",\n".join(f"{json.dumps(a)}: {json.dumps(t)}" for a, t in sorted((aliases or {}).items())),
         "}}",
     ]
     (OUT / "index.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -144,9 +417,25 @@ def main() -> int:
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--from-bridge", action="store_true")
     src.add_argument("--from-dumps", type=Path)
+    src.add_argument("--from-source", action="store_true")
     ap.add_argument("--bridge-version")
     ap.add_argument("--core-version")
     a = ap.parse_args()
+    if a.from_source:
+        texts, launches, how, versions = read_catalog()
+        texts, launches, how, unknown, aliases, report, functions, all_aliases = from_source(texts, launches, how, _helper_bases())
+        write_catalog(texts, versions, launches, how, unknown, aliases)
+        write_helpers(report["helpers"], versions)
+        print(f"functions: {len(functions)} in Bridge's source, {sum(1 for f in functions if f in texts)} in the catalog "
+              f"({sum(1 for f in functions if how.get(f) == 'built')} built, {len(report['source_read'])} read from source); "
+              f"aliases: {len(aliases)} of {len(all_aliases)}")
+        print(f"built and read from source: {len(report['agree'])} agree, {len(report['disagree'])} disagree, "
+              f"{len(report['built_only'])} built but not readable from source")
+        for name, why in sorted(report["disagree"].items()):
+            print(f"  disagree {name}: {why}")
+        for name, why in sorted(report["not_read"].items()):
+            print(f"  not read {name}: {why}"[:300])
+        return 0
     if a.from_bridge:
         texts, versions = from_bridge()
         launches = {n: launch_from_name(n, t) for n, t in texts.items()}

@@ -13,6 +13,10 @@
   (``{model: ...}``, which the sniff cannot read), a list, an empty or binary file are checked, and the
   check reports what is wrong — unless ``configs_only`` is set (the pre-commit hook sets it: pre-commit passes every staged YAML file
   by name), which skips those too.
+- A Python file (``*.py``) is read statically (frameworks.bridge.python_reader): each run it holds is
+  checked as ``FILE::FUNCTION`` (or ``FILE`` for a script); one that builds no ConfigContainer is passed
+  over in a folder and, named explicitly, skipped with a line saying so (and how to check the recipe it
+  names). ``FILE::FUNCTION`` names one run.
 - The same file reached twice is checked once, at its first position.
 """
 
@@ -92,7 +96,7 @@ def _looks_like_other_yaml(path: str) -> bool:
 def _walk(folder: str):
     from overlap_cli.frameworks.detect import SHELL_SUFFIXES
 
-    suffixes = YAML_SUFFIXES + SHELL_SUFFIXES  # Megatron-LM launch scripts too (frameworks.detect)
+    suffixes = YAML_SUFFIXES + SHELL_SUFFIXES + (".py",)  # launch scripts (frameworks.detect), Python runs
     for dirpath, dirnames, filenames in os.walk(folder, onerror=None):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS)
         for name in sorted(filenames):
@@ -104,7 +108,33 @@ def discover(args, configs_only: bool = False) -> Discovered:
     out = Discovered()
     seen: set = set()
 
+    def add_python(path: str, explicit: bool) -> None:
+        from overlap_cli.frameworks.bridge.python_load import list_runs, not_a_run_problem, split_spec
+
+        file, function = split_spec(path)
+        if function is not None or not os.path.isfile(file):
+            out.files.append(path)  # one run named, or a missing file: the check says what is wrong
+            return
+        try:
+            with open(file, "rb") as fh:
+                text = fh.read(_SNIFF_BYTES * 4).decode("utf-8", errors="replace")
+        except OSError:
+            out.files.append(path)
+            return
+        runs = list_runs(file, text)
+        if runs:
+            out.files.extend(runs)
+        elif explicit:
+            problem = not_a_run_problem(file, text)
+            out.skipped.append((file, problem.message if problem else "builds no ConfigContainer"))
+
     def add(path: str, explicit: bool) -> None:
+        if path.lower().endswith(".py") or ".py::" in path.lower():
+            key = os.path.realpath(path)
+            if key not in seen:
+                seen.add(key)
+                add_python(path, explicit)
+            return
         key = os.path.realpath(path)
         if key in seen:
             return

@@ -67,7 +67,7 @@ def _base_label(target: Target) -> str:
     recipe, base = target.get("recipe"), target.get("base")
     if base:
         return base
-    from overlap_cli.config.layers import recipe_name
+    from overlap_cli.frameworks.bridge.runs import recipe_name
 
     try:
         return f"recipe {recipe_name(recipe)}"
@@ -80,9 +80,14 @@ def _layered(target: Target) -> bool:
 
 
 def _load(path, target: Target, overrides, text, lower):
-    """(config, the file's own target): one file, or the merged run its target's recipe / base starts."""
+    """(config, the file's own target): the BridgeRun (frameworks.bridge.runs) this file and its target
+    describe -- one file, the merged run its target's recipe / base starts, or a Python run -- loaded."""
     from overlap_cli.config.loader import load_config
+    from overlap_cli.frameworks.bridge.python_load import is_python
+    from overlap_cli.frameworks.bridge.runs import BridgeRun
 
+    if is_python(path):
+        return _load_python(path, target, overrides, text)
     if path is not None:
         if text is None and not lower and target.built_from is None and not _layered(target):
             return load_config(path, overrides), target  # a fixed target: nothing in the file can change it
@@ -96,15 +101,50 @@ def _load(path, target: Target, overrides, text, lower):
         if path is None:
             raise InputError(InputProblem("<command line>", "no config file given"))
         return load_config(path, overrides, text=text), target
-    from overlap_cli.config.layers import Stack, load_layered
-
-    stack = Stack(recipe=None if target.get("base") else target.get("recipe"), base=target.get("base"), lower=tuple(lower))
+    run = BridgeRun(recipe=None if target.get("base") else target.get("recipe"), base=target.get("base"),
+                    files=tuple(lower) + ((path,) if path is not None else ()), dotlist=tuple(overrides or ()))
     try:
-        return load_layered(path, stack, overrides, text if path is not None else None), target
+        return run.load(text if path is not None else None), target
     except InputError as exc:
         if exc.problem.file == "--recipe":  # an unknown recipe: say where its name was written
             raise InputError(_recipe_problem(exc.problem, target, path, text)) from None
         raise
+
+
+def _load_python(spec: str, target: Target, overrides, text):
+    """A run written in Python (``FILE`` or ``FILE::FUNCTION``): its own recipe call is its start, and the
+    recipe's launch is its target below every statement about the file (as for ``--recipe``)."""
+    from overlap_cli.config.safe_read import read_text
+    from overlap_cli.frameworks.bridge.python_load import split_spec
+    from overlap_cli.frameworks.bridge.runs import BridgeRun
+
+    path, _function = split_spec(spec)
+    if text is None:
+        text = read_text(path)
+    target = target.for_file(path, text)
+    if _layered(target) and target.source("recipe") == "flag" or target.get("base"):
+        raise InputError(InputProblem(spec, "a Python run starts where its own code says (its recipe call or "
+                                            "ConfigContainer.from_yaml): --recipe / --base apply to YAML override files"))
+    cfg = BridgeRun(python=spec, dotlist=tuple(overrides or ())).load(text)
+    start = cfg.python_run.start
+    from overlap_cli.frameworks.bridge import recipes
+
+    own = recipes.canonical(cfg.python_run.function) if cfg.python_run.function else None
+    if own is not None and recipes.how(own) != "helper":  # Bridge's own recipe function: its name is its launch
+        start = type(start)("recipe", own)
+    if start.kind == "recipe":
+        import copy
+
+        from overlap_cli.launch_profile.profile import apply_recipe
+
+        t = copy.copy(target)
+        t.extra, t.sources = dict(target.extra), dict(target.sources)
+        if t.extra.get("recipe") is None:
+            t.extra["recipe"] = start.name
+            t.sources["recipe"] = "recipe"
+        apply_recipe(t)
+        target = t
+    return cfg, target
 
 
 def _recipe_problem(problem: InputProblem, target: Target, path, text=None) -> InputProblem:
@@ -139,14 +179,15 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
         from overlap_cli.check.engine_lm import check_launch
 
         return check_launch(result, path, target, text, selection, overrides)
-    from overlap_cli.frameworks.bridge.resolver import resolve
+    from overlap_cli.frameworks.bridge.unknowns import resolve_all
     from overlap_cli.rules import run_rules
     from overlap_cli.check.selection import filter_findings
 
     try:
         cfg, target = _load(path, target, overrides, text, lower)
         result.target = target.to_json(None)
-        view = resolve(cfg, target)
+        views, unknown_inputs = resolve_all(cfg, target)  # one view unless the run leaves inputs unknown
+        view = views[0]
     except InputError as exc:
         result.error = exc.problem
         return None
@@ -156,17 +197,33 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
     result.target = target.to_json(view.dp)
     from overlap_cli.frameworks.bridge.launch_env import effective_entries
 
-    result.effective = {**view.effective, **effective_entries(view)}  # + env.<NAME>: the launch environment
+    if len(views) == 1:
+        result.effective = {**view.effective, **effective_entries(view)}  # + env.<NAME>: the launch environment
+    else:
+        from overlap_cli.frameworks.bridge.unknowns import effective_of
+
+        result.effective = effective_of(views, unknown_inputs, cfg, effective_entries)
+        view.effective = {k: v for k, v in result.effective.items() if not k.startswith("env.")}
     if cfg.layered:  # every value names its layer: the resolver set the user's; the others name their source
         for key, v in result.effective.items():
             if v.layer is None:
                 v.layer = cfg.label(("env_vars", key[len("env."):])) if v.source == "env_vars" else v.source
     try:
         findings = filter_findings(run_rules(view), cfg.file, cfg.text, selection)
+        if len(views) > 1:
+            from overlap_cli.frameworks.bridge.unknowns import findings_of
+
+            others = [filter_findings(run_rules(v), cfg.file, cfg.text, selection) for v in views[1:]]
+            findings, some = findings_of([findings] + others)
+            if some:
+                result.notes.append("findings that depend on keys the run leaves unknown (not reported): " + ", ".join(some))
     except InputError as exc:  # an invalid [tool.overlap] selection table
         result.error = exc.problem
         return None
     result.findings = sorted(findings, key=finding_order)
+    if cfg.unknown:
+        shown = sorted(".".join(map(str, p)) or "the whole config" for p in cfg.unknown)
+        result.notes.append(f"{len(shown)} key(s) the run leaves unknown: " + ", ".join(shown[:6]) + (" ..." if len(shown) > 6 else ""))
     if cfg.uses_env_resolver:
         result.notes.append(
             "${oc.env:...} was resolved with this machine's environment; the launch machine's value may differ"

@@ -21,7 +21,7 @@ def list_recipes(opts) -> None:
     from overlap_cli.frameworks.bridge import recipes
 
     gpu = opts.gpu.strip().lower() if opts.gpu else None
-    rows = [recipes.info(n) for n in recipes.names()]
+    rows = [{**recipes.info(n), "how": recipes.how(n)} for n in recipes.names()]
     if gpu is not None:
         known = sorted({r["gpu"] for r in rows if r["gpu"]})
         if gpu not in known:
@@ -33,15 +33,18 @@ def list_recipes(opts) -> None:
 
         from overlap_cli.check.results import json_document
 
-        doc = json_document(versions=versions, recipes=rows)
+        doc = json_document(versions=versions, recipes=rows, aliases=recipes.aliases())
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
     width = max(len(r["name"]) for r in rows)
-    sys.stdout.write(f"{'name':<{width}}  {'GPUs':>5}  GPU\n")
+    sys.stdout.write(f"{'name':<{width}}  {'GPUs':>5}  {'GPU':<6}  how\n")
     for r in rows:
         gpus = str(r["world_size"]) + ("" if r["world_size_from"] == "name" else "*")
-        sys.stdout.write(f"{r['name']:<{width}}  {gpus:>5}  {r['gpu'] or '-'}\n")
-    sys.stdout.write(f"\n{len(rows)} recipe(s) of Megatron-Bridge {versions['megatron-bridge']}")
+        sys.stdout.write(f"{r['name']:<{width}}  {gpus:>5}  {r['gpu'] or '-':<6}  {r['how']}\n")
+    built = sum(1 for r in rows if r["how"] == "built")
+    sys.stdout.write(f"\n{len(rows)} recipe(s) of Megatron-Bridge {versions['megatron-bridge']}: {built} built (Bridge's "
+                     f"recipe called, its to_yaml()), {len(rows) - built} read from Bridge's source (what it leaves "
+                     f"unknown stays unknown); {len(recipes.aliases())} public aliases (overlap recipes show ALIAS)")
     if any(r["world_size_from"] != "name" for r in rows):
         sys.stdout.write("; * no GPU count in the name: TP·PP·CP·8")
     sys.stdout.write("\n")
@@ -60,4 +63,12 @@ def show(opts) -> None:
             text = recipes.built_text(opts.name, transformer_engine=opts.te is not False)
     except KeyError:
         raise _unknown(opts.name) from None
+    key = recipes.canonical(opts.name)
+    if key != opts.name and key != opts.name + "_config":
+        sys.stdout.write(f"# {opts.name} is Bridge's alias of {key}\n")
+    unknown = recipes.unknown(key)
+    if unknown:
+        sys.stdout.write(f"# read from Bridge's source; unknown (not in this text):\n")
+        for path, why in sorted(unknown.items()):
+            sys.stdout.write(f"#   {'.'.join(map(str, path)) or '(everything)'}: {why}\n")
     sys.stdout.write(text)

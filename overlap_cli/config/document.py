@@ -49,6 +49,10 @@ class Config:
     # model: {_target_: GPTModelConfig, transformer: {...}}: the keys read under ``model`` that the file
     # holds under ``model.transformer`` (config.model_form); empty for the provider form
     wrapped_model_keys: frozenset = frozenset()
+    # What the run leaves unknown (a Python run's expression the reader cannot evaluate, a catalog recipe
+    # read from Bridge's source): path tuple -> reason; everything at or under the path is unknown.
+    unknown: dict = field(default_factory=dict)
+    python_run: Any = None  # frameworks.bridge.python_reader.PythonRun, for a run written in Python
 
     @property
     def layered(self) -> bool:

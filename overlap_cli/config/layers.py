@@ -20,8 +20,6 @@ override file when the value came from it.
 
 from __future__ import annotations
 
-import functools
-
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
     from typing import Optional
@@ -41,39 +39,24 @@ class Stack:
     recipe: Optional[str] = None
     base: Optional[str] = None
     lower: tuple = ()
+    recipe_layer: Optional[BaseLayer] = None  # the recipe's values, supplied by the framework
 
     @property
     def label(self) -> str:
         return f"recipe {self.recipe}" if self.recipe else str(self.base)
 
 
-def unknown_recipe(name: str, where: str = "--recipe") -> InputProblem:
-    from overlap_cli.frameworks.bridge.recipes import closest, versions
+@dataclass(frozen=True)
+class BaseLayer:
+    """A base a framework supplies (config.layers knows no catalog): its label (``recipe NAME``), values,
+    the positions of its keys in ``text`` (``overlap recipes show NAME``), and what it leaves unknown
+    (path tuple -> reason; a recipe read from source)."""
 
-    near = closest(name)
-    hint = f"; did you mean {', '.join(near)}?" if near else " (overlap recipes list shows them all)"
-    bridge = versions().get("megatron-bridge", "?")
-    return InputProblem(where, f"unknown recipe {name!r}: not a recipe of Megatron-Bridge {bridge}{hint}")
-
-
-@functools.lru_cache(maxsize=4)
-def _recipe_layer(name: str) -> tuple:
-    """(canonical name, data, positions, text) of a catalog recipe, parsed once per process (callers copy
-    the data). Positions are lines of the text ``overlap recipes show NAME`` prints."""
-    from overlap_cli.config.yamlnodes import parse_nodes
-    from overlap_cli.frameworks.bridge import recipes
-
-    key = recipes.canonical(name)
-    if key is None:
-        raise InputError(unknown_recipe(name))
-    text = recipes.text(key)
-    data, positions, _interpolations = parse_nodes(text, f"recipe {key}")
-    return key, data, positions, text
-
-
-def recipe_name(name: str) -> str:
-    """The catalog's spelling of ``name``; InputError with the closest names when there is none."""
-    return _recipe_layer(name)[0]
+    name: str
+    data: dict
+    positions: dict
+    text: str
+    unknown: tuple = ()
 
 
 def _mapping(path: str, text: Optional[str]) -> tuple:
@@ -103,7 +86,8 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     owner: dict = {}  # path tuple -> index in layers of the layer that wrote the value there
     interpolations = 0
     if stack.recipe is not None:
-        name, recipe_data, positions, recipe_text = _recipe_layer(stack.recipe)
+        rl = stack.recipe_layer
+        name, recipe_data, positions, recipe_text = rl.name, rl.data, rl.positions, rl.text
         data = copy.deepcopy(recipe_data)
         base_data = recipe_data
         layers.append(Layer(RECIPE, f"recipe {name}", None, positions))
@@ -153,6 +137,10 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     # +comm_overlap.KEY=... onto a null section; a file's null then mapping still meets the recipe's dataclass).
     cfg.plain_dict_paths = _plain_dict_sections(cfg.data, base_dataclasses)
     cfg.reinstantiated_paths = _reinstantiated_sections(cfg, base_dataclasses)
+    if stack.recipe_layer is not None and stack.recipe_layer.unknown:
+        # What the recipe leaves unknown stays so unless a file or the command line wrote that very key
+        # (a value written under it is known by being there: Config.unknown).
+        cfg.unknown = {p: why for p, why in stack.recipe_layer.unknown if owner.get(p, 0) == 0}
     from overlap_cli.config.loader import finish
 
     return finish(cfg, interpolations, overrides)

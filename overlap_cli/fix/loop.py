@@ -81,7 +81,21 @@ def fix_file(
     lower: tuple = (),
 ) -> Outcome:
     from overlap_cli.config.safe_read import read_text
+    from overlap_cli.frameworks.bridge.python_load import is_python, split_spec
 
+    if is_python(path):  # a Python run (FILE or FILE::FUNCTION): fix.python edits its file
+        from overlap_cli.fix.python import fix_python_text
+
+        file = split_spec(path)[0]
+        try:
+            text = read_text(file)
+        except InputError as exc:
+            return Outcome(file, "", "", error=exc.problem)
+        done = fix_python_text(path, text, target, unsafe, comments, selection, threshold)
+        out = Outcome(file, text, done.fixed, problem=done.problem, result=done.result, error=done.error, threshold=threshold)
+        out.applied = [Applied(f, edits, rnd) for f, edits, rnd in done.applied]
+        out.skipped = [Skipped(f, why) for f, why in done.skipped]
+        return out
     try:
         text = read_text(path)
     except InputError as exc:

@@ -97,6 +97,10 @@ def annotate_text(checked) -> str:
         from overlap_cli.report.annotate_launch import annotate_launch
 
         return annotate_launch(checked)
+    if view.cfg.python_run is not None:
+        from overlap_cli.report.annotate_python import annotate_python
+
+        return annotate_python(checked)
     text = view.cfg.text
     y, data = yamlrt.load(text)
     if data is None:

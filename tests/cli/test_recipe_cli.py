@@ -178,8 +178,9 @@ def test_diff_of_two_dumps(run_cli, corpus):
 
 # Every bad input of a layered run: (arguments, files to write, the one line's start, words it contains)
 BAD = [
-    ("unknown-recipe", ["--recipe", "llama3_70b_pretrain", "over.yaml"], {},
-     "--recipe: unknown recipe 'llama3_70b_pretrain'", [R70]),
+    # (llama3_70b_pretrain is Bridge's alias llama3_70b_pretrain_config, a recipe)
+    ("unknown-recipe", ["--recipe", "llama3_70b_pretrain_64gpu", "over.yaml"], {},
+     "--recipe: unknown recipe 'llama3_70b_pretrain_64gpu'", [R70]),
     ("not-a-mapping", ["--recipe", R70, "list.yaml"], {"list.yaml": "- a\n- b\n"},
      "list.yaml:1:1: an override file must be a mapping", []),
     ("wrong-type-in-file", ["--recipe", R70, "over.yaml", "bad.yaml"],

@@ -13,16 +13,20 @@ def test_list_names_every_recipe_with_its_launch(run_cli, corpus):
     assert code == 0, err
     doc = json.loads(out)
     assert doc["version"] == 1 and doc["versions"] == {"megatron-bridge": "0.6.2", "megatron-core": "0.19.2"}
-    got = {r["name"]: (r["world_size"], r["gpu"]) for r in doc["recipes"]}
+    # The recipes Bridge builds offline are the corpus of dumps; the others were read from its source.
+    got = {r["name"]: (r["world_size"], r["gpu"]) for r in doc["recipes"] if r["how"] == "built"}
     assert got == {row["recipe"]: (row["world_size"], row["gpu"]) for row in corpus}
+    assert {r["how"] for r in doc["recipes"]} == {"built", "source"}
+    assert doc["aliases"]["llama3_8b_pretrain_config"] == "llama3_8b_pretrain_2gpu_h100_bf16_config"
 
 
 def test_list_filters_by_gpu(run_cli, corpus):
     code, out, _ = run_cli("recipes", "list", "--gpu", "VR200")
     assert code == 0
-    names = [ln.split()[0] for ln in out.splitlines()[1:] if ln.strip() and not ln.startswith(("name", " "))]
-    listed = [n for n in names if n.endswith("_config")]
-    assert sorted(listed) == sorted(r["recipe"] for r in corpus if r["gpu"] == "vr200")
+    rows = [ln.split() for ln in out.splitlines()[1:] if ln.strip() and not ln.startswith(("name", " "))]
+    listed = [r[0] for r in rows if r[0].endswith("_config")]
+    built = [r[0] for r in rows if r[0].endswith("_config") and r[-1] == "built"]
+    assert sorted(built) == sorted(r["recipe"] for r in corpus if r["gpu"] == "vr200")
     assert f"{len(listed)} recipe(s) of Megatron-Bridge 0.6.2" in out
     code, out, err = run_cli("recipes", "list", "--gpu", "z9")
     assert code == 2 and err.count("\n") == 1 and "no recipe is tuned for GPU 'z9'" in err

@@ -9,6 +9,10 @@ import pytest
 
 from overlap_cli.frameworks.bridge import recipes as catalog
 
+# Bridge's dumps (how: built); an entry read from source holds only the keys it knows (its model dimensions
+# come from a Hugging Face config), so its text alone is no full config to estimate.
+BUILT = [n for n in catalog.names() if catalog.how(n) == "built"]
+
 PARTS = {"compute", "tp_exposed", "cp_exposed", "ep_exposed", "dp_exposed", "pp_bubble", "p2p_exposed"}
 # What the model says it cannot model, and only that (each a precise sentence, no traceback).
 KNOWN_LIMITS = ("has no published dense Tensor Core peak", "is not a multiple of micro_batch_size*DP",
@@ -19,7 +23,7 @@ KNOWN_LIMITS = ("has no published dense Tensor Core peak", "is not a multiple of
 def corpus_results(tmp_path, run_cli):
     folder = tmp_path
     groups = collections.defaultdict(list)
-    for name in catalog.names():
+    for name in BUILT:
         info = catalog.info(name)
         path = folder / f"{name}.yaml"
         path.write_text(catalog.text(name))
@@ -40,7 +44,7 @@ def corpus_results(tmp_path, run_cli):
 
 
 def test_every_recipe_estimates_or_says_why_and_keeps_the_invariants(corpus_results):
-    assert len(corpus_results) == len(catalog.names())
+    assert len(corpus_results) == len(BUILT)
     failed = [r for r in corpus_results if r["error"]]
     for r in failed:
         assert r["estimate"] is None

@@ -34,25 +34,84 @@ def versions() -> dict:
 
 
 def names() -> list:
-    return sorted(index()["recipes"])
+    """The recipes (Bridge's recipe functions); the base helpers the catalog also holds are not listed."""
+    return sorted(n for n, row in index()["recipes"].items() if row.get("how") != "helper")
+
+
+def aliases() -> dict:
+    """Bridge's public alias -> the recipe function it names (``llama3_8b_pretrain_config`` ->
+    ``llama3_8b_pretrain_2gpu_h100_bf16_config``): the compatibility names its recipe modules import
+    under another name (megatron/bridge/recipes/llama/llama3.py and the like)."""
+    return dict(index().get("aliases", {}))
 
 
 def canonical(name: str) -> Optional[str]:
-    """The catalog's name for ``name`` (Bridge's function name, with or without ``_config``), or None."""
+    """The catalog's name for ``name`` (Bridge's function name or a public alias, with or without
+    ``_config``), or None."""
     recipes = index()["recipes"]
+    alias = index().get("aliases", {})
     for candidate in (name, name + "_config"):
         if candidate in recipes:
             return candidate
+        if candidate in alias:
+            return alias[candidate]
     return None
 
 
 def closest(name: str, n: int = 3) -> list:
+    """The nearest names, aliases shown with the function they name (``alias (-> function)``)."""
     import difflib
 
-    full = names()
+    alias = index().get("aliases", {})
+    full = names() + sorted(alias)
     short = {r[: -len("_config")] if r.endswith("_config") else r: r for r in full}
-    hits = difflib.get_close_matches(name, list(short), n=n, cutoff=0.6)
-    return [short[h] for h in hits] or difflib.get_close_matches(name, full, n=n, cutoff=0.4)
+    hits = [short[h] for h in difflib.get_close_matches(name, list(short), n=n, cutoff=0.6)]
+    hits = hits or difflib.get_close_matches(name, names(), n=n, cutoff=0.4)
+    return [f"{h} (-> {alias[h]})" if h in alias else h for h in hits]
+
+
+def how(name: str) -> str:
+    """How the catalog entry was obtained: ``built`` (Bridge's recipe function called, its
+    ``ConfigContainer.to_yaml()``), ``source`` (read from Bridge's recipe source by the Python reader) or
+    ``helper`` (a base helper such as ``_pretrain_common()``, called at build time: a start, not a recipe)."""
+    return index()["recipes"][canonical(name)].get("how", "built")
+
+
+@functools.lru_cache(maxsize=8)
+def _data(key: str) -> tuple:
+    from overlap_cli.config.yamlnodes import parse_nodes
+
+    data, _positions, _n = parse_nodes(text(key), f"recipe {key}")
+    unknown = {tuple(p.split(".")): reason for p, reason in _unknown_rows().get(key, [])}
+    return data, unknown
+
+
+@functools.lru_cache(maxsize=1)
+def _unknown_rows() -> dict:
+    import json
+    import lzma
+
+    path = os.path.join(_FOLDER, "unknown.json.xz")
+    if not os.path.exists(path):
+        return {}
+    with open(path, "rb") as fh:
+        return json.loads(lzma.decompress(fh.read()))
+
+
+def data(name: str) -> tuple:
+    """(values, unknown) of a catalog recipe: the values as Bridge's dump (or the source reading) holds
+    them -- a fresh copy -- and, for an entry read from source, path tuple -> why it is unknown."""
+    import copy
+
+    key = canonical(name)
+    if key is None:
+        raise KeyError(name)
+    values, unknown = _data(key)
+    return copy.deepcopy(values), dict(unknown)
+
+
+def unknown(name: str) -> dict:
+    return dict(_data(canonical(name))[1])
 
 
 def info(name: str) -> dict:
@@ -141,3 +200,21 @@ def built_text(name: str, transformer_engine: bool = True) -> str:
         head = lines[line].split(":", 1)[0]
         lines[line] = f"{head}: {str(value).lower()}  # {note}\n"
     return "".join(lines)
+
+
+@functools.lru_cache(maxsize=1)
+def _helpers() -> dict:
+    import json
+    import lzma
+
+    path = os.path.join(_FOLDER, "helpers.json.xz")
+    if not os.path.exists(path):
+        return {}
+    with open(path, "rb") as fh:
+        return json.loads(lzma.decompress(fh.read()))["modules"]
+
+
+def helper_source(module: str) -> Optional[str]:
+    """The part of a Bridge module the Python reader follows (the helpers Bridge's recipes call, read from
+    Bridge's source when the catalog was built: tools/build_recipe_catalog.py), or None."""
+    return _helpers().get(module)

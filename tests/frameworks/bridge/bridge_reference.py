@@ -2,7 +2,7 @@
 it trains with, for the differential tests. Run with the Python of an environment that has megatron-bridge
 installed (the tool never imports it): ``python bridge_reference.py < cases.json`` (results after MARKER).
 
-Each case: ``{"mode": "file" | "base" | "recipe", "config": PATH, "files": [PATH...], "dotlists": [...],
+Each case: ``{"mode": "file" | "base" | "recipe" | "script", "config": PATH, "files": [PATH...], "dotlists": [...],
 "world_size": N, "gpu": {"major": 9, "name": "NVIDIA H100 80GB HBM3"}}``. The steps (``stage`` names the
 one that raised):
 
@@ -38,6 +38,9 @@ Each result: ``{"error": "Type: message" or null, "stage", "where" (the raising 
 the update}, "data_parallel_size"}`` — ``values`` holds every field of the real model (provider, or
 GPTModelConfig with its ``transformer``'s fields, as its attribute proxy reads them), DDP and optimizer
 configs, so every key the tool prints has a counterpart.
+
+A ``script`` case (mode ``script``) is a run written in Python: the script is executed (runpy) in place of
+step 1 and its module-level ``cfg`` taken where the module ends; the other steps follow as for a file.
 """
 
 import contextlib
@@ -189,6 +192,10 @@ def _load(case: dict, bconfig):
     own file."""
     import copy
 
+    if case["mode"] == "script":  # a run written in Python: executed, its ``cfg`` where the module ends
+        import runpy
+
+        return runpy.run_path(case["config"], run_name="bridge_reference_script")["cfg"]
     if case["mode"] == "file":
         return bconfig.ConfigContainer.from_yaml(case["config"])
     key = (case["mode"], case["config"])

@@ -16,11 +16,17 @@ def test_every_upstream_file_is_listed_with_its_commit():
     sources = json.loads((UPSTREAM / "SOURCES.json").read_text(encoding="utf-8"))
     listed = set()
     for entry in sources:
-        assert set(entry) >= {"repo", "path", "commit"}, entry
-        assert re.fullmatch(r"[0-9a-f]{40}", entry["commit"]), entry
         owner, repo = entry["repo"].split("/")
         path = UPSTREAM / f"{owner}+{repo}" / entry["path"]
         assert path.is_file(), path
+        if "commit" in entry:
+            assert set(entry) >= {"repo", "path", "commit"}, entry
+            assert re.fullmatch(r"[0-9a-f]{40}", entry["commit"]), entry
+        else:  # a file of a published release (its wheel), named by release and content hash
+            import hashlib
+
+            assert set(entry) >= {"repo", "path", "release", "sha256"}, entry
+            assert hashlib.sha256(path.read_bytes()).hexdigest() == entry["sha256"], entry
         listed.add(path)
     on_disk = {p for p in UPSTREAM.rglob("*") if p.is_file() and p.name != "SOURCES.json"}
     assert on_disk == listed

@@ -1,0 +1,165 @@
+"""``overlap fix`` on a Bridge run written in Python: an edit sets one key, on the text, keeping every other
+character of the file (its formatting and comments).
+
+- a key the run assigns a literal (``cfg.model.sequence_parallel = False``) gets the new literal in place of
+  the old one, on that line;
+- a key the run does not assign gets a new line ``cfg.<key> = <value>`` right after the statement that
+  builds the config (the recipe call), with its indentation;
+- anything else is refused with the reason: a key assigned a non-literal expression, a key written only
+  inside a Bridge helper or an ``if``, a removal, a value that is no Python literal.
+
+Every candidate text is proven by reading it again: the key has the new value and nothing else the run
+gives changed. Rounds repeat as in ``fix.loop`` until nothing changes.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
+from overlap_cli.fix.script import LaunchFix, Unplaceable
+
+MAX_ROUNDS = 5
+
+
+def _literal(value) -> str:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    raise Unplaceable(f"the value {value!r} is not a Python literal this fix writes")
+
+
+def apply_edit(text: str, run, edit) -> str:
+    """``text`` with ``edit`` (a results.Edit) made; Unplaceable when it cannot be placed exactly."""
+    path = tuple(edit.key.split("."))
+    if edit.op == "remove":
+        raise Unplaceable(f"removing {edit.key} cannot be written in Python (Bridge's dataclass keeps the field)")
+    new = _literal(edit.value)
+    site = run.written.get(path)
+    lines = text.splitlines(True)
+    if site is not None:
+        if site.value_span is None:
+            raise Unplaceable(f"{edit.key} is assigned an expression at line {site.line}, not a literal this fix can replace")
+        line, col, end_line, end_col = site.value_span
+        if line != end_line:
+            raise Unplaceable(f"the value of {edit.key} at line {line} spans lines")
+        row = lines[line - 1]
+        prefix, suffix = _bytes_to_chars(row, col), _bytes_to_chars(row, end_col)
+        lines[line - 1] = row[:prefix] + new + row[suffix:]
+        return "".join(lines)
+    if run.unknown and any(path[: len(p)] == p for p in run.unknown):
+        raise Unplaceable(f"{edit.key} is set where the reader cannot follow; a new assignment could be overwritten")
+    start = run.start
+    if start.end_line is None or start.var is None:
+        raise Unplaceable("no statement that builds the config to add the assignment after")
+    attr = ".".join(path)
+    if not all(part.isidentifier() for part in path):
+        raise Unplaceable(f"{edit.key} is no attribute path")
+    if path[0] == "env_vars" and len(path) == 2:
+        stmt = f"{start.indent}{start.var}.env_vars[{path[1]!r}] = {new}\n"
+    else:
+        stmt = f"{start.indent}{start.var}.{attr} = {new}\n"
+    at = start.end_line
+    if at > len(lines):
+        raise Unplaceable("the config is built on the last line")
+    if not lines[at - 1].endswith("\n"):
+        lines[at - 1] += "\n"
+    lines.insert(at, stmt)
+    return "".join(lines)
+
+
+def _bytes_to_chars(row: str, offset: int) -> int:
+    """``ast`` gives UTF-8 byte columns; the index into the str."""
+    return len(row.encode("utf-8")[:offset].decode("utf-8", errors="ignore"))
+
+
+def _prove(before, after, edit) -> Optional[str]:
+    """None when ``after`` (the new run) gives the edit's value and every other key as ``before``."""
+    path = tuple(edit.key.split("."))
+    got = _get(after.data, path)
+    if got != edit.value:
+        return f"read again, {edit.key} is {got!r}"
+    a, b = _flat(before.data), _flat(after.data)
+    other = {k for k in set(a) | set(b) if k[: len(path)] != path and a.get(k) != b.get(k)}
+    if other:
+        return "the edit changes other keys too: " + ", ".join(".".join(map(str, k)) for k in sorted(other)[:3])
+    return None
+
+
+def _get(data, path):
+    for part in path:
+        if not isinstance(data, dict) or part not in data:
+            return None
+        data = data[part]
+    return data
+
+
+def _flat(data, path=()):
+    out = {}
+    if isinstance(data, dict) and data:
+        for k, v in data.items():
+            out.update(_flat(v, path + (k,)))
+    else:
+        out[path] = data
+    return out
+
+
+def fix_python_text(spec: str, text: str, target, unsafe: bool = False, comments: bool = True, selection=None,
+                    threshold: str = "warning") -> LaunchFix:
+    from overlap_cli.check.engine import check as check_text
+    from overlap_cli.fix import fixable
+    from overlap_cli.frameworks.bridge.python_load import read_run
+
+    out = LaunchFix(text)
+
+    def check(t: str):
+        return check_text(spec, target, None, text=t, selection=selection)
+
+    checked = check(text)
+    if checked.result.error is not None:
+        out.error, out.result = checked.result.error, checked.result
+        return out
+    current, result = text, checked.result
+    run = checked.view.cfg.python_run
+    skipped: set = set()
+    for rnd in range(1, MAX_ROUNDS + 2):
+        wanted = fixable(result.findings, unsafe, threshold)
+        new, applied = current, []
+        for f in wanted:
+            try:
+                candidate = new
+                for e in f.fix.edits:
+                    if _get(run.data, tuple(e.key.split("."))) == e.value and e.op != "remove":
+                        continue
+                    step = apply_edit(candidate, run, e)
+                    after, _ = read_run(spec, step)
+                    why = _prove(run, after, e)
+                    if why is not None:
+                        raise Unplaceable(f"not proven: {why}")
+                    candidate, run = step, after
+            except Unplaceable as exc:
+                key = (f.code, f.key, str(exc))
+                if key not in skipped:
+                    skipped.add(key)
+                    out.skipped.append((f, str(exc)))
+                continue
+            except Exception as exc:  # the edited text does not read back: refuse this fix
+                key = (f.code, f.key, str(exc))
+                if key not in skipped:
+                    skipped.add(key)
+                    out.skipped.append((f, f"the edited file does not read back ({exc})"))
+                continue
+            if candidate != new:
+                applied.append((f, list(f.fix.edits), rnd))
+                new = candidate
+        if new == current or rnd > MAX_ROUNDS:
+            break
+        after = check(new)
+        if after.result.error is not None:
+            out.problem = f"a fix produced a run that does not check ({after.result.error.message}); the file is left untouched"
+            out.applied, out.result = [], result
+            return out
+        out.applied.extend(applied)
+        current, result, run = new, after.result, after.view.cfg.python_run
+    out.fixed, out.result = current, result
+    return out

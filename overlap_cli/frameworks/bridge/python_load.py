@@ -1,0 +1,183 @@
+"""A Bridge run written in Python as the ``Config`` the resolver reads (python_reader does the reading).
+
+The run is two layers: what it starts from (a catalog recipe -- ``recipe NAME`` --, a YAML file read with
+``ConfigContainer.from_yaml``, or an unknown start) and the Python file, whose every assignment is a key
+with its ``FILE:LINE``. Dotlist words given on the command line apply on top, as Hydra applies them.
+Keys the reader could not know are ``Config.unknown`` (path -> reason); the resolver reports them, and
+what depends on them, as unknown (frameworks.bridge.unknowns).
+
+A file is named ``FILE`` (a script, or a module with one run) or ``FILE::FUNCTION``.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
+from overlap_cli.problems import InputError, InputProblem
+
+PYTHON = "python"
+
+
+def split_spec(spec: str) -> tuple:
+    """("x.py", "func") for ``x.py::func``; ("x.py", None) for ``x.py``."""
+    if "::" in spec:
+        path, _, function = spec.partition("::")
+        return path, function or None
+    return spec, None
+
+
+def is_python(spec: Optional[str]) -> bool:
+    return spec is not None and split_spec(spec)[0].lower().endswith(".py")
+
+
+def context(file: str):
+    """The reader's Context for checking ``file``: the catalog's recipes and aliases, from_yaml relative
+    to the file's folder or the working directory."""
+    from overlap_cli.frameworks.bridge import recipes
+    from overlap_cli.frameworks.bridge.python_reader import Context
+
+    def recipe(name: str):
+        key = recipes.canonical(name)
+        if key is None:
+            return None
+        data, unknown = recipes.data(key)
+        return key, data, unknown
+
+    def is_recipe(name: str) -> bool:
+        return recipes.canonical(name) is not None
+
+    def from_yaml(path: str, line: int):
+        import os
+
+        from overlap_cli.config.loader import load_config
+
+        here = os.path.join(os.path.dirname(file), path)
+        for candidate in (path, here):
+            if os.path.isfile(candidate):
+                return load_config(candidate).data
+        return None
+
+    def sources(module: str, name: str):
+        text = recipes.helper_source(module)
+        return (module, text) if text is not None else None
+
+    return Context(recipe=recipe, is_recipe=is_recipe, from_yaml=from_yaml, closest=recipes.closest, sources=sources)
+
+
+def list_runs(path: str, text: str) -> list:
+    """The specs of the runs ``path`` holds (``FILE::FUNCTION`` or ``FILE``), [] when it builds none.
+    Read without interpreting (folder walks and discovery); raises nothing on bad Python (the check says)."""
+    from overlap_cli.frameworks.bridge import python_reader as pr
+
+    try:
+        tree = pr.parse(text, path)
+    except pr.BadPython:
+        return [path]
+    reader = pr.ModuleReader(tree, path, context(path))
+    out = [f"{path}::{name}" for name, fn in reader.functions.items() if pr.is_run_function(fn.node, reader)]
+    if pr.has_script_start(tree, reader):
+        out.append(path)
+    if len(out) == 1 and out[0] != path:
+        return out
+    return out
+
+
+def not_a_run_problem(path: str, text: str) -> Optional[InputProblem]:
+    """Why ``path`` (named explicitly) is not checked, or None when it holds a run."""
+    from overlap_cli.frameworks.bridge import python_reader as pr
+
+    try:
+        pr.read_runs(text, path, context(path))
+    except pr.NotARun as exc:
+        hint = ""
+        if exc.recipe_names:
+            hint = f"; to check the recipe it names: overlap check --recipe {exc.recipe_names[0]}"
+        return InputProblem(path, f"builds no ConfigContainer (no recipe call, ConfigContainer.from_yaml(...) or function returning a ConfigContainer){hint}")
+    except (pr.BadPython, pr.Refusal):
+        return None
+    return None
+
+
+def read_run(spec: str, text: Optional[str] = None):
+    """The PythonRun named by ``spec``; InputError (one line) for bad Python or a run that cannot start."""
+    from overlap_cli.config.safe_read import read_text
+    from overlap_cli.frameworks.bridge import python_reader as pr
+
+    path, function = split_spec(spec)
+    if text is None:
+        text = read_text(path)
+    try:
+        runs = pr.read_runs(text, path, context(path), function)
+    except pr.BadPython as exc:
+        raise InputError(InputProblem(path, exc.message, line=exc.line, column=exc.column)) from None
+    except pr.Refusal as exc:
+        raise InputError(InputProblem(path, exc.message, line=exc.line, column=exc.column)) from None
+    except pr.NotARun as exc:
+        hint = f"; to check the recipe it names: overlap check --recipe {exc.recipe_names[0]}" if exc.recipe_names else ""
+        raise InputError(InputProblem(path, f"builds no ConfigContainer{hint}")) from None
+    except RecursionError:
+        raise InputError(InputProblem(path, "Python nesting too deep to read")) from None
+    if function is None and len(runs) > 1:
+        names = ", ".join(f"{path}::{r.function}" for r in runs if r.function)
+        raise InputError(InputProblem(path, f"holds {len(runs)} runs: name one ({names})"))
+    run = runs[0]
+    if run.start.kind == "unknown" and run.start.reason.startswith("ConfigContainer.from_yaml") and "no such file" in run.start.reason:
+        pass
+    return run, text
+
+
+def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list] = None):
+    """(Config, PythonRun) of the run ``spec``."""
+    import copy
+
+    from overlap_cli.config.document import Config, Layer
+
+    run, text = read_run(spec, text)
+    path = run.file
+    data = copy.deepcopy(run.data)
+    if run.start.kind == "recipe":
+        base = Layer("recipe", f"recipe {run.start.name}", None, {})
+    elif run.start.kind == "yaml":
+        base = Layer("base", run.start.name, run.start.name, {})
+    else:
+        base = Layer("base", "an unknown start", None, {})
+    positions = {p: (site.line, site.column) for p, site in run.written.items()}
+    top = Layer(PYTHON, path, path, positions)
+    cfg = Config(file=path, data=data, positions=positions, text=text)
+    cfg.layer_list = [base, top]
+    owner: dict = {}
+    _own(data, (), 0, owner)
+    for p in run.written:
+        for q in [q for q in owner if q[: len(p)] == p]:
+            owner[q] = 1
+        owner[p] = 1
+    cfg.layers, cfg.top = owner, 1
+    cfg.lower_data = copy.deepcopy(run.base_data) if run.base_data is not None else None
+    cfg.unknown = dict(run.unknown)
+    cfg.python_run = run
+    if overrides:
+        from overlap_cli.config.overrides import apply_overrides
+
+        cfg.layer_list.append(Layer("command line", "command line", None, {}))
+        apply_overrides(cfg, overrides, base_label=run.label)
+        for ov in overrides:
+            for q in [q for q in owner if q[: len(ov.path)] == ov.path]:
+                del owner[q]
+            for q in [q for q in cfg.unknown if q[: len(ov.path)] == ov.path]:
+                del cfg.unknown[q]
+            if ov.op != "delete":
+                _own(ov.value, ov.path, 2, owner)
+                owner[ov.path] = 2
+    from overlap_cli.config.loader import finish
+
+    return finish(cfg, 0, overrides), run
+
+
+def _own(value, path: tuple, index: int, owner: dict) -> None:
+    if path:
+        owner[path] = index
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _own(v, path + (k,), index, owner)
