@@ -171,6 +171,26 @@ def _directive_place(text: str, fallback) -> tuple:
     return place
 
 
+def _recipe_world_does_not_hold(target: Target, views: list):
+    """(the target without a world size, a note) when the world size is only the one the run's recipe is
+    written for (its name: ``..._64gpu_...``) and the run's own TP·PP·CP does not divide it — the user changed
+    the model's sharding, so the recipe's GPU count says nothing about where this run launches (an error
+    there would be the tool's assumption, not Bridge's). None otherwise: a world size the user gave stands,
+    and so does the recipe's when it holds the run."""
+    if target.source("world_size") != "recipe" or not any(v.dp_error for v in views):
+        return None
+    import copy
+
+    bad = next(v for v in views if v.dp_error)
+    t = copy.copy(target)
+    t.sources = {**target.sources, "world_size": "unknown"}
+    t.world_size = None
+    note = (f"world size unknown: recipe {target.get('recipe')} is written for {target.world_size} GPUs, which do not "
+            f"hold this run's TP*PP*CP = {bad.tp}*{bad.pp}*{bad.cp} = {bad.tp * bad.pp * bad.cp}; the "
+            "data-parallel-dependent values are unknown (give --world-size)")
+    return t, note
+
+
 def _check(result: FileResult, path, target: Target, overrides, text, selection, lower=()) -> Optional[Resolved]:
     """Fill ``result``; return the resolved view, or None when the file is an input error."""
     from overlap_cli.check.engine_lm import framework_of
@@ -188,6 +208,12 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
         result.target = target.to_json(None)
         views, unknown_inputs = resolve_all(cfg, target)  # one view unless the run leaves inputs unknown
         view = views[0]
+        recipe_world = _recipe_world_does_not_hold(target, views)
+        if recipe_world is not None:
+            target, note = recipe_world
+            views, unknown_inputs = resolve_all(cfg, target)
+            view = views[0]
+            result.notes.append(note)
     except InputError as exc:
         result.error = exc.problem
         return None
@@ -234,7 +260,7 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
         result.notes.append(note)
     if target.detection is not None and target.detection.get("not_found"):
         result.notes.append("--detect did not find: " + "; ".join(target.detection["not_found"]))
-    if target.world_size is None:
+    if target.world_size is None and not any(n.startswith("world size unknown: recipe") for n in result.notes):
         result.notes.append("world size not given: data-parallel-dependent values are reported as unknown")
     if target.source("transformer_engine") == "default":
         result.notes.append("Transformer Engine assumed present on the target (use --no-te to model its absence)")

@@ -355,6 +355,9 @@ def not_divisible(view):
     ## Fix
     None offered: both the world size (the launch) and the parallel sizes (the model's sharding) are
     your decisions. Change one of them so that TP·PP·CP divides the world size.
+
+    A world size nobody gave — the GPU count a catalog recipe's name states, under a run that reshards
+    the recipe — is no launch: there the world size is reported unknown with the reason instead.
     """
     if view.dp_error:
         yield finding(view, "DP307", "error", view.dp_error + ": Bridge asserts at start-up", "model.tensor_model_parallel_size")

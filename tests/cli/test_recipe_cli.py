@@ -228,3 +228,23 @@ def test_bad_input_is_one_line_exit_2(run_cli, tmp_path, monkeypatch, args, file
     for w in words:
         assert w in line, line
     assert "Traceback" not in out + err
+
+
+def test_a_resharded_recipe_run_does_not_inherit_the_recipe_gpu_count(tmp_path, run_cli):
+    """The recipe's name gives the GPUs it is written for (8 for L8, TP 1 x PP 1 x CP 2 there); an override
+    that reshards the model to TP 4 x CP 2 = 8 still fits, TP 4 x PP 2 x CP 2 = 16 does not: the world size
+    is then unknown with the reason, not a DP307 start-up error the user's launch may never meet. Given on
+    the command line, the same world size is the user's and DP307 stands."""
+    over = tmp_path / "reshard.yaml"
+    over.write_text("model:\n  tensor_model_parallel_size: 4\n  pipeline_model_parallel_size: 2\n")
+    code, out, err = run_cli("check", "--recipe", L8, str(over), "--format", "json", "--show-effective")
+    result = json.loads(out)["results"][0]
+    assert "DP307" not in {f["code"] for f in result["findings"]}
+    assert result["target"]["world_size"] is None and result["target"]["data_parallel_size"] is None
+    assert any("written for 8 GPUs" in n and "= 16" in n for n in result["notes"]), result["notes"]
+    assert result["effective"]["ddp.overlap_grad_reduce"]["source"] == "unknown"
+    code, out, err = run_cli("check", "--recipe", L8, str(over), "--world-size", "8", "--format", "json")
+    assert "DP307" in {f["code"] for f in json.loads(out)["results"][0]["findings"]}
+    over.write_text("model:\n  tensor_model_parallel_size: 4\n")
+    code, out, err = run_cli("check", "--recipe", L8, str(over), "--format", "json")
+    assert json.loads(out)["results"][0]["target"]["data_parallel_size"] == 1
