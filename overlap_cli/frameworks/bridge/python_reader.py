@@ -166,7 +166,9 @@ class _Return(Exception):
 
 
 class _RunEnds(Exception):
-    pass
+    def __init__(self, raised: Optional[str] = None):
+        super().__init__(raised)
+        self.raised = raised  # "NotImplementedError(...) at FILE:LINE" when a ``raise`` ends the run
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -441,8 +443,8 @@ def _read_function_run(reader: ModuleReader, node) -> PythonRun:
         value = ret.value
         if isinstance(value, _CfgRef) and value.path == ():
             interp.cfg = value.state
-    except _RunEnds:
-        pass
+    except _RunEnds as ends:
+        interp.raised = ends.raised
     return interp.finish(node.name)
 
 
@@ -465,6 +467,8 @@ class _Interp:
     # -- the end of a run ------------------------------------------------------------------------
     def finish(self, function: Optional[str]) -> PythonRun:
         where = f"{self.file}::{function}" if function else self.file
+        if (self.cfg is None or self.cfg.start is None) and self.raised:
+            raise BadPython(f"{where}: raises {self.raised} before it builds a config")
         if self.cfg is None or self.cfg.start is None:
             raise BadPython(f"{where}: no config is built here (no recipe call, ConfigContainer(...) or ConfigContainer.from_yaml(...))")
         c = self.cfg
@@ -504,7 +508,7 @@ class _Interp:
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.env[stmt.name] = _Func(stmt, self.reader)
         elif isinstance(stmt, ast.Raise):
-            raise _RunEnds()
+            raise _RunEnds(f"{_short(stmt.exc) if stmt.exc is not None else 'raise'} at {self._at(stmt)}")
         elif isinstance(stmt, ast.With):
             self.exec_block(stmt.body)
         elif isinstance(stmt, ast.Try):
@@ -599,6 +603,7 @@ class _Interp:
             raise _RunEnds()
 
     tainted = None
+    raised = None
     _maybe_returned = None
 
     # -- assignment ------------------------------------------------------------------------------

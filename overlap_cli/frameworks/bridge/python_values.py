@@ -165,10 +165,11 @@ def config_class_target(module: str, name: str):
 
 
 def looks_like_config_class(module: str, name: str) -> bool:
-    """A class of Megatron's (a ``...Config`` / ``...Provider`` imported from ``megatron.*``) the tool holds
-    no defaults for: what its constructor is given is known, the rest is not."""
+    """A class of Megatron's (a ``...Config`` / ``...Provider`` / a sized provider such as
+    ``Llama3ModelProvider8B``, imported from ``megatron.*``) the tool holds no defaults for: what its
+    constructor is given is known, the rest is not."""
     return (module == "megatron" or module.startswith("megatron.")) and name[:1].isupper() and (
-        name.endswith("Config") or name.endswith("Provider"))
+        name.endswith("Config") or "Provider" in name)
 
 
 def mixed_precision_object(kwargs: dict) -> dict:
