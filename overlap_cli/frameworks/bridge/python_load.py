@@ -1,7 +1,8 @@
 """A Bridge run written in Python as the ``Config`` the resolver reads (python_reader does the reading).
 
 The run is two layers: what it starts from (a catalog recipe -- ``recipe NAME`` --, a YAML file read with
-``ConfigContainer.from_yaml``, or an unknown start) and the Python file, whose every assignment is a key
+``ConfigContainer.from_yaml``, ``ConfigContainer(...)`` built from its fields -- whose every field is the
+file's, at its line --, or an unknown start) and the Python file, whose every assignment is a key
 with its ``FILE:LINE``. Dotlist words given on the command line apply on top, as Hydra applies them.
 Keys the reader could not know are ``Config.unknown`` (path -> reason); the resolver reports them, and
 what depends on them, as unknown (frameworks.bridge.unknowns).
@@ -141,6 +142,10 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
         base = Layer("recipe", f"recipe {run.start.name}", None, {})
     elif run.start.kind == "yaml":
         base = Layer("base", run.start.name, run.start.name, {})
+    elif run.start.kind == "container":
+        # What no line of the file wrote (a Bridge helper's fields) came with the ConfigContainer(...) call.
+        base = Layer("base", f"ConfigContainer(...) at {path}:{run.start.line}" if run.start.line else
+                     f"ConfigContainer(...) in {path}", None, {})
     else:
         base = Layer("base", "an unknown start", None, {})
     positions = {p: (site.line, site.column) for p, site in run.written.items()}

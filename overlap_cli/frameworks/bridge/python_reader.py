@@ -43,7 +43,7 @@ _MAX_DEPTH = 12
 
 @dataclass
 class Start:
-    kind: str  # "recipe" | "yaml" | "helper" | "unknown"
+    kind: str  # "recipe" | "yaml" | "container" | "helper" | "unknown"
     name: Optional[str] = None  # the recipe (catalog name), the YAML path, the helper
     line: Optional[int] = None
     column: Optional[int] = None
@@ -146,13 +146,29 @@ class _CfgRef:
         self.state, self.path = state, path
 
 
+class _Obj(dict):
+    """A config object the run builds field by field (``TrainingConfig(...)``, a model provider) before it
+    goes into a ConfigContainer: the fields it knows, ``sites`` (field -> Site of the keyword or assignment
+    that wrote it) and ``rest``: None when every field it leaves out is its class default (a class
+    python_values.CONFIG_CLASSES knows: the defaults overlap-cli holds apply), else why they are unknown."""
+
+    __slots__ = ("sites", "rest")
+
+    def __init__(self, fields=(), sites=None, rest=None):
+        super().__init__(fields)
+        self.sites = dict(sites or {})
+        self.rest = rest
+
+
 class _Return(Exception):
     def __init__(self, value):
         self.value = value
 
 
 class _RunEnds(Exception):
-    pass
+    def __init__(self, raised: Optional[str] = None):
+        super().__init__(raised)
+        self.raised = raised  # "NotImplementedError(...) at FILE:LINE" when a ``raise`` ends the run
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -223,6 +239,18 @@ class _State:
 
     def forget(self, path: tuple, reason: str) -> None:
         self.write(path, Unknown(reason), None)
+
+    def put(self, path: tuple, value, site: Optional[Site]) -> None:
+        """``value`` written at ``path``; a config object (``_Obj``) field by field, each with the site that
+        wrote it (or ``site``), what it leaves out unknown when its class is not known."""
+        if not isinstance(value, _Obj):
+            self.write(path, value, site)
+            return
+        self.write(path, {}, site)
+        if value.rest is not None:
+            self.unknown[path] = value.rest
+        for key, v in value.items():
+            self.put(path + (key,), v, value.sites.get(key, site))
 
 
 def _present(data: dict, path: tuple) -> bool:
@@ -415,8 +443,8 @@ def _read_function_run(reader: ModuleReader, node) -> PythonRun:
         value = ret.value
         if isinstance(value, _CfgRef) and value.path == ():
             interp.cfg = value.state
-    except _RunEnds:
-        pass
+    except _RunEnds as ends:
+        interp.raised = ends.raised
     return interp.finish(node.name)
 
 
@@ -439,6 +467,8 @@ class _Interp:
     # -- the end of a run ------------------------------------------------------------------------
     def finish(self, function: Optional[str]) -> PythonRun:
         where = f"{self.file}::{function}" if function else self.file
+        if (self.cfg is None or self.cfg.start is None) and self.raised:
+            raise BadPython(f"{where}: raises {self.raised} before it builds a config")
         if self.cfg is None or self.cfg.start is None:
             raise BadPython(f"{where}: no config is built here (no recipe call, ConfigContainer(...) or ConfigContainer.from_yaml(...))")
         c = self.cfg
@@ -478,7 +508,7 @@ class _Interp:
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.env[stmt.name] = _Func(stmt, self.reader)
         elif isinstance(stmt, ast.Raise):
-            raise _RunEnds()
+            raise _RunEnds(f"{_short(stmt.exc) if stmt.exc is not None else 'raise'} at {self._at(stmt)}")
         elif isinstance(stmt, ast.With):
             self.exec_block(stmt.body)
         elif isinstance(stmt, ast.Try):
@@ -526,7 +556,7 @@ class _Interp:
         branches = []
         for block in (stmt.body, stmt.orelse):
             copies = {k: st.copy() for k, st in originals.items()}
-            env = {n: (_CfgRef(copies[id(v.state)], v.path) if isinstance(v, _CfgRef) else v) for n, v in self.env.items()}
+            env = {n: (_CfgRef(copies[id(v.state)], v.path) if isinstance(v, _CfgRef) else _fork_value(v)) for n, v in self.env.items()}
             fork = _Interp(self.reader, copies.get(id(self.cfg)) if self.cfg is not None else None, env, self.depth, self.in_helper)
             fork.tainted = self.tainted
             returned = None
@@ -573,6 +603,7 @@ class _Interp:
             raise _RunEnds()
 
     tainted = None
+    raised = None
     _maybe_returned = None
 
     # -- assignment ------------------------------------------------------------------------------
@@ -583,8 +614,14 @@ class _Interp:
             self.env[target.id] = value
             return
         if isinstance(target, (ast.Tuple, ast.List)):
+            starred = any(isinstance(e, ast.Starred) for e in target.elts)
+            if isinstance(value, list) and len(value) == len(target.elts) and not starred:
+                nodes = value_node.elts if isinstance(value_node, (ast.Tuple, ast.List)) else [None] * len(value)
+                for elt, v, n in zip(target.elts, value, nodes):
+                    self.assign(elt, v, n, stmt)
+                return
             for elt in target.elts:
-                self.assign(elt, Unknown(f"unpacked at {self._at(stmt)}"), None, stmt)
+                self.assign(elt.value if isinstance(elt, ast.Starred) else elt, Unknown(f"unpacked at {self._at(stmt)}"), None, stmt)
             return
         hit = self._cfg_path(target)
         state, path = hit if hit is not None else (None, None)
@@ -593,14 +630,22 @@ class _Interp:
             owner = self.eval(target.value)
             key = target.attr if isinstance(target, ast.Attribute) else self.eval(target.slice)
             if isinstance(owner, dict) and isinstance(key, (str, int)) and not isinstance(owner, Unknown):
-                owner[key] = value if _storable(value) else Unknown(f"{_short(value_node)} at {self._at(stmt)}")
+                owner[key] = value if _storable(value) or isinstance(value, _Obj) else Unknown(f"{_short(value_node)} at {self._at(stmt)}")
+                if isinstance(owner, _Obj):
+                    owner.sites[key] = None if self.in_helper else Site(stmt.lineno, stmt.col_offset + 1, _span(value_node), self.file)
                 if owner.get("_target_", "").endswith("MixedPrecisionConfig"):
                     for a, b in (("fp8_param_gather", "fp8_param"), ("fp4_param_gather", "fp4_param")):
                         if key in (a, b):
                             owner[b if key == a else a] = owner[key]
                 return
             if isinstance(owner, Unknown):
-                return  # a value the reader already does not know: nothing it knows changes
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in self.env:
+                    # ``model_cfg = bridge.to_megatron_provider(...); model_cfg.tensor_model_parallel_size = 2``:
+                    # the object is unknown, the field the run sets on it is not.
+                    site = None if self.in_helper else Site(stmt.lineno, stmt.col_offset + 1, _span(value_node), self.file)
+                    known = value if _storable(value) or isinstance(value, _Obj) else Unknown(f"{_short(value_node)} at {self._at(stmt)}")
+                    self.env[target.value.id] = _Obj({target.attr: known}, {target.attr: site}, owner.reason)
+                return  # a value the reader already does not know: nothing else it knows changes
         if path is None:
             if isinstance(target, (ast.Attribute, ast.Subscript)) and self._refers_to_cfg(target):
                 lenient = self._cfg_path(target, lenient=True)
@@ -612,7 +657,7 @@ class _Interp:
                 value = copy.deepcopy(state.read(value.path))
             else:
                 value = Unknown(f"another config assigned at {self._at(stmt)}")
-        elif not _storable(value):
+        elif not _storable(value) and not isinstance(value, _Obj):
             value = Unknown(f"{ast.unparse(value_node) if value_node is not None else 'the value'} at {self._at(stmt)} "
                             "is not a value overlap-cli can read")
         span = None
@@ -622,6 +667,9 @@ class _Interp:
         self._check_write(path, value, stmt)
         if self.tainted is not None and not isinstance(value, Unknown):
             value = Unknown(f"{'.'.join(map(str, path))} set at {self._at(stmt)}, {self.tainted}")
+        if isinstance(value, _Obj):
+            state.put(path, _for_field(path[0], value) if len(path) == 1 else value, site)
+            return
         state.write(path, value, site)
 
     def _bind(self, state: _State, stmt) -> None:
@@ -1016,9 +1064,18 @@ class _Interp:
         name = func.name
         ctx = self.reader.ctx
         if not _bridge_module(func.module) and func.module not in ("", "torch"):
+            target = pv.config_class_target(func.module, name)
+            if target is not None or pv.looks_like_config_class(func.module, name):  # Megatron-Core's configs
+                return self._config_object(func, target, args, kwargs, node)
             return _NOT_KNOWN
         if name == "from_yaml" and func.module.endswith("ConfigContainer"):
             return self._from_yaml(args, node)
+        if name == "ConfigContainer" and _bridge_module(func.module):
+            return self._container(args, kwargs, node)
+        if name == "MixedPrecisionConfig" and _bridge_module(func.module):
+            if args or "**" in kwargs or any(isinstance(v, Unknown) for v in kwargs.values()):
+                return Unknown(f"MixedPrecisionConfig(...) at {self._at(node)} with arguments overlap-cli cannot read")
+            return pv.mixed_precision_object(kwargs)
         if name == "CommOverlapConfig":
             if "tp_comm_overlap" not in kwargs and not args and "**" not in kwargs:
                 raise Refusal("CommOverlapConfig(...) without tp_comm_overlap: the dataclass has no default for it "
@@ -1038,6 +1095,9 @@ class _Interp:
                 return args[0]
             value = pv.mixed_precision_value(args[0]) if isinstance(args[0], str) else None
             return value if value is not None else Unknown(f"get_mixed_precision_config({args[0]!r}) at {self._at(node)}: not a recipe overlap-cli knows")
+        target = pv.config_class_target(func.module, name)
+        if target is not None or (pv.looks_like_config_class(func.module, name) and not ctx.is_recipe(name)):
+            return self._config_object(func, target, args, kwargs, node)
         hit = ctx.recipe(name) if ctx.is_recipe(name) else None
         if hit is not None and args:
             return self._start_unknown(node, f"{name}(...) at {self._at(node)} is called with positional arguments")
@@ -1083,6 +1143,69 @@ class _Interp:
         state.start = Start("recipe", name, kwargs=dict(kwargs))
         return _CfgRef(state, ())
 
+    def _site_of(self, node) -> Optional[Site]:
+        """Where a keyword argument (or an assignment's value) writes its field; None inside a Bridge helper."""
+        if self.in_helper:
+            return None
+        value = node.value if isinstance(node, ast.keyword) else node
+        span = (value.lineno, value.col_offset, value.end_lineno, value.end_col_offset) if _is_literal(value) else None
+        return Site(node.lineno, node.col_offset + 1, span, self.file)
+
+    def _config_object(self, func: _Import, target: Optional[str], args: list, kwargs: dict, node):
+        """``SomeConfig(field=..., ...)``: the fields given (each at its keyword's line); with ``target`` (a
+        class python_values.CONFIG_CLASSES knows) the rest are the class defaults overlap-cli holds,
+        otherwise unknown -- never a guessed default."""
+        where = f"{func.name}(...) at {self._at(node)}"
+        if args or "**" in kwargs:
+            return Unknown(f"{where} takes arguments overlap-cli cannot read (positional or **)")
+        rest = None if target is not None else (
+            f"{func.name} (imported from {func.module}) is a class overlap-cli holds no defaults for: the fields "
+            f"{where} leaves out are unknown")
+        sites = {kw.arg: self._site_of(kw) for kw in node.keywords if kw.arg is not None}
+        fields = {"_target_": target} if target is not None else {}
+        for key, value in kwargs.items():
+            fields[key] = value if _storable(value) or isinstance(value, _Obj) else Unknown(
+                f"{func.name}({key}=...) at {self._at(node)} is not a value overlap-cli can read")
+        return _Obj(fields, sites, rest)
+
+    def _container(self, args: list, kwargs: dict, node):
+        """``ConfigContainer(model=..., train=TrainingConfig(...), ...)`` as a run's start: each section the
+        value its keyword gives (a config object field by field, None, a recipe name...), each field at the
+        line that wrote it; a section it leaves out keeps its class default (config.py:965-1003), which is
+        what overlap-cli reads for a key a config does not hold."""
+        from overlap_cli.frameworks.bridge import python_values as pv
+
+        where = f"ConfigContainer(...) at {self._at(node)}"
+        if args:
+            raise Refusal("ConfigContainer takes keyword arguments only (@dataclass(kw_only=True), "
+                          "megatron/bridge/training/config.py:961): Python raises TypeError", node.lineno, node.col_offset + 1)
+        if "**" in kwargs:
+            return self._start_unknown(node, f"{where} takes **arguments overlap-cli cannot read")
+        for key in kwargs:
+            if key not in pv.CONTAINER_FIELDS:
+                raise Refusal(f"ConfigContainer() got an unexpected keyword argument {key!r}: not a field of "
+                              "ConfigContainer (megatron/bridge/training/config.py:965-1003)", node.lineno, node.col_offset + 1)
+        missing = [f for f in pv.CONTAINER_REQUIRED if f not in kwargs]
+        if missing:
+            raise Refusal(f"ConfigContainer(...) without {', '.join(missing)}: the dataclass has no default for "
+                          f"{'it' if len(missing) == 1 else 'them'} (megatron/bridge/training/config.py:965-1003) "
+                          "and Python raises TypeError", node.lineno, node.col_offset + 1)
+        state = _State({}, {}, Start("container", "ConfigContainer(...)"))
+        sites = {kw.arg: self._site_of(kw) for kw in node.keywords if kw.arg is not None}
+        for key, value in kwargs.items():
+            if isinstance(value, _CfgRef):
+                value = copy.deepcopy(value.state.read(value.path))
+            if isinstance(value, Unknown):
+                state.unknown[(key,)] = value.reason
+                continue
+            if not (_storable(value) or isinstance(value, _Obj)):
+                state.unknown[(key,)] = f"ConfigContainer({key}=...) at {self._at(node)} is not a value overlap-cli can read"
+                continue
+            state.put((key,), _for_field(key, value), sites.get(key))
+        # What the start itself holds: nothing but what the run wrote (every field is the run's, at its line).
+        state.base_data, state.base_unknown = {}, {}
+        return _CfgRef(state, ())
+
     def _start_unknown(self, node, reason: str):
         state = _State({}, {(): reason}, Start("unknown", None, reason=reason))
         return _CfgRef(state, ())
@@ -1098,6 +1221,37 @@ class _Interp:
             return self._start_unknown(node, f"ConfigContainer.from_yaml({args[0]!r}) at {self._at(node)}: no such file")
         state = _State(copy.deepcopy(data), {}, Start("yaml", args[0]))
         return _CfgRef(state, ())
+
+
+def _fork_value(v):
+    """A mapping (a config object the run holds) copied for one branch of an ``if``, so that what one branch
+    sets on it is not seen by the other; anything else is shared."""
+    if isinstance(v, _Obj):
+        return _Obj({k: _fork_value(x) for k, x in v.items()}, v.sites, v.rest)
+    if isinstance(v, dict):
+        return {k: _fork_value(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_fork_value(x) for x in v]
+    return v
+
+
+def _span(node) -> Optional[tuple]:
+    if node is None or not _is_literal(node):
+        return None
+    return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+
+
+def _for_field(field_name: str, value):
+    """A known config class given for another ConfigContainer field than its own is an object overlap-cli
+    holds no defaults for there."""
+    if not isinstance(value, _Obj) or value.rest is not None or not isinstance(value.get("_target_"), str):
+        return value
+    from overlap_cli.frameworks.bridge.python_values import CLASS_FIELD
+
+    cls = value["_target_"].rsplit(".", 1)[-1]
+    if CLASS_FIELD.get(cls, field_name) == field_name:
+        return value
+    return _Obj(value, value.sites, f"a {cls} given as ConfigContainer.{field_name}: its other fields are not known")
 
 
 def _value_of(v):
