@@ -257,6 +257,19 @@ def test_memory_in_the_estimate_and_a_run_over_the_gpu_is_a_warning_with_the_num
     est = json.loads(out)["results"][0]["estimate"]
     assert est["memory"]["verdict"] == "does not fit"
     assert est["warnings"] and "weights and optimizer" in est["warnings"][0] and "GiB" in est["warnings"][0]
+    # Without --world-size the 2 GPUs are the recipe name's (TP 1 x PP 1 x CP 2, llama3.py:238): a note with the
+    # smallest DP that fits (DP 2 is 67.3 GiB + 18.0 GiB; DP 4 shards over 8 ranks: 56.1 GiB), not "does not fit".
+    code, out, err = run_cli("estimate", "--recipe", "llama3_8b_pretrain_2gpu_h100_bf16_config", "--format", "json")
+    est = json.loads(out)["results"][0]["estimate"]
+    mem = est["memory"]
+    assert mem["verdict"] == "fits with more data parallelism" and not est["warnings"] and not mem["world_size_stated"]
+    assert mem["fits_at"]["data_parallel_size"] == 4 and mem["fits_at"]["world_size"] == 8
+    assert mem["fits_at"]["total_bytes"] <= mem["capacity_bytes"] < mem["total_bytes"]
+    assert "world size 2 (from recipe llama3_8b_pretrain_2gpu_h100_bf16_config; DP 1)" in mem["note"]
+    code, text, err = run_cli("estimate", "--recipe", "llama3_8b_pretrain_2gpu_h100_bf16_config")
+    text = " ".join(text.split())  # the table wraps long lines
+    assert "fits with more data parallelism" in text and "note: memory: 107.8 GiB" in text and "at DP 4 (8 GPUs)" in text
+    assert "warning:" not in text
     code, out, err = run_cli("estimate", "--recipe", "llama3_8b_pretrain_2gpu_h100_bf16_config", "--world-size", "16",
                              "--gpu", "h100", "--format", "json")
     assert json.loads(out)["results"][0]["estimate"]["memory"]["verdict"] == "fits"  # DP 8 shards the optimizer
