@@ -15,7 +15,7 @@ The counts follow Megatron-Bridge 0.6.2's ``estimate_training_memory``
   (theoretical_memory_utils.py:355-430).
 
 Where those formulas do not model the run, this counts what the run holds (each difference is listed in
-``DIFFERENCES`` and in docs/estimate.md): Mamba layers by their own projections, hybrid MLP and MoE layers by
+``DIFFERENCES``): BF16 gradients when grad_reduce_in_fp32 is off (4 + 12 / shard bytes), Mamba layers by their own projections, hybrid MLP and MoE layers by
 their kind, frozen PEFT weights at 2 bytes with no gradient or Adam state (adapters at the full rate),
 Megatron-FSDP sharding parameters, gradients and optimizer state over the data-parallel group, MLA by its
 low-rank projections (Megatron-LM's formula, theoretical_memory_usage.py:63-88), gated linear units as three
@@ -46,6 +46,8 @@ DIFFERENCES = {
     "no_sp": "Bridge's activation formula assumes sequence parallelism; without it 10 of 34 units per layer are held "
              "whole on every TP rank",
     "offload": "activations of the layers offloaded to the CPU (cpu_offloading_num_layers) are not held",
+    "bf16_grads": "Bridge's formula counts FP32 gradients (6 + 12/DP bytes per parameter); with grad_reduce_in_fp32 "
+                  "off the gradient buffer holds the parameters' BF16, counted here at 4 + 12/DP",
 }
 USERBUFFER_METHODS = 10  # TE initialize_ub: qkv/proj/fc1/fc2 fprop, dgrad, wgrad buffers (an assumption: ~10)
 
@@ -363,14 +365,21 @@ def weights_and_optimizer(s) -> tuple:
     dense_shard = max(1, s.dp * s.cp)
     expert_shard = max(1, s.dp * s.tp * s.cp // max(1, s.ep * s.etp))
 
+    # The gradient buffer holds FP32 only with grad_reduce_in_fp32, else the parameters' dtype
+    # (megatron/core/distributed/param_and_grad_buffer.py:889,915: grad_dtype = torch.float if
+    # grad_reduce_in_fp32 else param.dtype); Bridge's and Megatron-LM's formulas count 4 bytes either way.
+    grad = 4.0 if s.grad_fp32 else 2.0
+
     def rate(shard: int) -> float:
         if s.fsdp:
             strategy = s.fsdp_strategy or "optim_grads_params"
             return {"optim_grads_params": 18.0 / shard, "optim_grads": 2 + 16.0 / shard}.get(strategy, 6 + 12.0 / shard)
-        return 6 + 12.0 / shard if s.distopt else 18.0
+        return 2 + grad + 12.0 / shard if s.distopt else 14.0 + grad
 
     if s.fsdp:
         differs.append("fsdp")
+    elif not s.grad_fp32 and not s.peft:
+        differs.append("bf16_grads")
     if s.peft:
         differs.append("peft")
         adapters = _lora_params(s)
