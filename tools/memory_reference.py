@@ -84,6 +84,7 @@ def bridge_case(case: dict) -> dict:
         mp = get_mixed_precision_config(mp)
     grad_fp32 = getattr(mp, "grad_reduce_in_fp32", None) if mp is not None else None
     facts = {
+        "quantized_gemms": bool(getattr(mp, "fp8", None) or getattr(mp, "fp4", None)),
         "grad_reduce_in_fp32": bool(cfg.ddp.grad_reduce_in_fp32 if grad_fp32 is None else grad_fp32),
         "data_parallel_size": dp, "num_microbatches": m,
         "activation_func": getattr(act, "__name__", str(act)),

@@ -46,6 +46,8 @@ DIFFERENCES = {
     "no_sp": "Bridge's activation formula assumes sequence parallelism; without it 10 of 34 units per layer are held "
              "whole on every TP rank",
     "offload": "activations of the layers offloaded to the CPU (cpu_offloading_num_layers) are not held",
+    "quantized_inputs": "Bridge's activation formula counts every stored activation in BF16; Transformer Engine keeps "
+                        "the inputs of FP8 / FP4 GEMMs quantized (1 byte, MXFP8 1 + 1/32, NVFP4 0.5 + 1/16), counted so here",
     "bf16_grads": "Bridge's formula counts FP32 gradients (6 + 12/DP bytes per parameter); with grad_reduce_in_fp32 "
                   "off the gradient buffer holds the parameters' BF16, counted here at 4 + 12/DP",
 }
@@ -395,14 +397,31 @@ def _layer_units(s) -> list:
     18 + 4*ffn/h; an MoE block counts top-k routed plus the shared expert width."""
     h = s.hidden
     moe_r = ((s.topk * s.moe_ffn) + (s.shared_ffn or 0)) / h if s.experts else 0.0
+    q = gemm_input_bytes(s)
+    if q != 2.0:  # the inputs of the QKV, fc1 and fc2 GEMMs kept quantized; the projection keeps a copy
+        att, mlp = 11 + 2 * q, lambda r: 3 + q + (2 + q) * r
+    else:
+        att, mlp = 13.0, lambda r: 5 + 4 * r
     if s.hybrid_pattern:
         d_in = s.mamba_heads * s.mamba_head_dim if s.mamba_heads else 2 * h
         gn = s.mamba_groups * s.mamba_state
         nh = s.mamba_heads or d_in // s.mamba_head_dim
         mamba = 4 + 2 * (2 * d_in + 2 * gn + nh) / h + 2 * (d_in + 2 * gn) / h + 3 * 2 * d_in / h
-        units = {"M": mamba, "*": 13.0, "-": 5 + 4 * s.ffn / h, "E": 5 + 4 * moe_r}
+        units = {"M": mamba, "*": att, "-": mlp(s.ffn / h), "E": mlp(moe_r)}
         return [units[c] for c in s.hybrid_pattern.partition("/")[0] if c in units]
-    return [18 + 4 * moe_r] * s.kinds["moe"] + [18 + 4 * s.ffn / h] * s.kinds["mlp"]
+    return [att + mlp(moe_r)] * s.kinds["moe"] + [att + mlp(s.ffn / h)] * s.kinds["mlp"]
+
+
+# Bytes per element of a GEMM input Transformer Engine keeps for the backward pass of a quantized GEMM: it saves
+# the quantized tensor, not the BF16 one (transformer_engine/pytorch/module/linear.py, _linear_forward: the
+# input quantizer's output is ``saved_inputmat``, its row-wise data dropped; layernorm_linear.py likewise for
+# ln_out). FP8 one byte; MXFP8 one byte plus an E8M0 scale per 32 elements; NVFP4 half a byte plus an FP8 scale
+# per 16 elements. The attention core keeps its BF16 output as well, so the projection's FP8 copy is extra.
+GEMM_INPUT_BYTES = {"bf16": 2.0, "fp8cs": 1.0, "mxfp8": 1.0 + 1 / 32, "nvfp4": 0.5 + 1 / 16}
+
+
+def gemm_input_bytes(s) -> float:
+    return GEMM_INPUT_BYTES.get(s.eff_class, 2.0)
 
 
 def activations(s) -> tuple:
@@ -412,9 +431,13 @@ def activations(s) -> tuple:
     t, c = s.tp, s.cp
     units = _layer_units(s)
     units += [units[-1]] * s.mtp if units else []
+    q = gemm_input_bytes(s)
+    if q != 2.0:
+        differs.append("quantized_inputs")
     if t > 1 and not s.sp:
         differs.append("no_sp")
-        per = [sbh * (10 + (u - 10) / t) / c for u in units]
+        whole = 6 + 2 * q  # the norms' inputs, the dropout masks and the QKV and fc1 GEMMs' inputs
+        per = [sbh * (whole + (u - whole) / t) / c for u in units]
     else:
         per = [sbh * u / (t * c) for u in units]
     layers_per_chunk = max(1, len(per) // (s.pp * s.vp))

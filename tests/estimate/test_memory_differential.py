@@ -91,6 +91,15 @@ def _close(ours: float, theirs: float) -> bool:
 
 
 BF16_GRADS = "with grad_reduce_in_fp32 off the gradient buffer holds the parameters' BF16"
+QUANTIZED = "Transformer Engine keeps the inputs of FP8 / FP4 GEMMs quantized"
+
+
+def _activations_agree(mem: dict, theirs: float) -> bool:
+    """The formula's count; where FP8 / FP4 GEMM inputs are kept quantized (which the formula counts in BF16),
+    between 60 % and 100 % of it (1 or 0.56 bytes where it counts 2, for the GEMM inputs only)."""
+    if any(QUANTIZED in d for d in mem["differs_from_megatron_formula"]):
+        return 0.6 * theirs <= mem["activation_bytes"] < theirs
+    return _close(mem["activation_bytes"], theirs)
 
 
 def _weights_agree(mem: dict, theirs: float) -> bool:
@@ -117,8 +126,9 @@ def test_bridge_recipes_agree_where_the_formula_models_them(run_cli):
             # BF16 gradients are named exactly where Bridge's own config keeps them (its mixed-precision setup)
             assert any(BF16_GRADS in d for d in mem["differs_from_megatron_formula"]) == (not ref["facts"]["grad_reduce_in_fp32"])
             assert _weights_agree(mem, ref["weights_and_optimizer_bytes"]), (case["recipe"], mem, ref)
+            assert any(QUANTIZED in d for d in mem["differs_from_megatron_formula"]) == ref["facts"]["quantized_gemms"]
             if activations_in_scope(ref["facts"], model):
-                assert _close(mem["activation_bytes"], ref["activation_bytes"]), (case["recipe"], mem, ref)
+                assert _activations_agree(mem, ref["activation_bytes"]), (case["recipe"], mem, ref)
         else:  # the estimate counts the run differently and says how
             assert mem["differs_from_megatron_formula"], case["recipe"]
     assert compared >= 5
@@ -171,7 +181,7 @@ def test_stored_reference_of_all_recipes(run_cli):
             agreed += 1
             bf16_grads += any(BF16_GRADS in d for d in mem["differs_from_megatron_formula"])
             if activations_in_scope(ref["facts"], model):
-                assert _close(mem["activation_bytes"], ref["activation_bytes"]), name
+                assert _activations_agree(mem, ref["activation_bytes"]), name
                 agreed_act += 1
         else:
             assert mem["differs_from_megatron_formula"], name
