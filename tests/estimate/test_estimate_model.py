@@ -274,6 +274,8 @@ def test_memory_in_the_estimate_and_a_run_over_the_gpu_is_a_warning_with_the_num
     text = " ".join(text.split())  # the table wraps long lines
     assert "fits with more data parallelism" in text and "note: memory: 107.8 GiB" in text and "at DP 4 (8 GPUs)" in text
     assert "warning:" not in text
+    code, text, err = run_cli("tune", "--recipe", "llama3_8b_pretrain_2gpu_h100_bf16_config")
+    assert "\nnote: memory: 107.8 GiB" in text and "warning: memory" not in text  # tune says the same
     code, out, err = run_cli("estimate", "--recipe", "llama3_8b_pretrain_2gpu_h100_bf16_config", "--world-size", "16",
                              "--gpu", "h100", "--format", "json")
     assert json.loads(out)["results"][0]["estimate"]["memory"]["verdict"] == "fits"  # DP 8 shards the optimizer
