@@ -15,8 +15,8 @@ The counts follow Megatron-Bridge 0.6.2's ``estimate_training_memory``
   (theoretical_memory_utils.py:355-430).
 
 Where those formulas do not model the run, this counts what the run holds (each difference is listed in
-``DIFFERENCES``): BF16 gradients when grad_reduce_in_fp32 is off (4 + 12 / shard bytes), Mamba layers by their own projections, hybrid MLP and MoE layers by
-their kind, frozen PEFT weights at 2 bytes with no gradient or Adam state (adapters at the full rate),
+``DIFFERENCES``): BF16 gradients when grad_reduce_in_fp32 is off (4 + 12 / shard bytes), FP8 / FP4 GEMM
+inputs kept quantized, Mamba layers by their own projections, hybrid MLP and MoE layers by their kind, frozen PEFT weights at 2 bytes with no gradient or Adam state (adapters at the full rate),
 Megatron-FSDP sharding parameters, gradients and optimizer state over the data-parallel group, MLA by its
 low-rank projections (Megatron-LM's formula, theoretical_memory_usage.py:63-88), gated linear units as three
 projections whatever the activation function, the pipeline layout's real stage contents, the router weights
@@ -245,9 +245,10 @@ class Memory:
     def fits_at(self):
         """The smallest data-parallel size above this run's at which its count is under the GPU's capacity, as
         {"data_parallel_size", "world_size", "total_bytes", "weights_and_optimizer_bytes", "activation_bytes"},
-        or None (no such size, or nothing to search). A DP size is one the launch accepts: it divides
-        global_batch_size / micro_batch_size (Megatron's microbatch calculator) and TP x CP x DP is a multiple
-        of EP x ETP (the expert grid, megatron/core/parallel_state.py). Searched once, on first use."""
+        or None (no such size, or nothing to search). A DP size is one the launch accepts: micro_batch_size x DP
+        divides global_batch_size (megatron/core/num_microbatches_calculator.py:382) and the world size is a
+        multiple of ETP x EP x PP, i.e. TP x CP x DP of ETP x EP (megatron/core/parallel_state.py:881).
+        Searched once, on first use."""
         if self._fits_at is not False:
             return self._fits_at
         self._fits_at = None
