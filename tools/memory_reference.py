@@ -75,7 +75,17 @@ def bridge_case(case: dict) -> dict:
         os.environ.update(saved)
     model = cfg.model
     act = getattr(model, "activation_func", None)
+    # The DDP config takes grad_reduce_in_fp32 from the mixed-precision config at setup
+    # (megatron/bridge/training/mixed_precision.py:113-137); a recipe names it or gives it whole.
+    mp = cfg.mixed_precision
+    if isinstance(mp, str):
+        from megatron.bridge.training.mixed_precision import get_mixed_precision_config
+
+        mp = get_mixed_precision_config(mp)
+    grad_fp32 = getattr(mp, "grad_reduce_in_fp32", None) if mp is not None else None
     facts = {
+        "quantized_gemms": bool(getattr(mp, "fp8", None) or getattr(mp, "fp4", None)),
+        "grad_reduce_in_fp32": bool(cfg.ddp.grad_reduce_in_fp32 if grad_fp32 is None else grad_fp32),
         "data_parallel_size": dp, "num_microbatches": m,
         "activation_func": getattr(act, "__name__", str(act)),
         "gated_linear_unit": bool(getattr(model, "gated_linear_unit", False)),

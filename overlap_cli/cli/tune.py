@@ -78,6 +78,9 @@ def tune_command(opts) -> int:
     warning = base.memory.warning(base.shape.gpu)
     if warning:
         out.append(f"warning: {warning}\n")
+    note = base.memory.note(base.shape.gpu)  # over the GPU only at a world size or GPU nobody stated
+    if note:
+        out.append(f"note: {note}\n")
     if not cands:
         out.append(_nothing_line(found, base) + "\n")
     for i, c in enumerate(cands, 1):

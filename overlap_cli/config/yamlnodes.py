@@ -54,6 +54,7 @@ _SCALAR_TAGS = frozenset(_YAML + t for t in ("str", "null", "bool", "int", "floa
 _MAPPING_TAGS = frozenset((_YAML + "map", _YAML + "set", _YAML + "omap"))
 _SEQUENCE_TAGS = frozenset((_YAML + "seq",))
 _MERGE = _YAML + "merge"
+_PLAIN_TAGS = frozenset((_STR, _NULL))  # scalars Builder.mapping builds inline
 # The one kind of object tag OmegaConf's loader accepts (it writes them itself for pathlib values): kept
 # here as the path's text, never constructed.
 _PATH_TAGS = {
@@ -195,8 +196,10 @@ def parse_nodes(text: str, file: str) -> tuple[Any, dict, int]:
             return None, {}, 0
         positions: dict = {}
         builder = Builder(loader, file, positions)
-        # Merge keys are rare; without "<<" (or an explicit !!merge tag) in the text, skip looking for them.
-        builder.merges = "<<" in text or "merge" in text
+        # Merge keys are rare; without "<<" (or an explicit merge tag) in the text, skip looking for them. A
+        # tag that resolves to tag:yaml.org,2002:merge is written !!merge, !<...:merge>, or through a %TAG
+        # directive or a %-escape; a key such as ``merge_file`` is none of these.
+        builder.merges = "<<" in text or "!merge" in text or ":merge" in text or "%" in text
         value = builder.build(root, ())
         return value, positions, builder.interpolations
     finally:
@@ -320,25 +323,49 @@ class Builder:
         explicit_keys = {k.value for k, _ in node.value[merged:] if k.tag == _STR} if merged else ()
         written: set = set()
         out: dict = {}
+        positions, scalar_node = self.positions, self.scalar_node
+        deep = len(path) + 1 > MAX_DEPTH  # a value at this depth is refused (build's check)
         for index, (key_node, value_node) in enumerate(node.value):
-            if key_node.__class__ is not self.scalar_node:
+            if key_node.__class__ is not scalar_node:
                 raise self.fail("mapping keys must be plain scalars", key_node, path)
             from_merge = index < merged
-            if from_merge and key_node.tag == _STR and key_node.value in explicit_keys:
-                continue
-            key = self.build(key_node, path)
-            try:
-                hash(key)
-            except TypeError:
-                raise self.fail("unhashable mapping key", key_node, path) from None
+            if key_node.tag == _STR:  # what build(key_node) does for a string key, without its calls
+                key = key_node.value
+                if from_merge and key in explicit_keys:
+                    continue
+                self.count += 1
+                if self.count > MAX_EXPANDED_NODES:
+                    self.build(key_node, path)  # raises the same error
+                if "${" in key:
+                    self.interpolations += 1
+            else:
+                key = self.build(key_node, path)
+                try:
+                    hash(key)
+                except TypeError:
+                    raise self.fail("unhashable mapping key", key_node, path) from None
             if key in written:
                 raise self.fail(f"duplicate key {key!r}", key_node, path + (key,))
             if not from_merge:
                 written.add(key)
             key_path = path + (key,)
-            self.positions[key_path] = _mark(key_node)
+            mark = key_node.start_mark
+            positions[key_path] = (mark.line + 1, mark.column + 1)
             # ``!!set {a, b}`` (PEFT configs) holds keys only; keep it as a mapping to None.
-            out[key] = None if is_set else self.build(value_node, key_path)
+            if is_set:
+                out[key] = None
+            elif value_node.__class__ is scalar_node and not deep and value_node.tag in _PLAIN_TAGS:
+                self.count += 1  # build(value_node)'s count and its str / null scalar, inline
+                if self.count > MAX_EXPANDED_NODES:
+                    self.build(value_node, key_path)  # raises the same error
+                if value_node.tag == _NULL:
+                    out[key] = None
+                else:
+                    value = out[key] = value_node.value
+                    if "${" in value:
+                        self.interpolations += 1
+            else:
+                out[key] = self.build(value_node, key_path)
         return out
 
 

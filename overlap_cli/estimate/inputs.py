@@ -112,12 +112,17 @@ def shape_from_view(view, step_time: bool = True) -> Shape:
     assumptions = []
 
     gpu_name = view.target.get("gpu")
+    gpu_stated = gpu_name is not None
     if gpu_name is None:
         gpu_name = "h100"
         assumptions.append("GPU not given (--gpu): h100 assumed")
     if gpu_name in gpu_table.NOT_MODELLED and step_time:
         raise Unsupported(gpu_table.NOT_MODELLED[gpu_name])
     world = view.target.world_size
+    # Who said the world size: the user (a flag, directive, [tool.overlap], the launch's torchrun) or not
+    # (a catalog recipe's name, or none: assumed below); memory.py reads it for its verdict.
+    world_from = view.target.source("world_size") if world is not None else "assumed"
+    world_label = view.target.source_label("world_size") if world is not None else "assumed"
     for key in ("num_layers", "hidden_size", "num_attention_heads"):
         if model.get(key) is None:
             raise Unsupported(f"model.{key} is not set: the estimate needs the model's shape (num_layers, hidden_size, num_attention_heads, ...)")
@@ -208,7 +213,7 @@ def shape_from_view(view, step_time: bool = True) -> Shape:
     if grad_dtype is not None and grad_dtype.source == "unknown":  # e.g. --bf16 from an unknown expansion
         assumptions.append("ddp.grad_reduce_in_fp32 not known statically: gradients reduced in bf16 assumed")
     shape = Shape(
-        gpu=gpu_name, world=world, layers=layers_total, kinds=kinds, mixer_per_layer=mixer_per_layer,
+        gpu=gpu_name, gpu_stated=gpu_stated, world=world, world_from=world_from, world_label=world_label, layers=layers_total, kinds=kinds, mixer_per_layer=mixer_per_layer,
         hidden=hidden, heads=heads, groups=groups, kv_channels=kv_channels, ffn=ffn,
         gated=bool(model.get("gated_linear_unit")), vocab=vocab, mtp=int(mtp or 0),
         tied=bool(model.get("share_embeddings_and_output_weights")),

@@ -15,8 +15,8 @@ The counts follow Megatron-Bridge 0.6.2's ``estimate_training_memory``
   (theoretical_memory_utils.py:355-430).
 
 Where those formulas do not model the run, this counts what the run holds (each difference is listed in
-``DIFFERENCES`` and in docs/estimate.md): Mamba layers by their own projections, hybrid MLP and MoE layers by
-their kind, frozen PEFT weights at 2 bytes with no gradient or Adam state (adapters at the full rate),
+``DIFFERENCES``): BF16 gradients when grad_reduce_in_fp32 is off (4 + 12 / shard bytes), FP8 / FP4 GEMM
+inputs kept quantized, Mamba layers by their own projections, hybrid MLP and MoE layers by their kind, frozen PEFT weights at 2 bytes with no gradient or Adam state (adapters at the full rate),
 Megatron-FSDP sharding parameters, gradients and optimizer state over the data-parallel group, MLA by its
 low-rank projections (Megatron-LM's formula, theoretical_memory_usage.py:63-88), gated linear units as three
 projections whatever the activation function, the pipeline layout's real stage contents, the router weights
@@ -46,6 +46,10 @@ DIFFERENCES = {
     "no_sp": "Bridge's activation formula assumes sequence parallelism; without it 10 of 34 units per layer are held "
              "whole on every TP rank",
     "offload": "activations of the layers offloaded to the CPU (cpu_offloading_num_layers) are not held",
+    "quantized_inputs": "Bridge's activation formula counts every stored activation in BF16; Transformer Engine keeps "
+                        "the inputs of FP8 / FP4 GEMMs quantized (1 byte, MXFP8 1 + 1/32, NVFP4 0.5 + 1/16), counted so here",
+    "bf16_grads": "Bridge's formula counts FP32 gradients (6 + 12/DP bytes per parameter); with grad_reduce_in_fp32 "
+                  "off the gradient buffer holds the parameters' BF16, counted here at 4 + 12/DP",
 }
 USERBUFFER_METHODS = 10  # TE initialize_ub: qkv/proj/fc1/fc2 fprop, dgrad, wgrad buffers (an assumption: ~10)
 
@@ -180,9 +184,23 @@ def _lora_params(s) -> float:
     return per_layer * s.layers / (s.pp * s.tp)
 
 
+# Where a world size comes from when nobody launching the run stated it: a catalog recipe's name (Bridge's
+# ``<N>gpu`` is the recipe's model-parallel footprint TP x PP x CP, e.g. "Recommended parallelism: TP=1, PP=1,
+# CP=2" for llama3_8b_pretrain_2gpu_h100_bf16_config, megatron/bridge/recipes/llama/h100/llama3.py:238, and
+# "expected to run on 64 nodes with 8 GPUs each" for gpt3_175b_pretrain_32gpu_h100_bf16_config at TP 4 x PP 8,
+# megatron/bridge/recipes/gpt/h100/gpt3_175b.py:29) or no statement at all (one data-parallel replica assumed).
+# At such a size a run that does not fit says at which data-parallel size it does, instead of "does not fit".
+NOT_STATED = ("recipe", "assumed", "unknown", "default")
+FITS_WITH_MORE_DP = "fits with more data parallelism"
+# Over the capacity of a GPU nobody named (h100 assumed, inputs.py), at every data-parallel size searched.
+GPU_NOT_STATED = "over the assumed GPU"
+
+
 class Memory:
-    def __init__(self, fields: dict, notes: list, differs: list):
+    def __init__(self, fields: dict, notes: list, differs: list, shape=None):
         self.fields, self.notes, self.differs = fields, notes, differs
+        self.shape = shape
+        self._fits_at = False  # not searched yet (None: searched, no DP fits)
 
     @property
     def total(self) -> float:
@@ -197,33 +215,115 @@ class Memory:
     def fits(self):
         return None if self.capacity is None else self.total <= self.capacity
 
+    def _over_verdict(self) -> str:
+        """does not fit (the weights and optimizer state alone exceed the GPU: exact arithmetic) | may not fit (they
+        fit, but with the activations Megatron's formula counts the total does not); only when over capacity."""
+        return "does not fit" if self.fields["weights_and_optimizer_bytes"] > self.capacity else "may not fit"
+
+    def world_stated(self) -> bool:
+        """Whether the world size this count is at was stated for the run (flag, directive, settings, launch)."""
+        return self.shape is None or getattr(self.shape, "world_from", None) not in NOT_STATED
+
+    def gpu_stated(self) -> bool:
+        return self.shape is None or getattr(self.shape, "gpu_stated", True)
+
     def verdict(self) -> str:
-        """fits | does not fit (the weights and optimizer state alone exceed the GPU: exact arithmetic) | may not fit
-        (they fit, but with the activations Megatron's formula counts the total does not) | unknown capacity."""
+        """fits | does not fit | may not fit (see _over_verdict; the world size and GPU were stated for the run) |
+        fits with more data parallelism (over the GPU at a world size nobody stated for the run, under it at the
+        smallest DP of ``fits_at``) | over the assumed GPU (no --gpu, and over the assumed one's capacity) |
+        unknown capacity."""
         if self.capacity is None:
             return "unknown capacity"
         if self.total <= self.capacity:
             return "fits"
-        return "does not fit" if self.fields["weights_and_optimizer_bytes"] > self.capacity else "may not fit"
+        if not self.world_stated() and self.fits_at() is not None:
+            return FITS_WITH_MORE_DP
+        if not self.gpu_stated():
+            return GPU_NOT_STATED
+        return self._over_verdict()
 
-    def warning(self, gpu: str):
-        """One sentence with the numbers when the run is over the GPU's memory, else None."""
-        v = self.verdict()
-        if v not in ("does not fit", "may not fit"):
+    def fits_at(self):
+        """The smallest data-parallel size above this run's at which its count is under the GPU's capacity, as
+        {"data_parallel_size", "world_size", "total_bytes", "weights_and_optimizer_bytes", "activation_bytes"},
+        or None (no such size, or nothing to search). A DP size is one the launch accepts: micro_batch_size x DP
+        divides global_batch_size (megatron/core/num_microbatches_calculator.py:382) and the world size is a
+        multiple of ETP x EP x PP, i.e. TP x CP x DP of ETP x EP (megatron/core/parallel_state.py:881).
+        Searched once, on first use."""
+        if self._fits_at is not False:
+            return self._fits_at
+        self._fits_at = None
+        s = self.shape
+        if s is None or self.capacity is None or self.total <= self.capacity:
             return None
+        per_replica = s.gbs // s.mbs
+        sizes = [dp for dp in range(s.dp + 1, per_replica + 1)
+                 if not per_replica % dp and not (s.tp * s.cp * dp) % max(1, s.ep * s.etp)]
+        # The count only falls as DP grows (optimizer shards, fewer micro-batches in flight): if the largest
+        # accepted DP does not fit, none does.
+        if not sizes or estimate_memory(self._at(sizes[-1], per_replica)).total > self.capacity:
+            return None
+        for dp in sizes:
+            wider = self._at(dp, per_replica)
+            m = estimate_memory(wider)
+            if m.total <= self.capacity:
+                f = m.fields
+                self._fits_at = {"data_parallel_size": dp, "world_size": wider.world, "total_bytes": m.total,
+                                 "weights_and_optimizer_bytes": f["weights_and_optimizer_bytes"],
+                                 "activation_bytes": f["activation_bytes"]}
+                break
+        return self._fits_at
+
+    def _at(self, dp: int, per_replica: int):
+        s = self.shape
+        return s.replace(dp=dp, world=s.tp * s.pp * s.cp * dp, microbatches=per_replica // dp)
+
+    def _head(self, gpu: str) -> str:
         f = self.fields
         extra = self.total - f["weights_and_optimizer_bytes"] - f["activation_bytes"]
-        head = (f"memory: {gib(self.total)} on the most-loaded rank (weights and optimizer {gib(f['weights_and_optimizer_bytes'])}, "
+        return (f"memory: {gib(self.total)} on the most-loaded rank (weights and optimizer {gib(f['weights_and_optimizer_bytes'])}, "
                 f"activations {gib(f['activation_bytes'])}, overlap buffers {gib(extra)}) is over the {gpu}'s {gib(self.capacity)}")
-        if v == "does not fit":
-            return head + ": the weights and optimizer state alone exceed it, so the run does not fit as written"
-        return head + ": it may not fit as written (Megatron's activation formula is an approximation; measure before relying on it)"
+
+    def _fits_at_clause(self) -> str:
+        at = self.fits_at()
+        if at is None:
+            return ""
+        how = " (the distributed optimizer shards its state over DP x CP)" if self.shape.distopt or self.shape.fsdp else ""
+        return (f"; at DP {at['data_parallel_size']} ({at['world_size']} GPUs) it is {gib(at['total_bytes'])}{how}: weights and "
+                f"optimizer {gib(at['weights_and_optimizer_bytes'])}, activations {gib(at['activation_bytes'])}, which fits")
+
+    def warning(self, gpu: str):
+        """One sentence with the numbers when the run is over the GPU's memory at the world size stated for it,
+        else None."""
+        if self.verdict() not in ("does not fit", "may not fit"):
+            return None
+        if self.verdict() == "does not fit":
+            tail = ": the weights and optimizer state alone exceed it, so the run does not fit as written"
+        else:
+            tail = ": it may not fit as written (Megatron's activation formula is an approximation; measure before relying on it)"
+        return self._head(gpu) + tail + self._fits_at_clause()
+
+    def note(self, gpu: str):
+        """One sentence with the numbers when the run is over the GPU's memory only at a world size nobody stated
+        (FITS_WITH_MORE_DP), else None."""
+        v = self.verdict()
+        if v not in (FITS_WITH_MORE_DP, GPU_NOT_STATED):
+            return None
+        s = self.shape
+        head = self._head(("assumed " if not self.gpu_stated() else "") + gpu)
+        if v == GPU_NOT_STATED:
+            return head + ", a GPU not stated for this run (--gpu states it)" + self._fits_at_clause()
+        where = "assumed" if s.world_from == "assumed" else f"from {s.world_label}"
+        return (f"{head} at world size {s.world} ({where}; DP {s.dp}), a size not stated for this run "
+                f"(--world-size or the launch states it){self._fits_at_clause()}")
 
     def to_json(self) -> dict:
         out = dict(self.fields)
         out["total_bytes"] = self.total
         out["fits"] = self.fits()
         out["verdict"] = self.verdict()
+        out["world_size_stated"] = self.world_stated()
+        out["fits_at"] = self.fits_at() if self.capacity is not None and self.total > self.capacity else None
+        out["note"] = self.note(self.shape.gpu) if self.shape is not None else None
         out["differs_from_megatron_formula"] = [DIFFERENCES[k] for k in self.differs]
         out["notes"] = list(self.notes)
         return out
@@ -268,14 +368,21 @@ def weights_and_optimizer(s) -> tuple:
     dense_shard = max(1, s.dp * s.cp)
     expert_shard = max(1, s.dp * s.tp * s.cp // max(1, s.ep * s.etp))
 
+    # The gradient buffer holds FP32 only with grad_reduce_in_fp32, else the parameters' dtype
+    # (megatron/core/distributed/param_and_grad_buffer.py:889,915: grad_dtype = torch.float if
+    # grad_reduce_in_fp32 else param.dtype); Bridge's and Megatron-LM's formulas count 4 bytes either way.
+    grad = 4.0 if s.grad_fp32 else 2.0
+
     def rate(shard: int) -> float:
         if s.fsdp:
             strategy = s.fsdp_strategy or "optim_grads_params"
             return {"optim_grads_params": 18.0 / shard, "optim_grads": 2 + 16.0 / shard}.get(strategy, 6 + 12.0 / shard)
-        return 6 + 12.0 / shard if s.distopt else 18.0
+        return 2 + grad + 12.0 / shard if s.distopt else 14.0 + grad
 
     if s.fsdp:
         differs.append("fsdp")
+    elif not s.grad_fp32 and not s.peft:
+        differs.append("bf16_grads")
     if s.peft:
         differs.append("peft")
         adapters = _lora_params(s)
@@ -291,14 +398,31 @@ def _layer_units(s) -> list:
     18 + 4*ffn/h; an MoE block counts top-k routed plus the shared expert width."""
     h = s.hidden
     moe_r = ((s.topk * s.moe_ffn) + (s.shared_ffn or 0)) / h if s.experts else 0.0
+    q = gemm_input_bytes(s)
+    if q != 2.0:  # the inputs of the QKV, fc1 and fc2 GEMMs kept quantized; the projection keeps a copy
+        att, mlp = 11 + 2 * q, lambda r: 3 + q + (2 + q) * r
+    else:
+        att, mlp = 13.0, lambda r: 5 + 4 * r
     if s.hybrid_pattern:
         d_in = s.mamba_heads * s.mamba_head_dim if s.mamba_heads else 2 * h
         gn = s.mamba_groups * s.mamba_state
         nh = s.mamba_heads or d_in // s.mamba_head_dim
         mamba = 4 + 2 * (2 * d_in + 2 * gn + nh) / h + 2 * (d_in + 2 * gn) / h + 3 * 2 * d_in / h
-        units = {"M": mamba, "*": 13.0, "-": 5 + 4 * s.ffn / h, "E": 5 + 4 * moe_r}
+        units = {"M": mamba, "*": att, "-": mlp(s.ffn / h), "E": mlp(moe_r)}
         return [units[c] for c in s.hybrid_pattern.partition("/")[0] if c in units]
-    return [18 + 4 * moe_r] * s.kinds["moe"] + [18 + 4 * s.ffn / h] * s.kinds["mlp"]
+    return [att + mlp(moe_r)] * s.kinds["moe"] + [att + mlp(s.ffn / h)] * s.kinds["mlp"]
+
+
+# Bytes per element of a GEMM input Transformer Engine keeps for the backward pass of a quantized GEMM: it saves
+# the quantized tensor, not the BF16 one (transformer_engine/pytorch/module/linear.py, _linear_forward: the
+# input quantizer's output is ``saved_inputmat``, its row-wise data dropped; layernorm_linear.py likewise for
+# ln_out). FP8 one byte; MXFP8 one byte plus an E8M0 scale per 32 elements; NVFP4 half a byte plus an FP8 scale
+# per 16 elements. The attention core keeps its BF16 output as well, so the projection's FP8 copy is extra.
+GEMM_INPUT_BYTES = {"bf16": 2.0, "fp8cs": 1.0, "mxfp8": 1.0 + 1 / 32, "nvfp4": 0.5 + 1 / 16}
+
+
+def gemm_input_bytes(s) -> float:
+    return GEMM_INPUT_BYTES.get(s.eff_class, 2.0)
 
 
 def activations(s) -> tuple:
@@ -308,9 +432,13 @@ def activations(s) -> tuple:
     t, c = s.tp, s.cp
     units = _layer_units(s)
     units += [units[-1]] * s.mtp if units else []
+    q = gemm_input_bytes(s)
+    if q != 2.0:
+        differs.append("quantized_inputs")
     if t > 1 and not s.sp:
         differs.append("no_sp")
-        per = [sbh * (10 + (u - 10) / t) / c for u in units]
+        whole = 6 + 2 * q  # the norms' inputs, the dropout masks and the QKV and fc1 GEMMs' inputs
+        per = [sbh * (whole + (u - whole) / t) / c for u in units]
     else:
         per = [sbh * u / (t * c) for u in units]
     layers_per_chunk = max(1, len(per) // (s.pp * s.vp))
@@ -379,7 +507,7 @@ def estimate_memory(s) -> Memory:
         "capacity_bytes": cap * 2**30 if cap else None,
         "parameters_on_rank": dense + routed,
     }
-    return Memory(fields, notes, differs)
+    return Memory(fields, notes, differs, s)
 
 
 def gib(x: float) -> str:

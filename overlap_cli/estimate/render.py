@@ -46,6 +46,9 @@ def trust_lines(est) -> list:
     w = m.warning(est.shape.gpu)
     if w:
         lines.append(f"  warning: {w}")
+    n = m.note(est.shape.gpu)
+    if n:
+        lines.append(f"  note: {n}")
     return lines
 
 

@@ -61,8 +61,10 @@ def test_every_recipe_estimates_or_says_why_and_keeps_the_invariants(corpus_resu
         assert lo <= est["step_time_s"] <= hi
         mem = est["memory"]
         assert mem["weights_and_optimizer_bytes"] > 0 and mem["activation_bytes"] > 0 and mem["capacity_bytes"] > 0
-        assert mem["verdict"] in ("fits", "may not fit", "does not fit")
-        assert bool(est["warnings"]) == (mem["verdict"] != "fits")
+        assert mem["verdict"] in ("fits", "may not fit", "does not fit", "over the assumed GPU")
+        # The world size is a flag here: over the GPU is a warning, except on a GPU nobody named (a note).
+        assert bool(est["warnings"]) == (mem["verdict"] in ("may not fit", "does not fit"))
+        assert bool(mem["note"]) == (mem["verdict"] == "over the assumed GPU")
         parts = est["breakdown_s"]
         assert set(parts) == PARTS
         assert all(v >= 0 for v in parts.values()), (r["file"], parts)
@@ -70,3 +72,28 @@ def test_every_recipe_estimates_or_says_why_and_keeps_the_invariants(corpus_resu
         assert est["step_time_s"] >= parts["compute"] > 0
         assert est["tokens_per_s_per_gpu"] > 0 and est["model_tflops_per_gpu"] > 0
         assert all(isinstance(a, str) for a in est["assumptions"])
+
+
+def test_no_recipe_comes_out_as_not_fitting_at_the_world_size_its_name_states(run_cli):
+    """A recipe's ``<N>gpu`` is its model-parallel footprint (TP x PP x CP), not a DP the user chose: over the GPU
+    there is a note with the smallest data-parallel size that fits, never "does not fit"."""
+    from overlap_cli.check.engine import check
+    from overlap_cli.estimate.inputs import Unsupported, shape_from_view
+    from overlap_cli.estimate.memory import estimate_memory
+    from overlap_cli.launch_profile.profile import build_target
+
+    verdicts = collections.Counter()
+    for name in catalog.names():
+        checked = check(None, build_target({"recipe": name}), [])
+        try:
+            m = estimate_memory(shape_from_view(checked.view, step_time=False))
+        except Unsupported:
+            continue
+        v = m.verdict()
+        verdicts[v] += 1
+        assert v != "does not fit", name
+        if v == "fits with more data parallelism":
+            at = m.fits_at()
+            assert at["data_parallel_size"] > m.shape.dp and at["total_bytes"] <= m.capacity < m.total, name
+            assert m.warning(m.shape.gpu) is None and f"at DP {at['data_parallel_size']} " in m.note(m.shape.gpu)
+    assert verdicts["fits with more data parallelism"] >= 20 and verdicts["fits"] >= 370

@@ -378,6 +378,15 @@ def effective_entries(view) -> dict:
 
 def misplaced(view) -> list:
     """(section, key, canonical name, raw value) for launch variables written where Bridge has no field."""
+    cached = getattr(view, "launch_env_misplaced", None)
+    if cached is None:
+        cached = tuple(_misplaced(view))
+        if hasattr(view, "launch_env_misplaced"):  # Bridge's Resolved keeps it (a pure function of view.cfg)
+            view.launch_env_misplaced = cached
+    return list(cached)
+
+
+def _misplaced(view) -> list:
     out = []
     for section in MISPLACED_SECTIONS:
         sec = view.cfg.data.get(section)

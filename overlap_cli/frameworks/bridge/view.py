@@ -60,6 +60,8 @@ class Resolved:
     megatron_fsdp: bool = False  # dist.use_megatron_fsdp or ddp.use_megatron_fsdp
     # launch_env.plan's EnvEntry list, computed on first use: a pure function of the fields above.
     launch_env_plan: Optional[list] = field(default=None, repr=False, compare=False)
+    # launch_env.misplaced's list, computed on first use (three rules read it): a pure function of cfg.
+    launch_env_misplaced: Optional[tuple] = field(default=None, repr=False, compare=False)
 
     @property
     def vp(self) -> int:
