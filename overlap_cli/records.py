@@ -82,7 +82,8 @@ def _process(cls, frozen, kw_only, eq, want_repr):
     cls.__match_args__ = tuple(f.name for f in ordered if not f.kw_only)
 
     if "__init__" not in cls.__dict__:
-        cls.__init__ = _make_init(cls, ordered, frozen)
+        _check_order(ordered)
+        cls.__init__ = _lazy_init(cls, ordered, frozen)
     if want_repr and "__repr__" not in cls.__dict__:
         cls.__repr__ = _make_repr(tuple(f.name for f in ordered if f.repr))
     compared = tuple(f.name for f in ordered if f.compare)
@@ -101,6 +102,34 @@ def _process(cls, frozen, kw_only, eq, want_repr):
         else:
             cls.__hash__ = None  # mutable and compared by value: unhashable, as with dataclasses
     return cls
+
+
+def _check_order(fields):
+    """The standard library's decoration-time error, raised here without building ``__init__``."""
+    seen_default = False
+    for f in fields:
+        if f.kw_only:
+            continue
+        if f.default is not _MISSING or f.default_factory is not _MISSING:
+            seen_default = True
+        elif seen_default:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+
+
+def _lazy_init(cls, fields, frozen):
+    """A stand-in ``__init__`` that builds the real one on the first instance and puts it on the class.
+
+    Building ``__init__`` is one ``exec`` of its generated source (~0.1-0.3 ms: compiling dominates); a
+    check imports ~35 record classes and instantiates about half of them, so the others never pay."""
+
+    def __init__(self, *args, **kwargs):
+        init = _make_init(cls, fields, frozen)
+        if cls.__dict__.get("__init__") is __init__:
+            type.__setattr__(cls, "__init__", init)
+        init(self, *args, **kwargs)
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
 
 
 def _make_init(cls, fields, frozen):
