@@ -33,9 +33,9 @@ class Directive:
 
 def scalar_spans(text: str) -> list:
     """Character spans of the scalars in ``text``, so that a ``#`` inside a string is not a comment."""
-    import yaml
+    from overlap_cli.config.yamlnodes import loader_class, pyyaml
 
-    from overlap_cli.config.yamlnodes import loader_class
+    yaml = pyyaml()
 
     spans = []
     loader = loader_class()(text)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.config.document import Config
-from overlap_cli.config.yamlnodes import MAX_DEPTH, Builder, dotted, loader_class
+from overlap_cli.config.yamlnodes import MAX_DEPTH, Builder, dotted, loader_class, pyyaml
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 
 _FLOW_COLON = re.compile(r":(?=[^\s/])")
@@ -23,7 +23,7 @@ _FLOW_COLON = re.compile(r":(?=[^\s/])")
 
 def parse_override_value(text: str) -> Any:
     """Values parse as YAML scalars or flow collections, Hydra style (``{A:1}`` is a mapping)."""
-    import yaml
+    yaml = pyyaml()
 
     src = text
     if src.startswith(("{", "[")):
