@@ -17,9 +17,10 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
+from overlap_cli import lazyre
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
-DIRECTIVE = re.compile(r"#\s*overlap\s*:\s*(ignore-file|ignore)(?![\w-])\s*(?:\[([^\]\n]*)\])?", re.IGNORECASE)
+DIRECTIVE = lazyre.compile(r"#\s*overlap\s*:\s*(ignore-file|ignore)(?![\w-])\s*(?:\[([^\]\n]*)\])?", re.IGNORECASE)
 
 
 @dataclass

@@ -21,6 +21,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any
 
+from overlap_cli import lazyre
 from overlap_cli.problems import InputError, InputProblem
 
 # A full Bridge dump has ~1,900 values. Past this many (composed, or expanded from aliases) a document
@@ -42,19 +43,6 @@ _LOADER_CLASS = None
 _PYYAML_NON_PRINTABLE = "[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010ffff]"
 
 
-class _DeferredPattern:
-    """A pattern compiled on its first use: what PyYAML's reader holds when ``pyyaml()`` imported it."""
-
-    def __init__(self, pattern: str, flags: int):
-        self._source = (pattern, flags)
-        self._compiled = None
-
-    def __getattr__(self, name: str):  # search, match, pattern, ...: everything of the compiled pattern
-        if self._compiled is None:
-            self._compiled = re.compile(*self._source)
-        return getattr(self._compiled, name)
-
-
 def pyyaml():
     """The ``yaml`` module, imported without compiling the pure-Python reader's character class up front
     (it is compiled on its first use, if PyYAML's pure-Python reader ever runs). Every reader of the check
@@ -68,7 +56,7 @@ def pyyaml():
 
     def compile_deferring_one(pattern, flags=0):
         if pattern == _PYYAML_NON_PRINTABLE and not flags:
-            return _DeferredPattern(pattern, flags)
+            return lazyre.Pattern(pattern, flags)
         return compile_now(pattern, flags)
 
     re.compile = compile_deferring_one
@@ -79,7 +67,7 @@ def pyyaml():
     return yaml
 
 # OmegaConf's float resolver (omegaconf/_yaml.py): YAML 1.1 floats plus "1e3"-style exponents.
-_FLOAT_RE = re.compile(
+_FLOAT_RE = lazyre.compile(
     r"""^(?:
      [-+]?[0-9]+(?:_[0-9]+)*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
     |[-+]?[0-9]+(?:_[0-9]+)*(?:[eE][-+]?[0-9]+)
@@ -178,8 +166,8 @@ yaml_error = _yaml_error  # the one-line InputError of a PyYAML error, for reade
 
 # Runs of block-sequence or complex-key indicators at the start of a line ("- - - - x", also after a
 # "---" document marker) nest without indentation. Anchored on a literal newline, which re finds fast.
-_COMPACT_NESTING = re.compile(r"\n(?:---)?[ \t]*(?:[-?][ \t]+){%d,}" % (MAX_DEPTH + 1))
-_FLOW_BRACKETS = re.compile(r"[\[\]{}]")
+_COMPACT_NESTING = lazyre.compile(r"\n(?:---)?[ \t]*(?:[-?][ \t]+){%d,}" % (MAX_DEPTH + 1))
+_FLOW_BRACKETS = lazyre.compile(r"[\[\]{}]")
 
 
 def check_nesting(text: str, file: str) -> None:
