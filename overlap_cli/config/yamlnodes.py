@@ -19,7 +19,7 @@ import re
 
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Optional
 
 from overlap_cli import lazyre
 from overlap_cli.problems import InputError, InputProblem
@@ -201,8 +201,55 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict]:
     return value, positions
 
 
+# Texts parsed while a ``remembered_parses()`` block runs: text -> (value, positions, interpolations).
+_REMEMBERED: Optional[dict] = None
+
+
+class remembered_parses:
+    """Within this block a text parsed once is handed out again as a fresh copy instead of parsed again.
+
+    ``overlap fix`` reads the same text several times per file (the check of each round, the round's edit
+    base, the proof of the edited text): copying the values costs a few percent of parsing a Bridge dump.
+    Only texts that parse are kept, and only until the outermost block ends."""
+
+    def __enter__(self):
+        global _REMEMBERED
+        self.outer = _REMEMBERED
+        if _REMEMBERED is None:
+            _REMEMBERED = {}
+        return self
+
+    def __exit__(self, *exc_info):
+        global _REMEMBERED
+        _REMEMBERED = self.outer
+
+
 def parse_nodes(text: str, file: str) -> tuple[Any, dict, int]:
     """(value, positions, how many strings hold ``${``)."""
+    remembered = _REMEMBERED
+    if remembered is None:
+        return _parse_nodes(text, file)
+    if text in remembered:
+        value, positions, interpolations = remembered[text]
+        return _copy(value), dict(positions), interpolations
+    value, positions, interpolations = _parse_nodes(text, file)
+    remembered[text] = (_copy(value), dict(positions), interpolations)
+    return value, positions, interpolations
+
+
+def _copy(value):
+    """A copy of built values: mappings and lists are new, scalars shared (they are immutable). Nothing in
+    the values is shared between two places (aliases are built as copies), so this is ``copy.deepcopy``'s
+    result, without its per-object bookkeeping."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy(v) for v in value]
+    return value
+
+
+def _parse_nodes(text: str, file: str) -> tuple[Any, dict, int]:
     yaml = pyyaml()
 
     check_nesting(text, file)

@@ -82,3 +82,22 @@ def test_pyyaml_imported_without_its_reader_pattern_still_reads_as_pyyaml():
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "True"]
 
+
+
+def test_remembered_parse_is_a_fresh_copy_each_time():
+    """``overlap fix`` parses its texts inside ``remembered_parses``: a text read again is the values of
+    the first read, unchanged by what a caller did to an earlier copy, with the same key positions."""
+    from overlap_cli.config.yamlnodes import parse_nodes, remembered_parses
+
+    text = "model:\n  layers: [1, 2, {a: x}]\n  tp: 4\nenv: {A: '1'}\n"
+    fresh = parse_nodes(text, "f.yaml")
+    with remembered_parses():
+        first = parse_nodes(text, "f.yaml")
+        first[0]["model"]["layers"][2]["a"] = "changed"
+        first[0]["model"]["tp"] = 8
+        first[1].clear()
+        again = parse_nodes(text, "f.yaml")
+        with remembered_parses():  # nested: the same memory
+            inner = parse_nodes(text, "other.yaml")
+    assert again == inner == fresh
+    assert again[0] is not inner[0] and again[0]["model"]["layers"] is not inner[0]["model"]["layers"]
