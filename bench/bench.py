@@ -131,7 +131,7 @@ def overlap_script(python: str) -> list[str]:
     return [str(script)] if script.exists() else [python, "-m", "overlap_cli"]
 
 
-# The same check through the Typer app alone (what every start cost before overlap_cli/fastcli.py).
+# The same check through the Typer app alone (what every start cost before overlap_cli/cli/fast.py).
 TYPER_APP = "import sys; sys.argv[0] = 'overlap'; from overlap_cli.cli.app import main; main()"
 TYPER_ROW = "same check through the Typer app (cli.main)"
 
@@ -239,13 +239,15 @@ def report(m: dict, startup: dict, batches: dict, fix: dict | None, hostile: dic
     if typer_app and typer_import:
         lines += [
             "",
-            f"Where it goes: `overlap check` parses its own arguments (overlap_cli/fastcli.py) and never imports typer; the "
+            f"Where it goes: `overlap check` parses its own arguments (overlap_cli/cli/fast.py) and never imports typer; the "
             f"same check through the Typer app takes {ms(typer_app['median'])} ({typer_app['median'] / bare:.1f}x): "
             f"{ms(typer_import['median'] - bare)} to import typer, the rest to parse `check`'s options (typer builds a "
             "pydantic validator for each on every run). Other commands, `--help` and usage errors still go through typer. "
-            "The remaining gap to bare Python is importing PyYAML (with re and enum, ~9 ms; 3 ms of it compiling one "
-            "regular expression of PyYAML's pure-Python reader, unused with libyaml) and the package's own modules "
-            "(~10 ms); the check itself takes about 1 ms.",
+            "The remaining gap to bare Python is importing PyYAML (with re and enum; the one regular expression of "
+            "PyYAML's pure-Python reader, unused with libyaml, is compiled only if that reader runs: "
+            "config/yamlnodes.pyyaml) and the package's own ~77 modules (module-level patterns compile on first use, "
+            "overlap_cli/lazyre.py; record classes compile their __init__ only after 64 instances, records.py); "
+            "the check itself takes a few ms.",
         ]
     if hf:
         lines += ["", "hyperfine (same commands): " + "; ".join(f"{k}: {ms(v)} median" for k, v in hf.items())]

@@ -5,8 +5,9 @@ Why not the standard library's: ``import dataclasses`` pulls in ``inspect`` (wit
 defines ~35 such classes. ``bench/records_cost.py`` times a whole ``overlap check`` start both ways: with
 this module 40.7 ms, with the standard library's 57.4 ms (wall time, medians of 31 interleaved runs on 2
 cores, .pyc files used; ``python -c pass`` 8.8 ms): 16.7 ms saved per start. Here one small ``exec``
-builds ``__init__`` (the only method on a hot path); ``__repr__``, ``__eq__``, ``__hash__`` and the frozen
-guards are shared functions.
+builds ``__init__`` (the only method on a hot path), once a class has made GENERIC_CALLS instances (before
+that a generic one binds the arguments: most classes of a single check never get that far); ``__repr__``,
+``__eq__``, ``__hash__`` and the frozen guards are shared functions.
 
 Supported, with the standard library's meaning: ``@dataclass`` and ``@dataclass(frozen=..., kw_only=...,
 eq=..., repr=...)``; ``field(default=, default_factory=, repr=, compare=, hash=, kw_only=)``; class-level
@@ -82,7 +83,8 @@ def _process(cls, frozen, kw_only, eq, want_repr):
     cls.__match_args__ = tuple(f.name for f in ordered if not f.kw_only)
 
     if "__init__" not in cls.__dict__:
-        cls.__init__ = _make_init(cls, ordered, frozen)
+        _check_order(ordered)
+        cls.__init__ = _lazy_init(cls, ordered, frozen, hasattr(cls, "__post_init__"))
     if want_repr and "__repr__" not in cls.__dict__:
         cls.__repr__ = _make_repr(tuple(f.name for f in ordered if f.repr))
     compared = tuple(f.name for f in ordered if f.compare)
@@ -103,7 +105,75 @@ def _process(cls, frozen, kw_only, eq, want_repr):
     return cls
 
 
-def _make_init(cls, fields, frozen):
+def _check_order(fields):
+    """The standard library's decoration-time error, raised here without building ``__init__``."""
+    seen_default = False
+    for f in fields:
+        if f.kw_only:
+            continue
+        if f.default is not _MISSING or f.default_factory is not _MISSING:
+            seen_default = True
+        elif seen_default:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+
+
+# Instances built by the generic __init__ before the class gets its compiled one.
+GENERIC_CALLS = 64
+
+
+def _lazy_init(cls, fields, frozen, post_init):
+    """``__init__`` without compiling anything, until the class has made GENERIC_CALLS instances.
+
+    Compiling the generated ``__init__`` (``_make_init``, one ``exec``) costs ~0.1-0.4 ms a class, and a
+    check of one file makes fewer than a few dozen instances of most of its ~35 record classes; so the
+    first instances are bound here, field by field (a few microseconds each), and a class that keeps
+    making them then compiles its fast ``__init__`` and puts it on itself. Both bind arguments as the
+    generated signature does: positional fields in order, keyword-only ones by name, defaults and
+    factories for what is not given, TypeError for a missing, unexpected, repeated or extra argument."""
+    positional = tuple(f.name for f in fields if not f.kw_only)
+    names = frozenset(f.name for f in fields)
+    required = tuple(f.name for f in fields if f.default is _MISSING and f.default_factory is _MISSING)
+    steps = tuple((f.name, f.default, f.default_factory) for f in fields)
+    assign = object.__setattr__ if frozen else setattr
+    qualname = f"{cls.__qualname__}.__init__"
+    calls = 0
+
+    def __init__(self, *args, **kwargs):
+        nonlocal calls
+        calls += 1
+        if calls > GENERIC_CALLS:
+            init = _make_init(cls, fields, frozen, post_init)
+            if cls.__dict__.get("__init__") is __init__:
+                type.__setattr__(cls, "__init__", init)
+            return init(self, *args, **kwargs)
+        if len(args) > len(positional):
+            raise TypeError(f"{qualname}() takes {len(positional) + 1} positional arguments but {len(args) + 1} were given")
+        given = dict(zip(positional, args))
+        for name in kwargs:
+            if name not in names:
+                raise TypeError(f"{qualname}() got an unexpected keyword argument {name!r}")
+            if name in given:
+                raise TypeError(f"{qualname}() got multiple values for argument {name!r}")
+        given.update(kwargs)
+        missing = [name for name in required if name not in given]
+        if missing:
+            raise TypeError(f"{qualname}() missing required arguments: {', '.join(map(repr, missing))}")
+        for name, default, factory in steps:
+            if name in given:
+                value = given[name]
+            elif factory is not _MISSING:
+                value = factory()
+            else:
+                value = default
+            assign(self, name, value)
+        if post_init:
+            self.__post_init__()
+
+    __init__.__qualname__ = qualname
+    return __init__
+
+
+def _make_init(cls, fields, frozen, post_init):
     positional, keyword, body = [], [], []
     env = {"_FACTORY": _FACTORY, "_set": object.__setattr__}
     seen_default = False
@@ -126,7 +196,7 @@ def _make_init(cls, fields, frozen):
                 raise TypeError(f"non-default argument {f.name!r} follows default argument")
             positional.append(param)
         body.append(f"    _set(self, {f.name!r}, {value})" if frozen else f"    self.{f.name} = {value}")
-    if hasattr(cls, "__post_init__"):
+    if post_init:
         body.append("    self.__post_init__()")
     params = ["self", *positional] + (["*", *keyword] if keyword else [])
     source = f"def __init__({', '.join(params)}):\n" + ("\n".join(body) or "    pass") + "\n"

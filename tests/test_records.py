@@ -55,8 +55,17 @@ def outcome(fn):
         return ("raises", type(exc).__mro__[1] if type(exc).__name__ == "FrozenInstanceError" else type(exc))
 
 
-def behaviour(impl):
-    Plain, Frozen, KwOnly, Post = make(impl)
+def warm_up(classes) -> None:
+    """Past records.GENERIC_CALLS instances each: the classes then bind arguments with their compiled __init__."""
+    Plain, Frozen, KwOnly, Post = classes
+    for _ in range(records.GENERIC_CALLS + 1):
+        Plain("a"), Frozen("X"), KwOnly(a=1), Post(1)
+
+
+def behaviour(impl, warm=False):
+    Plain, Frozen, KwOnly, Post = classes = make(impl)
+    if warm:
+        warm_up(classes)
     p = Plain("a")
     f = Frozen("X", (1, 2), {"k": 1}, "somewhere")
     k = KwOnly(a=1)
@@ -84,11 +93,30 @@ def behaviour(impl):
         hasattr(Plain, "tags"),
         Plain.__match_args__,
         KwOnly.__match_args__,
+        outcome(lambda: Plain("a", name="b")),  # a value given twice
+        outcome(lambda: Plain("a", nope=1)),
+        outcome(lambda: Frozen()),
+        outcome(lambda: KwOnly(b=3)),  # the keyword-only field without a default
+        outcome(lambda: KwOnly(a=1, b=2, c=3)),
+        repr(Plain(size=5, name="n", hidden={"h": 1})).split(".")[-1],  # positional fields by keyword
+        repr(KwOnly(b=5, a=4)).split(".")[-1],
+        repr(Frozen("c", table={"t": 1})).split(".")[-1],
+        Post(x=5).doubled,
     ]
 
 
-def test_records_match_dataclasses():
-    assert behaviour("records") == behaviour("dataclasses")
+@pytest.mark.parametrize("warm", [False, True], ids=["first instances", "compiled __init__"])
+def test_records_match_dataclasses(warm):
+    assert behaviour("records", warm) == behaviour("dataclasses")
+
+
+def test_a_class_making_many_instances_compiles_its_init():
+    classes = make("records")
+    assert all(c.__init__.__code__.co_varnames[:2] == ("self", "args") for c in classes)
+    warm_up(classes)
+    Plain, Frozen, KwOnly, Post = classes
+    assert Plain.__init__.__code__.co_varnames[:5] == ("self", "name", "size", "tags", "hidden")
+    assert KwOnly.__init__.__code__.co_kwonlyargcount == 2
 
 
 def test_pickle_and_copy_round_trip():

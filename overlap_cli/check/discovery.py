@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 
+from overlap_cli import lazyre
 from overlap_cli.problems import InputProblem
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
@@ -34,12 +35,12 @@ SKIPPED_DIRS = frozenset(("__pycache__", "node_modules", "site-packages"))
 
 # A top-level key in block style, optionally quoted: `model:` at column 0. Bridge's dumps and recipes
 # are block style; a flow-style file (`{model: ...}`) is skipped with a note and can be named explicitly.
-_SECTION_RE = re.compile(
+_SECTION_RE = lazyre.compile(
     r"^(?:['\"]?)(?:" + "|".join(CONFIG_SECTIONS) + r")(?:['\"]?)[ \t]*:(?:[ \t\r]|$)", re.MULTILINE
 )
 # An override file that names its recipe (``# overlap: recipe=NAME``, or ``recipe=`` in a target directive)
 # is a run to check whatever sections it sets (config.layers merges it onto the recipe).
-_RECIPE_DIRECTIVE_RE = re.compile(r"^[ \t]*#[ \t]*overlap[ \t]*:[ \t]*(?:target\b[^\n]*)?\brecipe[ \t]*=", re.MULTILINE | re.IGNORECASE)
+_RECIPE_DIRECTIVE_RE = lazyre.compile(r"^[ \t]*#[ \t]*overlap[ \t]*:[ \t]*(?:target\b[^\n]*)?\brecipe[ \t]*=", re.MULTILINE | re.IGNORECASE)
 # Every top-level field of Bridge's ConfigContainer (megatron/bridge/training/config.py:962), as its
 # serializer writes them: a file named explicitly with any of them is a (partial) training config.
 CONTAINER_SECTIONS = CONFIG_SECTIONS + (
@@ -47,7 +48,7 @@ CONTAINER_SECTIONS = CONFIG_SECTIONS + (
     "validation", "profiling", "peft", "ft", "straggler", "nvrx_straggler", "rerun_state_machine",
     "tensor_inspect", "inprocess_restart", "optimizer_config_override_provider",
 )
-_CONTAINER_RE = re.compile(
+_CONTAINER_RE = lazyre.compile(
     r"^(?:['\"]?)(?:" + "|".join(CONTAINER_SECTIONS) + r")(?:['\"]?)[ \t]*:(?:[ \t\r]|$)", re.MULTILINE
 )
 # Reading this much is enough to find a top-level section in any real config (Bridge dumps are ~30 KB).
@@ -75,7 +76,7 @@ def looks_like_config(path: str, pattern=None) -> bool:
 
 
 # A top-level key in block style: the shape of a YAML mapping file.
-_TOP_KEY_RE = re.compile(r"^(?:'[^'\n]*'|\"[^\"\n]*\"|[A-Za-z_][\w.\-]*)[ \t]*:(?:[ \t\r]|$)", re.MULTILINE)
+_TOP_KEY_RE = lazyre.compile(r"^(?:'[^'\n]*'|\"[^\"\n]*\"|[A-Za-z_][\w.\-]*)[ \t]*:(?:[ \t\r]|$)", re.MULTILINE)
 
 
 def _looks_like_other_yaml(path: str) -> bool:

@@ -17,9 +17,10 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
+from overlap_cli import lazyre
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
-DIRECTIVE = re.compile(r"#\s*overlap\s*:\s*(ignore-file|ignore)(?![\w-])\s*(?:\[([^\]\n]*)\])?", re.IGNORECASE)
+DIRECTIVE = lazyre.compile(r"#\s*overlap\s*:\s*(ignore-file|ignore)(?![\w-])\s*(?:\[([^\]\n]*)\])?", re.IGNORECASE)
 
 
 @dataclass
@@ -33,9 +34,9 @@ class Directive:
 
 def scalar_spans(text: str) -> list:
     """Character spans of the scalars in ``text``, so that a ``#`` inside a string is not a comment."""
-    import yaml
+    from overlap_cli.config.yamlnodes import loader_class, pyyaml
 
-    from overlap_cli.config.yamlnodes import loader_class
+    yaml = pyyaml()
 
     spans = []
     loader = loader_class()(text)

@@ -44,9 +44,9 @@ def looks_like_mlm_yaml(text: str) -> bool:
 def read_mlm_yaml(path: str, text: str, key: str = "MODEL_ARGS") -> LaunchText:
     """The launch a functional-test YAML describes: ``key`` (``MODEL_ARGS``, or ``MODEL_ARGS_2`` for a
     resumed run's second launch) as argument words, ``ENV_VARS`` as the environment."""
-    import yaml
+    from overlap_cli.config.yamlnodes import check_nesting, loader_class, pyyaml, yaml_error
 
-    from overlap_cli.config.yamlnodes import check_nesting, loader_class, yaml_error
+    yaml = pyyaml()
 
     check_nesting(text, path)
     loader = loader_class()(text)

@@ -13,17 +13,18 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any, Optional
 
+from overlap_cli import lazyre
 from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.config.document import Config
-from overlap_cli.config.yamlnodes import MAX_DEPTH, Builder, dotted, loader_class
+from overlap_cli.config.yamlnodes import MAX_DEPTH, Builder, dotted, loader_class, pyyaml
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 
-_FLOW_COLON = re.compile(r":(?=[^\s/])")
+_FLOW_COLON = lazyre.compile(r":(?=[^\s/])")
 
 
 def parse_override_value(text: str) -> Any:
     """Values parse as YAML scalars or flow collections, Hydra style (``{A:1}`` is a mapping)."""
-    import yaml
+    yaml = pyyaml()
 
     src = text
     if src.startswith(("{", "[")):

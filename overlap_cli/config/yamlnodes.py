@@ -19,8 +19,9 @@ import re
 
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Optional
 
+from overlap_cli import lazyre
 from overlap_cli.problems import InputError, InputProblem
 
 # A full Bridge dump has ~1,900 values. Past this many (composed, or expanded from aliases) a document
@@ -35,8 +36,38 @@ def dotted(path: tuple) -> str:
 
 _LOADER_CLASS = None
 
+# PyYAML's pure-Python reader (yaml/reader.py:137, PyYAML 6.0.x) compiles this class of printable
+# characters when ``yaml`` is imported: about a third of the import's time (``-X importtime``, best of 12:
+# 21.0 ms with it, 13.4 ms without, on a busy 2-core machine), as the set spans most of Unicode. libyaml's
+# parser, which reads every file here when it is installed, never uses it.
+_PYYAML_NON_PRINTABLE = "[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010ffff]"
+
+
+def pyyaml():
+    """The ``yaml`` module, imported without compiling the pure-Python reader's character class up front
+    (it is compiled on its first use, if PyYAML's pure-Python reader ever runs). Every reader of the check
+    path imports PyYAML through here; an import anywhere else is the ordinary one, only slower."""
+    import sys
+
+    module = sys.modules.get("yaml")
+    if module is not None:
+        return module
+    compile_now = re.compile
+
+    def compile_deferring_one(pattern, flags=0):
+        if pattern == _PYYAML_NON_PRINTABLE and not flags:
+            return lazyre.Pattern(pattern, flags)
+        return compile_now(pattern, flags)
+
+    re.compile = compile_deferring_one
+    try:
+        import yaml
+    finally:
+        re.compile = compile_now
+    return yaml
+
 # OmegaConf's float resolver (omegaconf/_yaml.py): YAML 1.1 floats plus "1e3"-style exponents.
-_FLOAT_RE = re.compile(
+_FLOAT_RE = lazyre.compile(
     r"""^(?:
      [-+]?[0-9]+(?:_[0-9]+)*\.[0-9_]*(?:[eE][-+]?[0-9]+)?
     |[-+]?[0-9]+(?:_[0-9]+)*(?:[eE][-+]?[0-9]+)
@@ -71,7 +102,7 @@ _RESOLVE_CACHE_MAX = 4096
 def loader_class():
     global _LOADER_CLASS
     if _LOADER_CLASS is None:
-        import yaml
+        yaml = pyyaml()
 
         base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         scalar_node = yaml.ScalarNode
@@ -136,8 +167,8 @@ yaml_error = _yaml_error  # the one-line InputError of a PyYAML error, for reade
 
 # Runs of block-sequence or complex-key indicators at the start of a line ("- - - - x", also after a
 # "---" document marker) nest without indentation. Anchored on a literal newline, which re finds fast.
-_COMPACT_NESTING = re.compile(r"\n(?:---)?[ \t]*(?:[-?][ \t]+){%d,}" % (MAX_DEPTH + 1))
-_FLOW_BRACKETS = re.compile(r"[\[\]{}]")
+_COMPACT_NESTING = lazyre.compile(r"\n(?:---)?[ \t]*(?:[-?][ \t]+){%d,}" % (MAX_DEPTH + 1))
+_FLOW_BRACKETS = lazyre.compile(r"[\[\]{}]")
 
 
 def check_nesting(text: str, file: str) -> None:
@@ -171,9 +202,56 @@ def parse_yaml(text: str, file: str) -> tuple[Any, dict]:
     return value, positions
 
 
+# Texts parsed while a ``remembered_parses()`` block runs: text -> (value, positions, interpolations).
+_REMEMBERED: Optional[dict] = None
+
+
+class remembered_parses:
+    """Within this block a text parsed once is handed out again as a fresh copy instead of parsed again.
+
+    ``overlap fix`` reads the same text several times per file (the check of each round, the round's edit
+    base, the proof of the edited text): copying the values costs a few percent of parsing a Bridge dump.
+    Only texts that parse are kept, and only until the outermost block ends."""
+
+    def __enter__(self):
+        global _REMEMBERED
+        self.outer = _REMEMBERED
+        if _REMEMBERED is None:
+            _REMEMBERED = {}
+        return self
+
+    def __exit__(self, *exc_info):
+        global _REMEMBERED
+        _REMEMBERED = self.outer
+
+
 def parse_nodes(text: str, file: str) -> tuple[Any, dict, int]:
     """(value, positions, how many strings hold ``${``)."""
-    import yaml
+    remembered = _REMEMBERED
+    if remembered is None:
+        return _parse_nodes(text, file)
+    if text in remembered:
+        value, positions, interpolations = remembered[text]
+        return _copy(value), dict(positions), interpolations
+    value, positions, interpolations = _parse_nodes(text, file)
+    remembered[text] = (_copy(value), dict(positions), interpolations)
+    return value, positions, interpolations
+
+
+def _copy(value):
+    """A copy of built values: mappings and lists are new, scalars shared (they are immutable). Nothing in
+    the values is shared between two places (aliases are built as copies), so this is ``copy.deepcopy``'s
+    result, without its per-object bookkeeping."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy(v) for v in value]
+    return value
+
+
+def _parse_nodes(text: str, file: str) -> tuple[Any, dict, int]:
+    yaml = pyyaml()
 
     check_nesting(text, file)
     loader = loader_class()(text)
@@ -217,7 +295,7 @@ class Builder:
     """
 
     def __init__(self, loader, file: str, positions: dict):
-        import yaml
+        yaml = pyyaml()
 
         self.loader = loader
         self.file = file

@@ -119,6 +119,13 @@ def fix_text(
     In a merged run (a recipe or base under the file, ``lower`` override files between), ``text`` is the top
     override file and the only one edited: a key the recipe holds is changed by writing it here (Bridge
     merges this file last); a removal of a key another layer wrote cannot be written here and is skipped."""
+    from overlap_cli.config.yamlnodes import remembered_parses
+
+    with remembered_parses():  # the rounds read the same texts again (checks, edit bases, proofs)
+        return _fix_text(path, text, target, unsafe, comments, selection, threshold, lower)
+
+
+def _fix_text(path, text, target, unsafe, comments, selection, threshold, lower) -> Outcome:
     from overlap_cli.check.engine import CheckedFile, check as check_text
     from overlap_cli.check.engine_lm import framework_of
     from overlap_cli.fix import fixable
@@ -203,7 +210,8 @@ def fix_text(
         return out
     if comments and notes and current != work:
         noted = fixtext.add_notes(current, sorted(notes.items(), key=lambda kv: kv[0]))
-        if _parse(noted) is not None and fixtext.same(_parse(noted), _parse(current)):
+        noted_data = _parse(noted)
+        if noted_data is not None and fixtext.same(noted_data, _parse(current)):
             current = noted
             result = check(current).result
     if current != work:

@@ -15,6 +15,7 @@ of a removed key (``keep_comments``) so that no comment goes with it.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -87,8 +88,10 @@ def _line_hint(b_to_a: dict, b_index: int) -> int:
 # ----------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4)  # a round scans its text and the edited one; the next round and the notes again
 def _scan(text: str) -> tuple[dict, set]:
-    """(line -> column where the last token on it ends, lines that lie inside a multi-line token)."""
+    """(line -> column where the last token on it ends, lines that lie inside a multi-line token).
+    Callers only read the result (it is shared between them)."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -144,7 +147,33 @@ def lost_comments(before: str, after: str) -> list:
 def compose(text: str):
     import yaml
 
-    return yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml.compose(text, Loader=_compose_loader())
+
+
+@functools.lru_cache(maxsize=None)
+def _compose_loader():
+    """PyYAML's safe loader, remembering the tag of each short plain scalar: the tag depends only on the
+    scalar's text and whether it was quoted (no path resolvers are registered), and a fix composes its
+    text a few times per round, each time resolving the same ``true``, ``null`` and numbers again."""
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    scalar_node = yaml.ScalarNode
+    tags: dict = {}
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        def resolve(self, kind, value, implicit):
+            if kind is not scalar_node or len(value) > 32 or self.yaml_path_resolvers:
+                return base.resolve(self, kind, value, implicit)
+            key = (value, implicit)
+            tag = tags.get(key)
+            if tag is None:
+                if len(tags) >= 4096:
+                    tags.clear()
+                tag = tags[key] = base.resolve(self, kind, value, implicit)
+            return tag
+
+    return Loader
 
 
 def _find(root, path: tuple):

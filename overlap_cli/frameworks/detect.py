@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from overlap_cli import lazyre
+
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
     from typing import Optional
@@ -27,10 +29,10 @@ SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
 YAML_SUFFIXES = (".yaml", ".yml")
 _SNIFF_BYTES = 1 << 20
 
-_MODEL_ARGS = re.compile(r"^MODEL_ARGS[ \t]*:", re.M)
-_FLAG_KEY = re.compile(r"^[ \t]+['\"]?--[A-Za-z]", re.M)
-_DOTTED_KEY = re.compile(r"^[ \t]+['\"]?[A-Za-z_]\w*\.[\w.]+['\"]?[ \t]*:", re.M)  # NeMo's trainer.num_nodes
-_SHEBANG = re.compile(rb"^#![ \t]*\S*(?:/|env[ \t]+)(?:ba|z|k|da)?sh\b")
+_MODEL_ARGS = lazyre.compile(r"^MODEL_ARGS[ \t]*:", re.M)
+_FLAG_KEY = lazyre.compile(r"^[ \t]+['\"]?--[A-Za-z]", re.M)
+_DOTTED_KEY = lazyre.compile(r"^[ \t]+['\"]?[A-Za-z_]\w*\.[\w.]+['\"]?[ \t]*:", re.M)  # NeMo's trainer.num_nodes
+_SHEBANG = lazyre.compile(rb"^#![ \t]*\S*(?:/|env[ \t]+)(?:ba|z|k|da)?sh\b")
 
 
 def is_shell_name(path: str) -> bool:

@@ -23,6 +23,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
+from overlap_cli import lazyre
 from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
@@ -33,8 +34,8 @@ TARGET_KEYS = (
     "env_from_shell", "recipe",
 )  # fmt: skip
 # ``# overlap: target KEY=VALUE ...``, or ``# overlap: recipe=NAME`` (the same table, one key).
-_DIRECTIVE_HEAD = re.compile(r"#[ \t]*overlap[ \t]*:", re.IGNORECASE)
-_DIRECTIVE = re.compile(
+_DIRECTIVE_HEAD = lazyre.compile(r"#[ \t]*overlap[ \t]*:", re.IGNORECASE)
+_DIRECTIVE = lazyre.compile(
     r"^[ \t]*#[ \t]*overlap[ \t]*:[ \t]*(?:target(?![\w-])|(?=recipe[ \t]*=))(.*)$", re.IGNORECASE | re.MULTILINE
 )
 _INTEGER_KEYS = ("world_size", "nodes", "gpus_per_node")

@@ -12,12 +12,11 @@ A target is never guessed from a file name.
 
 from __future__ import annotations
 
-import re
-
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
     from typing import Any, Optional
 
+from overlap_cli import lazyre
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
 FLAG, DIRECTIVE, PER_FILE, PYPROJECT, DETECTED = "flag", "directive", "per-file-target", "pyproject", "detected"
@@ -67,7 +66,7 @@ FIELDS = (
     "env_from_shell",
 )
 
-_VERSION = re.compile(r"^\d+(\.\d+)*([.+\-]?[0-9A-Za-z]+)*$")
+_VERSION = lazyre.compile(r"^\d+(\.\d+)*([.+\-]?[0-9A-Za-z]+)*$")
 
 
 def generation_of(compute_capability: Optional[str]) -> Optional[str]:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
+from overlap_cli import lazyre
 from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.check.results import Edit
 from overlap_cli.rules.registry import rule
@@ -209,7 +208,7 @@ def distopt_out_of_sync(view):
         )
 
 
-_UNIT = re.compile(r"^\s*[0-9.]+\s*([kKmMgGtT]i?[bB]?|[bB]|bytes?)\s*$")
+_UNIT = lazyre.compile(r"^\s*[0-9.]+\s*([kKmMgGtT]i?[bB]?|[bB]|bytes?)\s*$")
 
 
 @rule("DP304", "bad-bucket-size", "error", "bucket_size is not a positive integer count of parameters")

@@ -32,7 +32,8 @@ def _fp8(view) -> bool:
 
 def exact_fits(shape) -> tuple:
     """(the preset that fits exactly or None, every exact fit)."""
-    return preset_fit.single_exact_fit(shape), preset_fit.exact_fits(shape)
+    every = preset_fit.exact_fits(shape)
+    return preset_fit.single_exact_fit(shape, every), every
 
 
 def several_fit(every: list, shape) -> str:

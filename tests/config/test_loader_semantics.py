@@ -56,3 +56,48 @@ def test_explicit_timestamp_and_binary_stay_text(tmp_path):
     path = tmp_path / "tagged.yaml"
     path.write_text("model:\n  when: !!timestamp 2024-01-01\n  blob: !!binary aGVsbG8=\n")
     assert load_config(str(path)).data["model"] == {"when": "2024-01-01", "blob": "aGVsbG8="}
+
+
+def test_pyyaml_imported_without_its_reader_pattern_still_reads_as_pyyaml():
+    """``yamlnodes.pyyaml()`` leaves the pure-Python reader's character class uncompiled until used; that
+    reader (OmegaConf's loader, the fallback without libyaml) still refuses a control character, and
+    ``re.compile`` is the standard one again afterwards. A fresh process: PyYAML must not be imported yet."""
+    import subprocess
+    import sys
+
+    code = (
+        "import re\n"
+        "compile_before = re.compile\n"
+        "from overlap_cli.config.yamlnodes import pyyaml\n"
+        "yaml = pyyaml()\n"
+        "assert re.compile is compile_before\n"
+        "assert not isinstance(yaml.reader.Reader.__dict__['NON_PRINTABLE'], re.Pattern)\n"
+        "assert yaml.load('a: [1, x]', Loader=yaml.SafeLoader) == {'a': [1, 'x']}\n"
+        "try:\n"
+        "    yaml.load('a: \\x07', Loader=yaml.SafeLoader)\n"
+        "except yaml.reader.ReaderError as exc:\n"
+        "    print(exc.character == 7, isinstance(yaml.reader.Reader.NON_PRINTABLE.search('\\x07'), re.Match))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=pathlib.Path(__file__).parents[2])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True"]
+
+
+
+def test_remembered_parse_is_a_fresh_copy_each_time():
+    """``overlap fix`` parses its texts inside ``remembered_parses``: a text read again is the values of
+    the first read, unchanged by what a caller did to an earlier copy, with the same key positions."""
+    from overlap_cli.config.yamlnodes import parse_nodes, remembered_parses
+
+    text = "model:\n  layers: [1, 2, {a: x}]\n  tp: 4\nenv: {A: '1'}\n"
+    fresh = parse_nodes(text, "f.yaml")
+    with remembered_parses():
+        first = parse_nodes(text, "f.yaml")
+        first[0]["model"]["layers"][2]["a"] = "changed"
+        first[0]["model"]["tp"] = 8
+        first[1].clear()
+        again = parse_nodes(text, "f.yaml")
+        with remembered_parses():  # nested: the same memory
+            inner = parse_nodes(text, "other.yaml")
+    assert again == inner == fresh
+    assert again[0] is not inner[0] and again[0]["model"]["layers"] is not inner[0]["model"]["layers"]

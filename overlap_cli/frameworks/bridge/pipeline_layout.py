@@ -19,11 +19,12 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any, Optional
 
+from overlap_cli import lazyre
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 
 LAYER_CHARS = ("E", "L", "t", "m")
-_GROUP = re.compile(r"\(([^)]+)\)\*(\d+)")
-_CHAR = re.compile(r"(.)\*(\d+)")
+_GROUP = lazyre.compile(r"\(([^)]+)\)\*(\d+)")
+_CHAR = lazyre.compile(r"(.)\*(\d+)")
 
 
 @dataclass(frozen=True)

@@ -178,13 +178,15 @@ def exact_fits(shape: TrainingShape) -> list[str]:
     return [c.name for c in rank(shape) if c.exact]
 
 
-def single_exact_fit(shape: TrainingShape) -> Optional[str]:
+def single_exact_fit(shape: TrainingShape, fits: Optional[list] = None) -> Optional[str]:
     """The one preset that fits exactly -- or several holding identical values (then the first name).
 
     None when no preset fits, or when presets with different values all fit (e.g. the GPU is unknown
-    and both an h100 and a b200 preset match): then picking one would be a guess.
+    and both an h100 and a b200 preset match): then picking one would be a guess. ``fits`` is
+    ``exact_fits(shape)`` when the caller has it already.
     """
-    fits = exact_fits(shape)
+    if fits is None:
+        fits = exact_fits(shape)
     if not fits:
         return None
     if len(fits) == 1:  # decided by the names alone: no preset file needs reading

@@ -379,7 +379,9 @@ def preset_shapes() -> tuple:
 @functools.lru_cache(maxsize=None)
 def _load_one(directory: str, name: str) -> Preset:
     """One preset file, read and checked once per process (a fix naming a preset needs only that one)."""
-    import yaml
+    from overlap_cli.config.yamlnodes import pyyaml
+
+    yaml = pyyaml()
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     path = os.path.join(directory, f"{name}.yaml")
