@@ -283,8 +283,8 @@ def _sourced_by(fragments: list, scripts: list) -> dict:
 def _yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
     """Why a YAML file is not checked, or None: a file whose top-level keys are mostly not
     ConfigContainer sections (a model card: ``title``, ``summary``, ``items`` beside a ``model:``), or an
-    override file (ConfigContainer sections, no ``_target_``, so not a config Bridge can build alone)
-    whose recipe nothing names."""
+    override file (ConfigContainer sections, no ``_target_``, so not a config Bridge can build alone, and
+    presented as one: ``_says_override``) whose recipe nothing names."""
     head = _read_head(path)
     if head is None or b"\0" in head:
         return None
@@ -300,11 +300,25 @@ def _yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
                 f"(only {', '.join(container)} is)")
     if explicit or not container or "_target_" in text or _RECIPE_DIRECTIVE_RE.search(text):
         return None  # named explicitly, an override file is checked (and the check says what it lacks)
+    if not _says_override(path, text):
+        return None  # a hand-written partial config is checked against Bridge's defaults, as always
     if target is not None and _recipe_of(target, path, text):
         return None
     leaves = _count_leaves(text)
     return (f"an override file: sets {leaves} keys of a ConfigContainer: name its recipe with "
             "`# overlap: recipe=NAME` or in pyproject ([tool.overlap] recipe, or per-file-target)")
+
+
+_OVERRIDE_WORD = re.compile(r"^[ \t]*#.*\boverrides?\b", re.MULTILINE | re.IGNORECASE)
+
+
+def _says_override(path: str, text: str) -> bool:
+    """The file presents itself as an override file for a recipe: its name says so (Bridge's
+    ``*_override_example.yaml``), it sits in a ``conf/`` or ``overrides/`` folder (where Bridge's examples keep
+    the files their ``--config-file`` takes), or a comment says it is one."""
+    name = os.path.basename(path).lower()
+    folder = os.path.basename(os.path.dirname(os.path.abspath(path))).lower()
+    return "override" in name or folder in ("conf", "confs", "overrides") or bool(_OVERRIDE_WORD.search(text))
 
 
 def _recipe_of(target, path: str, text: str) -> bool:
