@@ -218,3 +218,16 @@ def test_run_recipe_refuses_what_the_runner_refuses(run_cli, tmp_path):
     script.write_text("torchrun --nproc_per_node 8 scripts/training/run_recipe.py --recipe no_such_pretrain_config\n")
     code, out, err = run_cli("check", str(script))
     assert code == 2 and "run_recipe.py --recipe no_such_pretrain_config: not in overlap-cli's catalog of Megatron-Bridge 0.6.2" in err
+
+
+def test_diff_of_scripts_ignores_moved_lines_and_takes_vs_world_size(run_cli, tmp_path):
+    flags = ("--num-layers 4 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+             "--max-position-embeddings 128 --micro-batch-size 1")
+    one, two = tmp_path / "one.sh", tmp_path / "two.sh"
+    one.write_text(f"torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 2 --sequence-parallel {flags}\n")
+    two.write_text(f"# moved down\n\ntorchrun --nproc_per_node 8 pretrain_gpt.py \\\n  --tensor-model-parallel-size 2 \\\n"
+                   f"  --sequence-parallel {flags}\n")
+    code, out, err = run_cli("diff", str(one), str(two))
+    assert code == 0 and "no difference in the effective settings or findings" in out, out + err
+    code, out, err = run_cli("diff", str(one), "--vs-world-size", "64")
+    assert "target: world size 8 -> 64, DP 4 -> 32" in out, out + err
