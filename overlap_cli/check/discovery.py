@@ -294,6 +294,8 @@ def _yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
         return None
     container = [k for k in keys if k in CONTAINER_SECTIONS]
     other = [k for k in keys if k not in CONTAINER_SECTIONS and not k.startswith("_") and k != "defaults"]
+    if explicit and (len(head) >= _SNIFF_BYTES or _ANCHOR_RE.search(text)):
+        return None  # named: a file too large to sniff or built from anchors is read, and the reader judges it
     if container and len(other) > len(container):
         shown = ", ".join(other[:4]) + (", ..." if len(other) > 4 else "")
         return (f"not a training config: its top-level keys ({shown}) are not ConfigContainer sections "
@@ -309,6 +311,7 @@ def _yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
             "`# overlap: recipe=NAME` or in pyproject ([tool.overlap] recipe, or per-file-target)")
 
 
+_ANCHOR_RE = re.compile(r"(?::|-)[ \t]+[&*][A-Za-z0-9_]")
 _OVERRIDE_WORD = re.compile(r"^[ \t]*#.*\boverrides?\b", re.MULTILINE | re.IGNORECASE)
 
 
