@@ -5,6 +5,8 @@ change to rules or output.
     python bench/corpus_stats.py                 # each recipe with its own world size and GPU (manifest)
     python bench/corpus_stats.py --all-targets   # also: no target, TE 2.12 / 2.6 / absent (errors only)
     python bench/corpus_stats.py --json
+    python bench/corpus_stats.py --as-recipe --te-version 2.12   # each as ``check --recipe NAME`` (built on
+                                                                 # the target, no file) instead of its dump
 
 The corpus is the shared reference folder beside the repository (or OVERLAP_CORPUS).
 """
@@ -26,10 +28,10 @@ CORPUS = Path(os.environ.get("OVERLAP_CORPUS") or ROOT.parent / "shared" / "refe
 VARIANTS = {"plain": {}, "te-2.12": {"te_version": "2.12"}, "te-2.6": {"te_version": "2.6"}, "no-te": {"te": False}}
 
 
-def run(rows, manifest: bool, variant: dict):
+def run(rows, manifest: bool, variant: dict, as_recipe: bool = False):
     from overlap_cli.cli.check import UsageError, target_from_options
     from overlap_cli.cli.options import TARGET, options
-    from overlap_cli.check.engine import check_file
+    from overlap_cli.check.engine import check, check_file
 
     severities: collections.Counter = collections.Counter()
     codes: collections.Counter = collections.Counter()
@@ -39,12 +41,13 @@ def run(rows, manifest: bool, variant: dict):
             target = target_from_options(options(
                 TARGET, world_size=row["world_size"] if manifest else None, te=variant.get("te"),
                 gpu=row["gpu"] if manifest else None, te_version=variant.get("te_version"),
+                recipe=row["recipe"] if as_recipe else None,
             ))  # fmt: skip
         except UsageError as exc:
             errors[f"target refused: {exc}"[:120]] += 1
             continue
         try:
-            r = check_file(str(CORPUS / row["file"]), target)
+            r = check(None, target).result if as_recipe else check_file(str(CORPUS / row["file"]), target)
         except Exception as exc:  # an older tree lets a rule's exception through: count it as a crash
             errors[f"crash: {type(exc).__name__}: {exc}"[:120]] += 1
             continue
@@ -62,10 +65,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--all-targets", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--as-recipe", action="store_true", help="check each as --recipe NAME, not its dump file")
+    ap.add_argument("--te-version", default=None, help="the target's Transformer Engine (with --as-recipe: what builds it)")
     a = ap.parse_args()
     rows = [json.loads(ln) for ln in (CORPUS / "manifest.jsonl").read_text().splitlines() if ln.strip()]
     t0 = time.perf_counter()
-    sev, codes, errors = run(rows, True, {})
+    sev, codes, errors = run(rows, True, {"te_version": a.te_version} if a.te_version else {}, a.as_recipe)
     out = {"recipes": len(rows), "severities": dict(sev), "codes": dict(codes.most_common()), "errors": dict(errors)}
     if a.all_targets:
         out["errors_by_target"] = {}
@@ -78,7 +83,7 @@ def main() -> int:
         print(json.dumps(out, indent=2))
         return 0
     total = sum(sev.values())
-    print(f"{len(rows)} recipes with their own target: {total} findings: " + ", ".join(
+    print(f"{len(rows)} recipes {'as --recipe runs' if a.as_recipe else 'as dump files'} with their own target: {total} findings: " + ", ".join(
         f"{sev[s]} {s} ({100 * sev[s] / max(total, 1):.0f} %)" for s in ("error", "warning", "info")))
     for code, n in codes.most_common():
         print(f"  {n:5d}  {code}")

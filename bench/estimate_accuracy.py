@@ -4,11 +4,15 @@
     python bench/estimate_accuracy.py --rows     # also every held-out prediction
 
 Data: Megatron-Bridge's published throughput rows joined to the shipped recipes (bench/estimate_data.py).
-Scores (MAPE, max error, Kendall tau of step time), each beside the baseline's on the same rows:
+Scores (MAPE, max error, Kendall tau of step time), overall, per model and per GPU, each beside the
+baseline's on the same rows:
 
-- in-sample: constants fitted on every row (what constants.json ships);
-- leave-one-model-out: for each model, constants fitted on the other models' rows only;
-- held-out rows: every fifth row (in file order) held back, constants fitted on the rest.
+- leave-one-model-out on the newest releases: for each model, constants fitted on the other models' rows
+  (every release, older ones through their release factor), scored on the model's rows of the newest
+  containers (26.06.x: the software the 0.6.2 recipes belong to);
+- leave-one-release-out: for each release after the first two, constants fitted on the older releases only,
+  scored on that release's rows (the next container predicted from what was measured before);
+- with --mixed also the older splits over every release (in-sample, leave-one-model-out, every 5th row).
 
 Then the published A100 validation points (Korthikanti et al. 2022, Table 5), as hand-written configs
 through the same pipeline, with CUDA_DEVICE_MAX_CONNECTIONS=1 as Megatron-LM required for sequence
@@ -126,16 +130,55 @@ def validation_points() -> list:
     return lines
 
 
+def _md(label: str, rows: list) -> list:
+    """Markdown rows: overall, per model, per GPU; each with the baseline on the same rows."""
+    def line(name, sub):
+        meas = [r["step_time_s"] for r, _, p, b in sub]
+        sc, base = E.scores(meas, [p for _, _, p, _ in sub]), E.scores(meas, [b for *_, b in sub])
+        tau = f"{sc['tau']:.3f}" if len(sub) >= 3 else "-"
+        btau = f"{base['tau']:.3f}" if len(sub) >= 3 else "-"
+        return (f"| {label} | {name} | {len(sub)} | {sc['mape']:.1f} % | {sc['max']:.1f} % | {tau} | "
+                f"{base['mape']:.1f} % | {base['max']:.1f} % | {btau} |")
+    out = [line("**all**", rows)]
+    for key in ("model", "gpu"):
+        for value in sorted({r[key] for r, *_ in rows}):
+            out.append(line(f"{key} {value}", [x for x in rows if x[0][key] == value]))
+    return out
+
+
+def release_splits(data: list, start: dict, show_rows: bool = False) -> list:
+    """The two validations of how the tool is used: leave-one-model-out scored on the newest releases' rows,
+    and leave-one-release-out (fit on the older releases, predict the next)."""
+    lines = ["| split | rows | n | MAPE | max | Kendall tau | baseline MAPE | baseline max | baseline tau |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lomo = [(r, s, p, E.baseline(r, s)) for r, s, p, _ in E.leave_one_model_out(data, start) if r["release"] in E.NEWEST]
+    lines += _md(f"leave-one-model-out, releases {'/'.join(E.NEWEST[:2])}", lomo)
+    loro = [(r, s, p, E.baseline(r, s)) for r, s, p, _ in E.leave_one_release_out(data, start)]
+    lines += _md("leave-one-release-out (fit older, predict next)", loro)
+    if show_rows:
+        lines.append("")
+        for name, rows in (("LOMO newest", lomo), ("LORO", loro)):
+            for r, s, p, b in rows:
+                lines.append(f"    {name:11} {r['model'][:14]:14} {r['release']:9} {r['gpu']:5} {r['precision']:6} {r['num_gpus']:4} GPUs "
+                             f"measured {r['step_time_s']:7.2f} s  predicted {p:7.2f} s ({100 * (p / r['step_time_s'] - 1):+.0f} %)  "
+                             f"baseline {b:7.2f} s")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", action="store_true", help="print every leave-one-model-out prediction")
+    ap.add_argument("--rows", action="store_true", help="print every held-out prediction")
+    ap.add_argument("--mixed", action="store_true", help="also the older splits over every release (in-sample, mixed LOMO, every 5th row)")
     args = ap.parse_args()
     from overlap_cli.estimate.model import constants
 
     data, skipped = E.joined()
     print(f"{len(data)} measured rows joined to recipes; left out: " + "; ".join(f"{v} {k}" for k, v in sorted(skipped.items())))
-    for line in held_out_scores(data, constants(), args.rows):
+    for line in release_splits(data, constants(), args.rows):
         print(line)
+    if args.mixed:
+        for line in held_out_scores(data, constants(), False):
+            print(line)
     print("published validation points (A100, Korthikanti et al. 2022 Table 5):")
     for line in validation_points():
         print(line)

@@ -173,15 +173,57 @@ def predict(shape, const: dict) -> float:
     return estimate(shape, const).step_time
 
 
-def loss(data: list, const: dict) -> float:
-    """Mean squared log error of the step time."""
-    total = 0.0
+def release_key(release: str) -> tuple:
+    """A NeMo container release as a sortable tuple: 26.04.01 -> (26, 4, 1)."""
+    parts = [int(x) for x in release.split(".")]
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def family(gpu: str) -> str:
+    return "hopper" if gpu in ("h100", "h200", "a100") else "blackwell"
+
+
+def group(shape) -> tuple:
+    """The software-release group of a row: GPU family x dense/MoE (a release speeds these up differently)."""
+    return (family(shape.gpu), "moe" if shape.kinds["moe"] else "dense")
+
+
+def pinned_releases(data: list) -> dict:
+    """group -> the newest release with a row in ``data``: the calibration predicts that release's software."""
+    out = {}
     for row, shape, *_ in data:
-        total += math.log(predict(shape, const) / row["step_time_s"]) ** 2
+        g = group(shape)
+        if g not in out or release_key(row["release"]) > release_key(out[g]):
+            out[g] = row["release"]
+    return out
+
+
+def release_factors(data: list, preds: list) -> dict:
+    """(group, release) -> mean log(measured / predicted) of its rows, for every release older than the group's
+    pinned one (the pinned release's factor is 1 by definition)."""
+    pinned = pinned_releases(data)
+    cells = {}
+    for (row, shape, *_), p in zip(data, preds):
+        key = (group(shape), row["release"])
+        if row["release"] != pinned[key[0]]:
+            cells.setdefault(key, []).append(math.log(row["step_time_s"] / p))
+    return {k: sum(v) / len(v) for k, v in cells.items()}
+
+
+def loss(data: list, const: dict) -> float:
+    """Mean squared log error of the step time, each older release's rows first scaled by the factor that
+    release x GPU family x dense/MoE (``release_factors``) fits best: the constants follow the newest
+    software of each group, and an older release informs them through the differences within it."""
+    preds = [predict(shape, const) for _, shape, *_ in data]
+    factors = release_factors(data, preds)
+    total = 0.0
+    for (row, shape, *_), p in zip(data, preds):
+        f = factors.get((group(shape), row["release"]), 0.0)
+        total += (math.log(p / row["step_time_s"]) + f) ** 2
     return total / max(1, len(data))
 
 
-def fit(data: list, start: dict, sweeps: int = 8) -> dict:
+def fit(data: list, start: dict, sweeps: int = 5) -> dict:
     """Coordinate descent (golden-section per parameter, in its bounds) on the mean squared log error.
     A parameter no row informs (a GPU without rows) keeps its start value."""
     import copy
@@ -203,7 +245,7 @@ def fit(data: list, start: dict, sweeps: int = 8) -> dict:
                 return loss(data, const)
 
             fc, fd = f(c), f(d)
-            for _ in range(22):
+            for _ in range(16):
                 if fc < fd:
                     b, d, fd = d, c, fc
                     c = b - phi * (b - a)
@@ -245,3 +287,58 @@ def kendall_tau(xs: list, ys: list) -> float:
 def scores(measured: list, predicted: list) -> dict:
     errs = [abs(p - m) / m for m, p in zip(measured, predicted)]
     return {"mape": 100 * sum(errs) / len(errs), "max": 100 * max(errs), "tau": kendall_tau(measured, predicted), "n": len(errs)}
+
+
+# ------------------------------------------------------------------------------------------- validation
+
+NEWEST = ("26.06", "26.06.01", "26.08")  # Bridge 0.5.x / 0.6.x containers: the software the 0.6.2 recipes run
+
+
+def adjusted(data: list, const: dict, test: list) -> list:
+    """Predictions for ``test`` with ``const`` fitted on ``data``, scaled to each row's release by the factor the
+    training rows give its (group, release); None where no training row informs that release (an older release
+    the training data lacks for the group) -- the newest-release predictions need no factor."""
+    preds = [predict(s, const) for _, s, *_ in data]
+    factors = release_factors(data, preds)
+    pinned = pinned_releases(data)
+    out = []
+    for row, shape, *_ in test:
+        g = group(shape)
+        if row["release"] == pinned.get(g) or release_key(row["release"]) > release_key(pinned.get(g, "0")):
+            out.append(predict(shape, const))
+        elif (g, row["release"]) in factors:
+            out.append(predict(shape, const) * math.exp(factors[(g, row["release"])]))
+        else:
+            out.append(None)
+    return out
+
+
+def leave_one_model_out(data: list, start: dict) -> list:
+    """[(row, shape, predicted)] for every row, each from constants fitted without its model's rows."""
+    out = []
+    for model in sorted({r["model"] for r, *_ in data}):
+        train = [d for d in data if d[0]["model"] != model]
+        test = [d for d in data if d[0]["model"] == model]
+        const = fit(train, start)
+        for (row, shape, *_), p in zip(test, adjusted(train, const, test)):
+            out.append((row, shape, p, const))
+    return out
+
+
+def leave_one_release_out(data: list, start: dict, min_train: int = 2) -> list:
+    """[(row, shape, predicted)]: for each release after the first ``min_train``, constants fitted on the
+    older releases only predict it (what the next container will do, from what was measured before)."""
+    releases = sorted({r["release"] for r, *_ in data}, key=release_key)
+    out = []
+    for i, rel in enumerate(releases[min_train:], min_train):
+        train = [d for d in data if release_key(d[0]["release"]) < release_key(rel)]
+        test = [d for d in data if d[0]["release"] == rel]
+        const = fit(train, start)
+        for row, shape, *_ in test:
+            out.append((row, shape, predict(shape, const), const))
+    return out
+
+
+def interval_class(shape) -> tuple:
+    """The class an estimate's interval comes from: GPU family x dense/MoE x precision (bf16 | fp8 | fp4)."""
+    return group(shape) + (shape.peak_class,)

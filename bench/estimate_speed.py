@@ -4,7 +4,8 @@
 
 Recipes of the shipped catalog, each written to a temporary file. estimate = check (load -> resolve ->
 rules) + shape + model, the path the command takes; the model alone is timed too. tune = the whole search
-(every candidate estimated, the best re-checked against the rules). Medians and maxima over the recipes.
+(every candidate estimated and its memory counted, the best re-checked against the rules). Medians and
+maxima over the recipes; then tune on the largest recipes, with and without --allow-reshard (best of 3).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+LARGEST = ("deepseek_v3_pretrain_1024gpu_h100_bf16_config", "llama31_405b_pretrain_512gpu_h100_bf16_config")
 
 
 def main() -> None:
@@ -49,7 +53,8 @@ def main() -> None:
         except Unsupported:
             continue
         t1 = time.perf_counter()
-        estimate(shape)
+        e = estimate(shape)
+        e.to_json()  # the interval and the memory count, as the command prints them
         t2 = time.perf_counter()
         est_t.append(t2 - t0)
         model_t.append(t2 - t1)
@@ -66,6 +71,25 @@ def main() -> None:
     print(row("  of which the model", model_t))
     print(row("tune (search + re-checks)", tune_t))
     print(f"{'tune candidates estimated':34} median {statistics.median(cands):8.0f}      min {min(cands):8.0f}")
+    # The largest recipes (most parameters, most ranks): tune with the memory filter, with and without resharding.
+    for name in LARGEST:
+        info = R.info(name)
+        path = os.path.join(folder, name + ".yaml")
+        with open(path, "w") as fh:
+            fh.write(R.text(name))
+        target = Target(world_size=info["world_size"])
+        target.set("world_size", info["world_size"], "flag")
+        target.set("gpu", info["gpu"], "flag")
+        checked = check(path, target, [])
+        for reshard in (False, True):
+            best = None
+            for _ in range(3):
+                t0 = time.perf_counter()
+                found = search(path, checked, target, [], reshard=reshard)
+                dt = time.perf_counter() - t0
+                best = dt if best is None else min(best, dt)
+            print(f"tune {name}{' --allow-reshard' if reshard else ''}: {best:.3f} s (best of 3), "
+                  f"{found['evaluated']} candidates, {found['dropped_memory']} dropped above memory, {found['checked']} re-checked")
 
 
 if __name__ == "__main__":

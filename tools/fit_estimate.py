@@ -6,17 +6,22 @@
 The free parameters are an achieved Tensor Core efficiency per GPU type (h100, b200, b300, gb200, gb300),
 a factor per precision (FP8 current scaling, MXFP8, NVFP4 relative to each GPU's own peak for that
 precision; BF16 = 1), the bytes moved per hidden element per token per sub-layer by memory-bound work, and
-the weight of the MoE permute copies in it: ten numbers for 125 measured rows. A100 has no measured row: its
-efficiency is the published fraction of peak Megatron-LM reached (Narayanan et al. 2021). Everything else (peaks,
-bandwidths, latencies, overlap residuals) is a cited or stated figure, not fitted. The fit minimises the
-mean squared log error of the step time by coordinate descent (bench/estimate_data.py ``fit``);
-bench/estimate_accuracy.py scores it on rows and models held out of the fit.
+the weight of the MoE permute copies in it: ten numbers for 125 measured rows. The releases enter as one
+factor per release x GPU family x dense/MoE for every release older than the group's newest (set to the mean
+log ratio of its rows at each step, not searched), so the constants predict the newest measured software.
+A100 has no measured row: its efficiency is the published fraction of peak Megatron-LM reached (Narayanan
+et al. 2021). Everything else (peaks, bandwidths, latencies, overlap residuals) is a cited or stated figure,
+not fitted. The fit minimises the mean squared log error of the step time by coordinate descent
+(bench/estimate_data.py ``fit``); the intervals every estimate carries are the 10th..90th percentiles of the
+leave-one-model-out residuals per GPU family x dense/MoE x precision; bench/estimate_accuracy.py scores
+held-out models and releases.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -38,18 +43,54 @@ START = {
 }
 
 
+LEVEL = 0.8  # the share of held-out runs an interval holds
+
+
+def _quantile(xs: list, q: float) -> float:
+    xs = sorted(xs)
+    pos = q * (len(xs) - 1)
+    lo = int(math.floor(pos))
+    hi = min(len(xs) - 1, lo + 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def intervals(data: list, const: dict) -> dict:
+    """class -> {"n", "lo", "hi", "level"}: the 10th and 90th percentile of measured / predicted over the
+    leave-one-model-out predictions (older releases scaled by the training fold's factor), by
+    GPU family x dense/MoE x precision, by GPU family x dense/MoE, and over every row ("all")."""
+    held = [(s, r["step_time_s"] / p) for r, s, p, _ in E.leave_one_model_out(data, const) if p]
+    groups: dict = {}
+    for shape, ratio in held:
+        cls = E.interval_class(shape)
+        for key in ("/".join(cls), "/".join(cls[:2]), "all"):
+            groups.setdefault(key, []).append(ratio)
+    lo_q, hi_q = (1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2
+    return {k: {"n": len(v), "lo": round(min(1.0, _quantile(v, lo_q)), 4), "hi": round(max(1.0, _quantile(v, hi_q)), 4),
+                "level": LEVEL} for k, v in sorted(groups.items())}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="print the fitted constants, write nothing")
     args = ap.parse_args()
     data, skipped = E.joined()
     const = E.fit(data, START)
-    meas = [r["step_time_s"] for r, *_ in data]
-    sc = E.scores(meas, [E.predict(s, const) for _, s, *_ in data])
+    preds = [E.predict(s, const) for _, s, *_ in data]
+    pinned = E.pinned_releases(data)
+    const["release"] = {
+        "predicts": {"/".join(g): rel for g, rel in sorted(pinned.items())},
+        "how": "each GPU family x dense/MoE group is calibrated to the newest NeMo container with a measured row of it "
+               "(26.06.x = Bridge 0.5.x; the 26.08 table of Bridge 0.6.x holds only models without a shipped recipe); "
+               "older releases' rows enter the fit through a factor per release x group (bench/estimate_data.py loss)",
+        "older_release_factors": {f"{'/'.join(g)}@{rel}": round(math.exp(f), 4)
+                                  for (g, rel), f in sorted(E.release_factors(data, preds).items())},
+    }
+    const["intervals"] = intervals(data, const)
     const["how"] = (
         f"tools/fit_estimate.py: coordinate descent on the mean squared log error of step time over {len(data)} rows of "
         "Megatron-Bridge's published performance tables (bench/data/bridge_throughput.jsonl, 067f987d) joined to the shipped "
-        f"0.6.2 recipes; in-sample MAPE {sc['mape']:.1f} %, Kendall tau {sc['tau']:.3f}; held-out scores: bench/estimate_accuracy.py"
+        "0.6.2 recipes, older releases scaled by a fitted factor per release x GPU family x dense/MoE; intervals from "
+        "leave-one-model-out residuals; held-out scores: bench/estimate_accuracy.py"
     )
     text = json.dumps(const, indent=1, sort_keys=True) + "\n"
     if args.check:

@@ -103,21 +103,28 @@ def _apply_overrides(launch, overrides) -> dict:
 
 
 def _changeable(view, path: str, text: str, target, overrides) -> list:
-    """The effective keys whose printed value the caller's environment (or the script's arguments) can
-    change: read the launch again with no ``${VAR:-default}`` taken, and compare."""
+    """The effective keys (and ``target.world_size`` / ``target.data_parallel_size``) whose printed value the
+    caller's environment (or the script's arguments) can change: read the launch again with no
+    ``${VAR:-default}`` taken, and compare."""
     from overlap_cli.frameworks.megatron_lm.args import load_launch
     from overlap_cli.frameworks.megatron_lm.resolver import resolve
 
+    sizes = ("target.world_size", "target.data_parallel_size")
     try:
         other = load_launch(path, text, take_defaults=False, env=launch_env_of(target))
         _apply_overrides(other, overrides)
-        again = resolve(other, target).effective
+        resolved = resolve(other, target)
     except InputError:
-        return list(view.effective)
+        return list(view.effective) + list(sizes)
+    again = resolved.effective
     out = []
     for key, v in view.effective.items():
         w = again.get(key)
         if w is None or (w.value, w.source) != (v.value, v.source):
+            out.append(key)
+    # the sizes printed with the target (the world from torchrun's / srun's words, DP from it)
+    for key, mine, theirs in zip(sizes, (view.launch.world_size, view.dp), (other.world_size, resolved.dp)):
+        if mine != theirs:
             out.append(key)
     return out
 

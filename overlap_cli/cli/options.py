@@ -240,6 +240,8 @@ RECIPES_LIST = (
 
 RECIPES_SHOW = (
     Param("name", kind=ARGUMENT, metavar="NAME", help="Bridge's recipe function name, e.g. llama3_70b_pretrain_64gpu_h100_bf16_config (the _config may be left out)."),
+    Param("te", "--te/--no-te", kind=SWITCH, help="Print the recipe as Bridge builds it on a target with (default) or without Transformer Engine."),
+    Param("as_dumped", "--as-dumped", kind=FLAG, help="Print Bridge's own dump unchanged (written on a machine without Transformer Engine, before the runtime update)."),
 )
 
 RULES = (Param("format", "--format", "-f", **_choices("text", "json", "markdown"), help="text, json or markdown (docs/rules.md)."),)

@@ -48,11 +48,16 @@ def list_recipes(opts) -> None:
 
 
 def show(opts) -> None:
-    """The recipe exactly as Bridge writes it (``ConfigContainer.to_yaml()``)."""
+    """The recipe as Bridge builds it on the target (``recipes.built_text``: Bridge's own dump with the fields
+    the dumping machine decided rewritten and marked), or with ``--as-dumped`` exactly as Bridge wrote it
+    (``ConfigContainer.to_yaml()``)."""
     from overlap_cli.frameworks.bridge import recipes
 
     try:
-        text = recipes.text(opts.name)
+        if opts.as_dumped:
+            text = recipes.text(opts.name)
+        else:
+            text = recipes.built_text(opts.name, transformer_engine=opts.te is not False)
     except KeyError:
         raise _unknown(opts.name) from None
     sys.stdout.write(text)

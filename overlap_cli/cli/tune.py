@@ -57,7 +57,10 @@ def tune_command(opts) -> int:
         from overlap_cli.check.results import json_document
 
         doc = json_document(file=name, base=base.to_json(), evaluated=found["evaluated"], checked=found["checked"],
-                            candidates=[_cand_json(c, base) for c in cands], written=None)
+                            dropped_memory=found["dropped_memory"], memory_limit_bytes=found["memory_limit"],
+                            candidates=[_cand_json(c, base) for c in cands],
+                            not_worth_it=[_cand_json(c, base) for c in found["weak"][:3]],
+                            nothing_worth_changing=None if cands else _nothing_line(found, base), written=None)
     if opts.write and cands:
         _write(path, cands[0])
     if opts.format == "json":
@@ -65,13 +68,21 @@ def tune_command(opts) -> int:
             doc["written"] = 0
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return EXIT_CLEAN
-    out = [f"{name}: estimated step {base.step_time:.3f} s as written; {found['evaluated']} candidates estimated, "
+    from overlap_cli.estimate.memory import gib
+
+    limit = found["memory_limit"]
+    dropped = (f", {found['dropped_memory']} dropped above {gib(limit)} of memory per GPU" if limit is not None else
+               ", memory not checked (GPU capacity unknown)")
+    out = [f"{name}: estimated step {base.step_time:.3f} s as written; {found['evaluated']} candidates estimated{dropped}, "
            f"{found['checked']} re-checked against the rules\n"]
+    warning = base.memory.warning(base.shape.gpu)
+    if warning:
+        out.append(f"warning: {warning}\n")
     if not cands:
-        out.append("no candidate is estimated faster without a rule predicting a crash\n")
+        out.append(_nothing_line(found, base) + "\n")
     for i, c in enumerate(cands, 1):
         gain = base.step_time - c.est.step_time
-        out.append(f"{i}. {c.est.step_time:.3f} s  (-{gain:.3f} s, {100 * gain / base.step_time:.1f} % faster)\n")
+        out.append(f"{i}. {c.est.step_time:.3f} s  (-{gain:.3f} s +- {c.uncertainty_s:.3f} s, {100 * gain / base.step_time:.1f} % faster)\n")
         for key, value in c.edits:
             if isinstance(value, dict) and c.knobs.get("ub_preset"):
                 value = f"the userbuffers preset {c.knobs['ub_preset']} (overlap presets show {c.knobs['ub_preset']})"
@@ -83,12 +94,32 @@ def tune_command(opts) -> int:
     return EXIT_CLEAN
 
 
+def _nothing_line(found: dict, base) -> str:
+    """One line saying that nothing in reach is worth changing, and why."""
+    from overlap_cli.estimate.tune import MIN_GAIN
+
+    weak = found["weak"]
+    if not weak and found.get("best_fast"):
+        t, overrides = found["best_fast"]
+        gain = base.step_time - t
+        return (f"nothing in reach is worth changing: no change gains {100 * MIN_GAIN:.0f} % of the step on its own "
+                f"(the fastest combination, {' '.join(overrides) or 'none'}, gains {gain:.3f} s, {100 * gain / base.step_time:.1f} %)")
+    if not weak:
+        return "nothing in reach is worth changing: no candidate is estimated faster without a rule predicting a crash"
+    best = weak[0]
+    gain = base.step_time - best.est.step_time
+    why = (f"below {100 * MIN_GAIN:.0f} % of the step" if gain < MIN_GAIN * base.step_time
+           else f"within its uncertainty of {best.uncertainty_s:.3f} s")
+    return (f"nothing in reach is worth changing: the best candidate ({' '.join(best.overrides)}) gains {gain:.3f} s "
+            f"({100 * gain / base.step_time:.1f} % of the step), {why}")
+
+
 def _show(value) -> str:
     return "null" if value is None else ("true" if value is True else "false" if value is False else str(value))
 
 
 def _cand_json(c, base) -> dict:
-    return {"step_time_s": c.est.step_time, "gain_s": base.step_time - c.est.step_time,
+    return {"step_time_s": c.est.step_time, "gain_s": base.step_time - c.est.step_time, "uncertainty_s": c.uncertainty_s,
             "edits": [{"op": "set", "key": k, "value": v} for k, v in c.edits], "overrides": c.overrides,
             "estimate": c.est.to_json()}
 

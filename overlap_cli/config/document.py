@@ -19,6 +19,7 @@ class Layer:
     label: str  # "recipe NAME", the file's path, "command line"
     file: Optional[str]
     positions: dict
+    data: Optional[dict] = None  # a base dump's own values, as ``ConfigContainer.from_yaml`` instantiates them
 
 
 @dataclass
@@ -37,16 +38,33 @@ class Config:
     warnings: list = field(default_factory=list)
     # A merged run (config.layers.load_layered): the layers bottom to top, the index of the layer that
     # wrote each key's value, the index of the top file (``file``/``text``/``positions`` are its), the
-    # merged data below the top file, and the sections that became plain dicts (see layers.py).
+    # merged data below the top file, the sections that became plain dicts and those Bridge instantiates
+    # again from the merged dict (see layers.py).
     layer_list: list = field(default_factory=list)
     layers: dict = field(default_factory=dict)
     top: Optional[int] = None
     lower_data: Optional[dict] = None
     plain_dict_paths: set = field(default_factory=set)
+    reinstantiated_paths: set = field(default_factory=set)
+    # model: {_target_: GPTModelConfig, transformer: {...}}: the keys read under ``model`` that the file
+    # holds under ``model.transformer`` (config.model_form); empty for the provider form
+    wrapped_model_keys: frozenset = frozenset()
 
     @property
     def layered(self) -> bool:
         return bool(self.layer_list)
+
+    def constructed(self, section: str) -> Optional[dict]:
+        """``section`` of the file Bridge builds the ConfigContainer from with ``ConfigContainer.from_yaml``
+        (each section's dataclass is instantiated from it, so its ``__post_init__`` sees these values): the
+        checked file itself, or a ``--base`` dump. None for a ``--recipe`` run (Bridge builds the recipe in
+        Python, and the files are merged onto it by ``setattr``) and for a section without ``_target_``."""
+        if self.layered:
+            data = self.layer_list[0].data
+        else:
+            data = self.data
+        value = (data or {}).get(section)
+        return value if isinstance(value, dict) and "_target_" in value else None
 
     def layer_of(self, path: tuple) -> Optional[Layer]:
         """The layer that wrote the value at ``path`` (or at its nearest ancestor that has one)."""
@@ -95,6 +113,17 @@ class Config:
         if layer is None or layer is self.layer_list[self.top]:
             return None
         return self.label(path)
+
+    def file_key(self, key: str) -> str:
+        """A dotted key as the file spells it: ``model.X`` is ``model.transformer.X`` where the file is of
+        the GPTModelConfig form and X is a TransformerConfig field (what a fix writes, what a diff names)."""
+        if self.wrapped_model_keys and key.startswith("model."):
+            from overlap_cli.config.model_form import WRAPPER_OWN
+
+            head = key.split(".", 2)[1]
+            if head in self.wrapped_model_keys or head not in WRAPPER_OWN:
+                return "model.transformer." + key[len("model."):]
+        return key
 
     # -- access helpers used by the resolver --------------------------------------------------
     def section(self, name: str) -> Optional[dict]:

@@ -353,12 +353,22 @@ _SLURM_SIZE_NAMES = {"-N": "nodes", "--nodes": "nodes", "-n": "ntasks", "--ntask
 
 def srun_world_size(reader: "Reader", found: "LaunchText", words: list, upto: int) -> None:
     # words: the launch command's expanded words (Field)
-    """One process per Slurm task when ``srun`` starts the training script itself (no torchrun): the world
-    size is srun's ``--ntasks``, or ``--nodes`` x ``--ntasks-per-node`` — from the srun line, else from the
-    script's ``#SBATCH`` directives (srun takes the allocation's). Only literal integers count; a node
-    range (``-N 2-4``) or anything else leaves it unknown."""
+    """``srun`` starting the training script itself (no torchrun): one process per Slurm task, but the world
+    size Megatron-LM runs with is ``WORLD_SIZE`` from the process's environment (``parse_args``,
+    megatron/training/arguments.py:144; 1 where it is not set), which srun does not set (it exports
+    SLURM_NTASKS / SLURM_PROCID, which Megatron-LM does not read for it). So the script's own exported
+    WORLD_SIZE decides; without one it comes from the job's environment: unknown, naming srun's task count
+    (``--ntasks``, or ``--nodes`` x ``--ntasks-per-node`` — from the srun line, else from the ``#SBATCH``
+    directives; literal integers only) for the reader to compare."""
     srun = next((k for k in range(upto) if (reader.static_text(words[k]) or "").rsplit("/", 1)[-1] == "srun"), None)
     if srun is None:
+        return
+    var = found.env.get("WORLD_SIZE")
+    if var is not None and var.how != "assignment":  # exported, or set on the launch line
+        if isinstance(var.value, str) and var.value.isdigit() and int(var.value) > 0:
+            found.world_size, found.world_size_line = int(var.value), var.line
+        else:
+            found.unknowns.append(f"line {var.line}: WORLD_SIZE is not known statically; world size unknown")
         return
     sizes: dict = {}
     for m in _SBATCH.finditer(reader.text):
@@ -378,15 +388,14 @@ def srun_world_size(reader: "Reader", found: "LaunchText", words: list, upto: in
 
     def number(key):
         got = sizes.get(key)
-        return (int(got[0]), got[1]) if got and got[0].isdigit() and int(got[0]) > 0 else None
+        return int(got[0]) if got and got[0].isdigit() and int(got[0]) > 0 else None
 
-    total = number("ntasks")
-    if total is None:
-        nodes, per_node = number("nodes"), number("ntasks-per-node")
-        if nodes is None or per_node is None:
-            found.unknowns.append("srun starts the training script: the world size is its task count, not given as "
-                                  "literal --ntasks or --nodes x --ntasks-per-node (srun line or #SBATCH); unknown")
-            return
-        total = (nodes[0] * per_node[0], per_node[1])
-    found.world_size, found.world_size_line = total
+    tasks = number("ntasks")
+    if tasks is None and number("nodes") is not None and number("ntasks-per-node") is not None:
+        tasks = number("nodes") * number("ntasks-per-node")
+    count = f" as {tasks} tasks" if tasks else ""
+    found.unknowns.append(
+        f"line {_line(reader, words[srun])}: srun starts the training script itself{count} and the script exports no "
+        "WORLD_SIZE, which parse_args reads (megatron/training/arguments.py:144; srun does not set it): the world "
+        "size is the job environment's WORLD_SIZE, 1 where it has none; unknown")
 

@@ -26,22 +26,12 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
+from overlap_cli.config.loader import DATACLASS_SECTIONS
 from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.config.document import Config, Layer
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 
 RECIPE, BASE, FILE, COMMAND_LINE = "recipe", "base", "file", "command line"
-
-# Top-level ConfigContainer fields typed as a dataclass that a recipe may leave null or give as a
-# recipe name (megatron/bridge/training/config.py: ``comm_overlap: Optional[CommOverlapConfig]``,
-# ``mixed_precision: Optional[Union[MixedPrecisionConfig, str]]``), with the class ``_target_`` that makes
-# ``_apply_overrides`` instantiate a mapping written there, and the line of config.py that fails on a
-# plain dict.
-DATACLASS_SECTIONS = {
-    "comm_overlap": ("megatron.bridge.training.comm_overlap.CommOverlapConfig", "training/config.py:1041"),
-    "mixed_precision": ("megatron.bridge.training.mixed_precision.MixedPrecisionConfig", "training/config.py:1876"),
-}
-
 
 @dataclass(frozen=True)
 class Stack:
@@ -123,7 +113,7 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     else:
         data, positions, interpolations, base_text = _mapping(stack.base, text if path is None else None)
         base_data = copy.deepcopy(data) if any(ov.op == "delete" for ov in overrides or ()) else None
-        layers.append(Layer(BASE, stack.base, stack.base, positions))
+        layers.append(Layer(BASE, stack.base, stack.base, positions, copy.deepcopy(data)))
         top_file, top_text, top_positions = stack.base, base_text, positions
     _own(data, (), 0, owner)
     base_dataclasses = {k for k in DATACLASS_SECTIONS if isinstance(data.get(k), dict)}
@@ -146,10 +136,13 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
 
         layers.append(Layer(COMMAND_LINE, COMMAND_LINE, None, {}))
         started = {p for ov in overrides if ov.op != "delete" for p in _started(cfg.data, ov.path)}
-        apply_overrides(cfg, overrides, base_label=stack.label if not files else "the merged config")
+        merged = apply_overrides(cfg, overrides, base_label=stack.label if not files else "the merged config")
         for p in started:  # a mapping the dotlist started (+comm_overlap.KEY=... onto null) is the command line's
             owner[p] = len(layers) - 1
         for i, ov in enumerate(overrides):
+            if merged[i]:  # a mapping merged into one already there: only the keys it names are the command line's
+                _own(ov.value, ov.path, len(layers) - 1, owner)
+                continue
             _drop(owner, ov.path)
             if ov.op != "delete":
                 _own(ov.value, ov.path, len(layers) - 1, owner)
@@ -159,6 +152,7 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     # Decided against the base, after the files and dotlists (a dotlist can start such a mapping too:
     # +comm_overlap.KEY=... onto a null section; a file's null then mapping still meets the recipe's dataclass).
     cfg.plain_dict_paths = _plain_dict_sections(cfg.data, base_dataclasses)
+    cfg.reinstantiated_paths = _reinstantiated_sections(cfg, base_dataclasses)
     from overlap_cli.config.loader import finish
 
     return finish(cfg, interpolations, overrides)
@@ -170,6 +164,36 @@ def _plain_dict_sections(data: dict, base_dataclasses: set) -> set:
     looks at the recipe's own attribute, not at the merged layers)."""
     return {(k,) for k in DATACLASS_SECTIONS
             if isinstance(data.get(k), dict) and "_target_" not in data[k] and k not in base_dataclasses}
+
+
+def _reinstantiated_sections(cfg: Config, base_dataclasses: set) -> set:
+    """The sections ``_apply_overrides`` instantiates again from the merged dict (omegaconf_utils.py:478-486:
+    a mapping with ``_target_`` is instantiated, even where the recipe holds the dataclass), because an
+    override file or a dotlist wrote that ``_target_``. The dict came from the recipe's dataclasses
+    (``_dataclass_to_omegaconf_dict`` writes no ``_target_``), so every mapping below it that the recipe
+    wrote is a plain dict in the new instance: its ``_target_`` is dropped here, as Bridge has it (a
+    ``tp_comm_overlap_cfg`` then fails ``asdict()``, UB603)."""
+    out = set()
+    for name in DATACLASS_SECTIONS:
+        section = cfg.data.get(name)
+        if not (isinstance(section, dict) and "_target_" in section and name in base_dataclasses):
+            continue
+        layer = cfg.layer_of((name, "_target_"))
+        if layer is None or layer.kind in (RECIPE, BASE):
+            continue
+        out.add((name,))
+        _drop_base_targets(cfg, section, (name,))
+    return out
+
+
+def _drop_base_targets(cfg: Config, node: dict, path: tuple) -> None:
+    for key, value in node.items():
+        if isinstance(value, dict):
+            p = path + (key,)
+            layer = cfg.layer_of(p + ("_target_",)) if "_target_" in value else None
+            if layer is not None and layer.kind in (RECIPE, BASE):
+                del value["_target_"]
+            _drop_base_targets(cfg, value, p)
 
 
 def _started(data: dict, path: tuple) -> list:
@@ -190,13 +214,17 @@ def _related(a: tuple, b: tuple) -> bool:
 def _keep_base_value(cfg: Config, base_data: Optional[dict], path: tuple, owner: dict) -> None:
     """``~key``: Hydra deletes the key from the merged config, so the dict ``_apply_overrides`` walks has no
     entry there and the dataclass keeps the value the base (the recipe's ConfigContainer) was built with
-    (omegaconf_utils.py:468-515 sets only the keys it is given): the base's value, not the lower files'."""
+    (omegaconf_utils.py:468-515 sets only the keys it is given): the base's value, not the lower files'.
+    Only a dataclass keeps it: a key under a plain dict field (``env_vars``; a dump writes no ``_target_``
+    there) goes with the whole dict, which ``_apply_overrides`` sets as it is (omegaconf_utils.py:491-512)."""
     import copy
 
     node = base_data
-    for part in path:
+    for i, part in enumerate(path):
         if not isinstance(node, dict) or part not in node:
             return  # the base has nothing there (a key the files added): it is gone
+        if i and "_target_" not in node:
+            return  # a plain dict in the base: set whole, without the deleted key
         node = node[part]
     parent = cfg.data
     for part in path[:-1]:

@@ -24,6 +24,17 @@ from overlap_cli.config.yamlnodes import has_interpolation, parse_nodes
 MAX_INTERPOLATIONS = 1000
 
 
+# Top-level ConfigContainer fields typed as a dataclass that a recipe may leave null or give as a
+# recipe name (megatron/bridge/training/config.py: ``comm_overlap: Optional[CommOverlapConfig]``,
+# ``mixed_precision: Optional[Union[MixedPrecisionConfig, str]]``), with the class ``_target_`` that makes
+# ``_apply_overrides`` instantiate a mapping written there, and the line of config.py that fails on a
+# plain dict.
+DATACLASS_SECTIONS = {
+    "comm_overlap": ("megatron.bridge.training.comm_overlap.CommOverlapConfig", "training/config.py:1041"),
+    "mixed_precision": ("megatron.bridge.training.mixed_precision.MixedPrecisionConfig", "training/config.py:1876"),
+}
+
+
 def load_config(path: str, overrides: Optional[list] = None, text: Optional[str] = None) -> Config:
     if text is None:
         text = read_text(path)
@@ -35,11 +46,50 @@ def load_config(path: str, overrides: Optional[list] = None, text: Optional[str]
             InputProblem(path, f"top level is a {type(data).__name__}, expected a mapping of config sections", line=1, column=1)
         )
     cfg = Config(file=path, data=data, positions=positions, text=text)
+    # A file with a top-level ``_target_`` is what ``ConfigContainer.from_yaml`` loads
+    # (megatron/training/config/container.py:92-121 asserts the key, container.py:67): ``instantiate`` builds
+    # only mappings that name their class, so a dataclass section written without ``_target_`` stays a dict.
+    whole = "_target_" in data
+    if whole:
+        built = {k for k in DATACLASS_SECTIONS if isinstance(data.get(k), dict) and "_target_" in data[k]}
     if overrides:
+        import copy
+
         from overlap_cli.config.overrides import apply_overrides
 
+        loaded = (copy.deepcopy(data), dict(positions)) if any(ov.op == "delete" for ov in overrides) else None
         apply_overrides(cfg, overrides)
+        if loaded is not None:
+            _keep_loaded_values(cfg, overrides, *loaded)
+    if whole:
+        cfg.plain_dict_paths = {(k,) for k in DATACLASS_SECTIONS
+                                if isinstance(cfg.data.get(k), dict) and "_target_" not in cfg.data[k] and k not in built}
     return finish(cfg, interpolations, overrides)
+
+
+def _keep_loaded_values(cfg: Config, overrides: list, data: dict, positions: dict) -> None:
+    """``~key`` on a file Bridge loads whole: ``ConfigContainer.from_yaml`` built the dataclasses from the
+    file, Hydra then deletes the key from the dict config, and ``_apply_overrides`` sets only the keys it is
+    given (megatron/bridge/training/utils/omegaconf_utils.py:468-515): the field keeps the file's value."""
+    import copy
+
+    for i, ov in enumerate(overrides):
+        if ov.op != "delete" or any(_related(ov.path, later.path) for later in overrides[i + 1:]):
+            continue
+        node, parent = data, cfg.data
+        for part in ov.path[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if not (isinstance(node, dict) and ov.path[-1] in node and isinstance(parent, dict)):
+            continue
+        parent[ov.path[-1]] = copy.deepcopy(node[ov.path[-1]])
+        cfg.positions.update({p: v for p, v in positions.items() if p[: len(ov.path)] == ov.path})
+        cfg.override_paths.discard(ov.path)
+
+
+def _related(a: tuple, b: tuple) -> bool:
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
 
 
 def finish(cfg: Config, interpolations: int, overrides: Optional[list] = None) -> Config:
@@ -53,4 +103,9 @@ def finish(cfg: Config, interpolations: int, overrides: Optional[list] = None) -
         from overlap_cli.config.interpolation import resolve_interpolations
 
         resolve_interpolations(cfg)
+    model = cfg.data.get("model")
+    if isinstance(model, dict) and "transformer" in model and not cfg.layered:
+        from overlap_cli.config.model_form import lift
+
+        lift(cfg)
     return cfg

@@ -89,62 +89,303 @@ def parse_override(arg: str) -> Override:
     return Override(arg, op, path, parse_override_value(val))
 
 
-def apply_overrides(cfg: Config, overrides: list[Override], base_label: Optional[str] = None) -> None:
-    """Apply dotlists in Hydra's struct mode. ``base_label``: a merged run (config.layers) -- what the
-    dotlists apply to, named in errors ("recipe NAME"); a bad one is then a command-line problem."""
+def apply_overrides(cfg: Config, overrides: list[Override], base_label: Optional[str] = None) -> list:
+    """Apply dotlists as Bridge does: ``parse_hydra_overrides`` (megatron/bridge/training/utils/
+    omegaconf_utils.py:163-186) sets the merged config to struct mode and hands each override to Hydra's
+    ``ConfigLoaderImpl._apply_overrides_to_config`` (hydra-core 1.3, config_loader_impl.py:336-399), which
+    calls ``OmegaConf.select`` / ``OmegaConf.update``:
+
+    - ``~key[=value]``: refused when ``select(key)`` is None -- a key the config lacks *and a key that holds
+      null* ("Could not delete from config. 'KEY' does not exist.") -- or holds another value;
+    - ``+key=value``: refused when ``select(key)`` is not None and the value is no mapping or list
+      ("Could not append to config. An item is already at 'KEY'."); otherwise set with struct mode off;
+    - ``++key=value``: always set, struct mode off;
+    - ``key=value``: set in struct mode: a key the config lacks, and any key under a null or scalar
+      (``update`` replaces it by an empty mapping first), is refused ("Could not override 'KEY'.");
+    - a mapping or list given where one is already there is merged into it (``merge_with``: a mapping key
+      by key, in struct mode only into existing keys; a list replaced; a mapping onto a list, or the
+      reverse, refused).
+
+    The config is the one Bridge builds before the overrides: every field of the ConfigContainer's
+    dataclasses, a file leaving it out or not (``create_omegaconf_dict_config`` serializes all of them,
+    null ones included), except the callables it leaves out (a function or ``partial`` -- a dump writes them
+    as ``_call_: false`` / ``_partial_: true`` mappings; ``activation_func`` and dtypes become strings).
+
+    ``base_label``: a merged run (config.layers) -- what the dotlists apply to, named in errors ("recipe
+    NAME"); a bad one is then a command-line problem. Returns, per override, whether it merged a mapping
+    into one already there (so the keys it did not name keep their layer)."""
     where = "command line" if base_label else cfg.file
+    merged: list = []
     for ov in overrides:
-        def bad(msg: str) -> InputError:
+        def bad(msg: str, bridge_says: Optional[str] = None) -> InputError:
             if base_label:
-                msg = msg.replace("is not in the config", f"is not in {base_label}")
+                msg = msg.replace(" in the config", f" in {base_label}")
+            if bridge_says:
+                msg += f"; Bridge stops with \"{bridge_says}\""
             return InputError(InputProblem(where, f"override {ov.raw!r}: {msg}"))
 
-        # Bridge merges the file onto a full ConfigContainer, where every field of model/ddp/optimizer
-        # exists (and every field of comm_overlap/mixed_precision once the section is a mapping), so a
-        # plain key=value reaches a field this tool knows even when the file leaves it out.
-        field_of_container = _container_field(cfg, ov.path)
-        parent: Any = cfg.data
-        for i, part in enumerate(ov.path[:-1]):
-            if not isinstance(parent, dict):
-                raise bad(f"{dotted(ov.path[:i])} is not a mapping")
-            if part not in parent or parent[part] is None:
-                if ov.op in ("add", "force") or (field_of_container and ov.op == "set"):
-                    parent[part] = {}
-                else:
-                    raise bad(_not_in_config(ov.path[: i + 1], ov.path))
-            parent = parent[part]
-        if not isinstance(parent, dict):
-            raise bad(f"{dotted(ov.path[:-1])} is not a mapping")
-        leaf = ov.path[-1]
-        exists = leaf in parent
-        if ov.op == "set" and not exists and not field_of_container:
-            raise bad(_not_in_config(ov.path, ov.path))
-        # Hydra's +key=value appends unless a non-null value is already there (hydra/_internal/
-        # config_loader_impl.py _apply_overrides_to_config): a null field may be given with +.
-        if ov.op == "add" and exists and parent[leaf] is not None and not isinstance(ov.value, (dict, list)):
-            raise bad(f"key {dotted(ov.path)} already exists (use ++{dotted(ov.path)}=... to force it)")
+        key = dotted(ov.path)
+        found = _select(cfg, ov.path)
         if ov.op == "delete":
-            if not exists:
-                raise bad(f"key {dotted(ov.path)} is not in the config")
-            if ov.has_value and parent[leaf] != ov.value:
-                raise bad(f"value of {dotted(ov.path)} is {parent[leaf]!r}, not {ov.value!r}")
-            del parent[leaf]
+            if found is _NONE:
+                what = _why_none(cfg, ov.path)
+                raise bad(f"{what}: Hydra deletes only a key that holds a value",
+                          f"Could not delete from config. '{key}' does not exist.")
+            if ov.has_value and found != ov.value:
+                raise bad(f"value of {key} is {found!r}, not {ov.value!r}",
+                          f"Could not delete from config. The value of '{key}' is {fmt_hydra(found)} and not {fmt_hydra(ov.value)}.")
+            parent = _parent(cfg.data, ov.path)
+            if isinstance(parent, list):
+                raise bad("Hydra cannot delete a list item (its delete indexes the list with a string)")
+            if isinstance(parent, dict) and ov.path[-1] in parent:
+                del parent[ov.path[-1]]
             for p in list(cfg.positions):
                 if p[: len(ov.path)] == ov.path:
                     del cfg.positions[p]
             cfg.override_paths.add(ov.path)
+            merged.append(False)
             continue
-        parent[leaf] = ov.value
+        if ov.op == "add" and found is not _NONE and not isinstance(ov.value, (dict, list)):
+            raise bad(f"key {key} already exists (use ++{key}=... to force it)",
+                      f"Could not append to config. An item is already at '{key}'.")
+        merged.append(_update(cfg, ov, force=ov.op in ("add", "force"), bad=bad))
         cfg.override_paths.add(ov.path)
+    return merged
 
 
-def _container_field(cfg: Config, path: tuple) -> bool:
-    """``section.field`` of Bridge's ConfigContainer that exists before the file is merged onto it."""
+class _NoneType:
+    """``OmegaConf.select`` answered None: the key is absent, null, or under a null / scalar / callable."""
+
+
+_NONE = _NoneType()
+
+
+def fmt_hydra(value: Any) -> str:
+    return str(value)
+
+
+def _container_default(cfg: Config, path: tuple) -> Any:
+    """The value a ConfigContainer field the file leaves out holds (its class default), or _NONE when
+    ``path`` is no such field. Sections Bridge always builds (model, ddp, optimizer), and comm_overlap /
+    mixed_precision once the config holds them as a mapping."""
+    from overlap_cli.frameworks.bridge import facts as bridge
     from overlap_cli.frameworks.bridge.schema import ALWAYS_PRESENT_SECTIONS, known_field
 
     if len(path) != 2 or not known_field(*path):
+        return _NONE
+    section, name = path
+    if section not in ALWAYS_PRESENT_SECTIONS and not isinstance(cfg.data.get(section), dict):
+        return _NONE
+    if section == "comm_overlap":
+        return bridge.COMM_OVERLAP_FIELDS.get(name)
+    if section == "mixed_precision":
+        return bridge.MP_DEFAULTS.get(name)
+    defaults = bridge.SECTION_DEFAULTS[section]
+    if name in defaults:
+        return defaults[name]
+    if section == "model" and name in bridge.LAUNCH_MODEL_DEFAULTS:
+        return bridge.LAUNCH_MODEL_DEFAULTS[name]
+    return bridge.OTHER_FIELD_DEFAULTS[path]
+
+
+def _left_out(value: Any, name: Any) -> bool:
+    """A value ``create_omegaconf_dict_config`` leaves out of the dict config (omegaconf_utils.py:195-227,
+    269-279): a function or ``functools.partial``. A dump writes them as mappings."""
+    if not isinstance(value, dict):
         return False
-    return path[0] in ALWAYS_PRESENT_SECTIONS or isinstance(cfg.data.get(path[0]), dict)
+    if value.get("_partial_") is True:
+        return True
+    if value.get("_call_") is False:
+        target = str(value.get("_target_", ""))
+        return not (target.startswith("torch.") and target.rsplit(".", 1)[-1] in _DTYPES) and name != "activation_func"
+    return False
+
+
+_DTYPES = {"float32", "float16", "bfloat16", "float64", "int64", "int32", "uint8", "float8_e4m3fn", "float8_e5m2"}
+
+
+_MARKERS = ("_target_", "_call_", "_partial_", "_args_")
+
+
+def _is_dtype(value: Any) -> bool:
+    return (isinstance(value, dict) and value.get("_call_") is False and str(value.get("_target_", "")).startswith("torch.")
+            and str(value.get("_target_")).rsplit(".", 1)[-1] in _DTYPES)
+
+
+def _child(node: Any, part: str, marker_absent: bool = True) -> Any:
+    """``node[part]`` as the dict config has it. Bridge's config comes from dataclass fields
+    (``_dataclass_to_omegaconf_dict``, omegaconf_utils.py:281-303), which carry no ``_target_`` (the dump's
+    ``_target_`` / ``_call_`` keys are its serializer's), and a dtype is a string there."""
+    if isinstance(node, dict):
+        if _is_dtype(node) or (marker_absent and part in _MARKERS):
+            return _NONE
+        if part in node and not _left_out(node[part], part):
+            return node[part]
+        return _NONE
+    if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        return node[int(part)]
+    return _NONE
+
+
+def _select(cfg: Config, path: tuple) -> Any:
+    """``OmegaConf.select(cfg, key)`` over the config Bridge hands Hydra; _NONE where it answers None."""
+    from overlap_cli.frameworks.bridge.schema import ALWAYS_PRESENT_SECTIONS
+
+    node: Any = cfg.data
+    for i, part in enumerate(path):
+        if i == 0 and part not in node:
+            nxt = {} if part in ALWAYS_PRESENT_SECTIONS else _NONE  # built by Bridge, whatever the file says
+        elif i == 1 and isinstance(node, dict) and part not in node:
+            nxt = _container_default(cfg, path[:2])
+        else:
+            nxt = _child(node, part, _marker_absent(cfg, path[: i + 1]))
+        if nxt is _NONE or nxt is None:
+            return _NONE
+        node = nxt
+    return node
+
+
+def _marker_absent(cfg: Config, path: tuple) -> bool:
+    """Whether a ``_target_``-like key at ``path`` is missing from the dict config Hydra sees: it is when the
+    base wrote it (Bridge rebuilt that part from its dataclasses), not when an override file merged it in."""
+    if path[-1] not in _MARKERS:
+        return False
+    if not cfg.layered:
+        return True
+    layer = cfg.layer_of(path)
+    return layer is None or layer.kind in ("recipe", "base")
+
+
+def _why_none(cfg: Config, path: tuple) -> str:
+    node: Any = cfg.data
+    for i, part in enumerate(path):
+        if isinstance(node, dict) and (_is_dtype(node) or (part in node and _marker_absent(cfg, path[: i + 1]))):
+            return (f"{dotted(path)} is not among the keys Bridge hands to Hydra (its dataclasses carry no "
+                    "_target_, and a dtype is a string there)")
+        if isinstance(node, dict) and part in node:
+            if _left_out(node[part], part):
+                return (f"{dotted(path[: i + 1])} is a callable, which Bridge leaves out of the config it hands "
+                        "to Hydra (omegaconf_utils.py:269-279)")
+            node = node[part]
+            if node is None:
+                return f"{dotted(path[: i + 1])} is null in the config"
+            continue
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+            continue
+        if i and not isinstance(node, (dict, list)):
+            return f"{dotted(path[:i])} is not a mapping"
+        if i == 1 and _container_default(cfg, path[:2]) is None:
+            return f"{dotted(path)} is null (its class default)"
+        return f"key {dotted(path)} is not in the config"
+    return f"key {dotted(path)} is null"
+
+
+def _parent(data: dict, path: tuple) -> Any:
+    node: Any = data
+    for part in path[:-1]:
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _exists_in_struct(cfg: Config, node: Any, path: tuple) -> bool:
+    """Whether the struct-mode config has the key ``path[-1]`` under ``node`` (a container field the file
+    leaves out counts: Bridge's config has every one)."""
+    part = path[-1]
+    if isinstance(node, dict) and part in node and not _left_out(node[part], part):
+        return True
+    if len(path) == 1:
+        from overlap_cli.frameworks.bridge.schema import ALWAYS_PRESENT_SECTIONS, OPTIONAL_SECTIONS
+
+        return part in ALWAYS_PRESENT_SECTIONS or part in OPTIONAL_SECTIONS
+    return _container_default(cfg, path) is not _NONE
+
+
+def _update(cfg: Config, ov: Override, force: bool, bad) -> bool:
+    """``OmegaConf.update(cfg, key, value, merge=True, force_add=force)`` in struct mode (omegaconf.py:685-746)."""
+    import copy
+
+    key = dotted(ov.path)
+    refuse = f"Could not override '{key}'."
+    root: Any = cfg.data
+    for i, part in enumerate(ov.path[:-1]):
+        here = ov.path[: i + 1]
+        nxt = root.get(part) if isinstance(root, dict) else _child(root, part)
+        if not isinstance(nxt, (dict, list)) or (isinstance(root, dict) and _left_out(nxt, part)):
+            if not force:
+                from overlap_cli.frameworks.bridge.schema import ALWAYS_PRESENT_SECTIONS, OPTIONAL_SECTIONS
+
+                present = isinstance(root, dict) and part in root and not _left_out(nxt, part)
+                if len(here) == 1 and part in OPTIONAL_SECTIONS and nxt is None:
+                    what = f"{part} is not a mapping in the config (Bridge leaves it null unless the recipe sets it)"
+                elif present and nxt is None:
+                    what = f"{dotted(here)} is null"
+                elif present:
+                    what = f"{dotted(here)} is not a mapping"
+                elif len(here) == 1 and part in ALWAYS_PRESENT_SECTIONS:
+                    what = None  # a section Bridge always builds: it is there, holding what the file left out
+                else:
+                    what = _not_in_config(here, ov.path).split(" (use +")[0]
+                if what is not None:
+                    raise bad(f"{what} (use +{key}=... to add it)", refuse)
+            if isinstance(root, list):
+                if not (part.isdigit() and int(part) < len(root)):
+                    raise bad(f"{dotted(here)} is past the end of the list", "list index out of range")
+                root[int(part)] = {}
+            else:
+                root[part] = {}
+            nxt = root[int(part)] if isinstance(root, list) else root[part]
+        root = nxt
+    leaf = ov.path[-1]
+    value = copy.deepcopy(ov.value)
+    if isinstance(root, list):
+        if not (leaf.isdigit() and int(leaf) < len(root)):
+            raise bad(f"{key} is past the end of the list", "list index out of range")
+        node = root[int(leaf)]
+    else:
+        node = root.get(leaf, _NONE)
+        if _left_out(node, leaf) or _is_dtype(root) or (node is not _NONE and _marker_absent(cfg, ov.path)):
+            node = _NONE
+            if not force:
+                raise bad(f"key {key} is not among the keys Bridge hands to Hydra (its dataclasses carry no {leaf}, "
+                          "and a callable or dtype is left out or a string there)", refuse)
+    if isinstance(value, (dict, list)) and isinstance(node, (dict, list)):
+        if isinstance(value, dict) != isinstance(node, dict):
+            raise bad(f"{key} holds a {'mapping' if isinstance(node, dict) else 'list'} and the value is a "
+                      f"{'mapping' if isinstance(value, dict) else 'list'}", "Cannot merge DictConfig with ListConfig")
+        if isinstance(node, list):
+            node[:] = value
+            return False
+        _merge_struct(cfg, node, value, ov.path, struct=not force, bad=bad, refuse=refuse)
+        return True
+    if isinstance(root, dict) and not force and (node is _NONE) and not _exists_in_struct(cfg, root, ov.path):
+        raise bad(_not_in_config(ov.path, ov.path), refuse)
+    if isinstance(root, list):
+        root[int(leaf)] = value
+    else:
+        root[leaf] = value
+    return False
+
+
+def _merge_struct(cfg: Config, dst: dict, src: dict, path: tuple, struct: bool, bad, refuse: str) -> None:
+    """``merge_with`` of a mapping into one already there: key by key, nested mappings merged, anything else
+    replacing; in struct mode a key the destination lacks is refused."""
+    for k, v in src.items():
+        p = path + (k,)
+        old = dst.get(k, _NONE)
+        if old is _NONE and struct and not _exists_in_struct(cfg, dst, p):
+            raise bad(f"key {dotted(p)} is not in the config (use +{dotted(path)}=... to add it)", refuse)
+        if isinstance(v, dict) and isinstance(old, dict):
+            _merge_struct(cfg, old, v, p, struct, bad, refuse)
+        elif isinstance(v, (dict, list)) and isinstance(old, (dict, list)) and isinstance(v, dict) != isinstance(old, dict):
+            raise bad(f"{dotted(p)} and the value are a mapping and a list", "Cannot merge DictConfig with ListConfig")
+        else:
+            dst[k] = v
 
 
 def _not_in_config(missing: tuple, path: tuple) -> str:

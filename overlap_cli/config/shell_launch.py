@@ -14,6 +14,9 @@ path (``frameworks.megatron_lm.args``).
 
 from __future__ import annotations
 
+import itertools
+import re
+
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
     from typing import Optional
@@ -81,6 +84,7 @@ def path_launch(reader, rec) -> LaunchText:
         field_ = reader.join(reader.expand(Word(parts, p.start + cut, p.end), origin, split=False, keep_empty=True), origin)
         line, col = reader.pos(p.start)
         found.env[name] = EnvVar(name, UNKNOWN if field_.unknown else field_.text, line, col, "prefix", span=reader.span(p.start, p.end))
+    _env_wrapper_assignments(reader, found, fields, word_of, index)
     if fields and fields[0].text is None and fields[0].multi:
         what = fields[0].what or "an expansion"
         st.notes.append(f"line {launch_line}: {what} before the launcher is not known statically (it may wrap the "
@@ -106,6 +110,9 @@ def path_launch(reader, rec) -> LaunchText:
         # could not expand is no unknown of the launch (the file name decides what runs)
         quiet = {s for w in word_of[:script_pos + 1] for s in added.get(id(w), ())}
         quiet -= {s for w in word_of[script_pos + 1:] for s in added.get(id(w), ())}
+        # ... but the world size is read from torchrun's own options, or from srun's before the script
+        sizes = word_of[index + 1:script_pos] if kind not in ("python", "script") else word_of[:index]
+        quiet -= {s for w in sizes for s in added.get(id(w), ())}
         quiet = {s for s in quiet if not _sizes_word(s, fields, index, script_pos)}
         st.notes[:] = [s for s in st.notes if s not in quiet]
     found.unknowns[:0] = st.notes
@@ -116,6 +123,35 @@ def path_launch(reader, rec) -> LaunchText:
         found.tokens.append(_token(reader, f, w))
     _note_broken_continuation(reader, found, node.words[-1].end if isinstance(node.words[-1], Word) else node.end)
     return found
+
+
+_ASSIGN_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=")
+
+
+def _env_wrapper_assignments(reader, found: LaunchText, fields: list, word_of: list, index: int) -> None:
+    """``env NAME=value ... torchrun ...``: the ``env`` program puts each ``NAME=value`` word into the
+    environment of the command it runs (coreutils env), as a prefix assignment does."""
+    k = 0
+    while k < index:
+        if (fields[k].text or "").rsplit("/", 1)[-1] != "env":
+            k += 1
+            continue
+        k += 1
+        while k < index:
+            f = fields[k]
+            literal = "".join(c for c in itertools.takewhile(lambda c: isinstance(c, str), f.chars))
+            m = _ASSIGN_NAME.match(literal)
+            if m is None:
+                if literal.startswith("-"):
+                    k += 1
+                    continue
+                break
+            name, written = m.group(1), word_of[k]
+            line, col = reader.pos(written.start)
+            exact = f.word is written and not f.unknown
+            found.env[name] = EnvVar(name, UNKNOWN if f.unknown else f.text[m.end():], line, col, "prefix",
+                                     span=reader.span(written.start, written.end) if exact else None)
+            k += 1
 
 
 def _sizes_word(sentence: str, fields: list, index: int, script_pos: int) -> bool:

@@ -30,6 +30,9 @@ SOURCES = {
     "b300-network": "NVIDIA HGX B300: ConnectX-8 800 Gb/s per GPU (networking 1.6 TB/s per 8 GPUs, https://fibermall.com/blog/?p=17161; https://acecloud.ai/blog/nvidia-hgx-b300)",
     "gb200-nvl72": "NVIDIA GB200 NVL72: one NVLink domain of 72 GPUs; compute trays with one ConnectX-7 400 Gb/s per GPU",
     "gb300-nvl72": "NVIDIA GB300 NVL72: one NVLink domain of 72 GPUs, 72 ConnectX-8 800 Gb/s NICs (https://glennklockwood.com/garden/processors/B300)",
+    "hbm-capacity": "HBM capacity per GPU from the vendor sheets: A100 80 GB, H100 SXM5 80 GB, H200 141 GB, DGX B200 1,440 GB / 8 GPUs = 180 GB, "
+                    "HGX B300 2.3 TB / 8 = 288 GB, GB200 NVL72 13.4 TB / 72 = 186 GB, GB300 NVL72 up to 20.7 TB / 72 = 288 GB (HBM sizes are "
+                    "binary: an H100's 80 GB shows as 81,559 MiB in nvidia-smi; taken here as GiB)",
     "sm-counts": "SM counts: A100 108 (A100 whitepaper), H100/H200 SXM 132 (H100 whitepaper), B200 148 (Blackwell whitepaper); B300 160 (Blackwell Ultra announcement)",
 }
 
@@ -38,52 +41,52 @@ GPUS = {
     "a100": {
         "part": "A100 SXM4 80 GB (DGX A100)",
         "peak": {"bf16": 312.0},
-        "hbm": 2039.0, "nvlink": 300.0, "nvlink_domain": 8, "network": 25.0, "sms": 108,
-        "sources": ["a100-datasheet", "a100-dgx", "sm-counts"],
+        "hbm": 2039.0, "nvlink": 300.0, "nvlink_domain": 8, "network": 25.0, "sms": 108, "memory_gib": 80,
+        "sources": ["hbm-capacity", "a100-datasheet", "a100-dgx", "sm-counts"],
         "assumed": ["no FP8 Tensor Cores: an FP8 config on A100 is estimated at the BF16 rate"],
     },
     "h100": {
         "part": "H100 SXM5 (DGX H100)",
         "peak": {"bf16": 989.4, "fp8": 1978.9},
-        "hbm": 3350.0, "nvlink": 450.0, "nvlink_domain": 8, "network": 50.0, "sms": 132,
-        "sources": ["h100-peak", "h100-datasheet", "sm-counts"],
+        "hbm": 3350.0, "nvlink": 450.0, "nvlink_domain": 8, "network": 50.0, "sms": 132, "memory_gib": 80,
+        "sources": ["hbm-capacity", "h100-peak", "h100-datasheet", "sm-counts"],
         "assumed": ["no FP4 Tensor Cores: NVFP4 is estimated at the FP8 rate"],
     },
     "h200": {
         "part": "H200 SXM (HGX H200)",
         "peak": {"bf16": 989.4, "fp8": 1978.9},
-        "hbm": 4800.0, "nvlink": 450.0, "nvlink_domain": 8, "network": 50.0, "sms": 132,
-        "sources": ["h100-peak", "h200-datasheet", "sm-counts"],
+        "hbm": 4800.0, "nvlink": 450.0, "nvlink_domain": 8, "network": 50.0, "sms": 132, "memory_gib": 141,
+        "sources": ["hbm-capacity", "h100-peak", "h200-datasheet", "sm-counts"],
         "assumed": ["no FP4 Tensor Cores: NVFP4 is estimated at the FP8 rate",
                     "no measured H200 row: achieved efficiency taken from H100 (same SMs and Tensor Cores)"],
     },
     "b200": {
         "part": "B200 (HGX/DGX B200, 1,000 W)",
         "peak": {"bf16": 2250.0, "fp8": 4500.0, "fp4": 9000.0},
-        "hbm": 8000.0, "nvlink": 900.0, "nvlink_domain": 8, "network": 50.0, "sms": 148,
-        "sources": ["b200-peak", "blackwell-memory-nvlink", "b200-network", "sm-counts"],
+        "hbm": 8000.0, "nvlink": 900.0, "nvlink_domain": 8, "network": 50.0, "sms": 148, "memory_gib": 180,
+        "sources": ["hbm-capacity", "b200-peak", "blackwell-memory-nvlink", "b200-network", "sm-counts"],
         "assumed": [],
     },
     "b300": {
         "part": "B300 (HGX/DGX B300)",
         "peak": {"bf16": 2250.0, "fp8": 4500.0, "fp4": 13500.0},
-        "hbm": 8000.0, "nvlink": 900.0, "nvlink_domain": 8, "network": 100.0, "sms": 160,
-        "sources": ["b300-peak", "blackwell-memory-nvlink", "b300-network", "sm-counts"],
+        "hbm": 8000.0, "nvlink": 900.0, "nvlink_domain": 8, "network": 100.0, "sms": 160, "memory_gib": 288,
+        "sources": ["hbm-capacity", "b300-peak", "blackwell-memory-nvlink", "b300-network", "sm-counts"],
         "assumed": ["FP4 dense peak: secondary sources disagree (13.1-14 PFLOPS); 13.5 PFLOPS used"],
     },
     "gb200": {
         "part": "B200 in GB200 NVL72 (1,200 W)",
         "peak": {"bf16": 2500.0, "fp8": 5000.0, "fp4": 10000.0},
-        "hbm": 8000.0, "nvlink": 900.0, "nvlink_domain": 72, "network": 50.0, "sms": 148,
-        "sources": ["gb200-peak", "blackwell-memory-nvlink", "gb200-nvl72", "sm-counts"],
+        "hbm": 8000.0, "nvlink": 900.0, "nvlink_domain": 72, "network": 50.0, "sms": 148, "memory_gib": 186,
+        "sources": ["hbm-capacity", "gb200-peak", "blackwell-memory-nvlink", "gb200-nvl72", "sm-counts"],
         "assumed": ["a parallel group is inside one NVLink domain only up to 64 GPUs (the largest power of two "
                     "in 72: Megatron's groups are contiguous rank ranges of power-of-two sizes)"],
     },
     "gb300": {
         "part": "B300 in GB300 NVL72 (1,400 W)",
         "peak": {"bf16": 2500.0, "fp8": 5000.0, "fp4": 15000.0},
-        "hbm": 8000.0, "nvlink": 900.0, "nvlink_domain": 72, "network": 100.0, "sms": 160,
-        "sources": ["gb300-peak", "blackwell-memory-nvlink", "gb300-nvl72", "sm-counts"],
+        "hbm": 8000.0, "nvlink": 900.0, "nvlink_domain": 72, "network": 100.0, "sms": 160, "memory_gib": 288,
+        "sources": ["hbm-capacity", "gb300-peak", "blackwell-memory-nvlink", "gb300-nvl72", "sm-counts"],
         "assumed": ["a parallel group is inside one NVLink domain only up to 64 GPUs (see gb200)"],
     },
 }

@@ -103,8 +103,9 @@ def _int_env(value, default: int = 0) -> int:
         return default
 
 
-def shape_from_view(view) -> Shape:
-    """The Shape of a resolved config. Raises Unsupported (one sentence) when it cannot be modelled."""
+def shape_from_view(view, step_time: bool = True) -> Shape:
+    """The Shape of a resolved config. Raises Unsupported (one sentence) when it cannot be modelled
+    (``step_time=False``: a GPU without step-time figures is accepted; the memory count does not need them)."""
     model, ddp = view.final.get("model", {}), view.final.get("ddp", {})
     optimizer = view.final.get("optimizer", {})
     cfg = view.cfg
@@ -114,7 +115,7 @@ def shape_from_view(view) -> Shape:
     if gpu_name is None:
         gpu_name = "h100"
         assumptions.append("GPU not given (--gpu): h100 assumed")
-    if gpu_name in gpu_table.NOT_MODELLED:
+    if gpu_name in gpu_table.NOT_MODELLED and step_time:
         raise Unsupported(gpu_table.NOT_MODELLED[gpu_name])
     world = view.target.world_size
     for key in ("num_layers", "hidden_size", "num_attention_heads"):
@@ -241,11 +242,35 @@ def shape_from_view(view) -> Shape:
         cdmc=None if env.get("CUDA_DEVICE_MAX_CONNECTIONS") is None else str(env["CUDA_DEVICE_MAX_CONNECTIONS"]),
         ln_margin_fwd=_int_env(env.get("NVTE_FWD_LAYERNORM_SM_MARGIN")),
         ln_margin_bwd=_int_env(env.get("NVTE_BWD_LAYERNORM_SM_MARGIN")),
+        # Read by estimate/memory.py only.
+        normalization=model.get("normalization") or "LayerNorm",
+        activation=_activation_name(model.get("activation_func")),
+        hybrid_pattern=str(pattern) if pattern else None,
+        pp_layout=model.get("pipeline_model_parallel_layout"),
+        first_stage_layers=model.get("num_layers_in_first_pipeline_stage"),
+        last_stage_layers=model.get("num_layers_in_last_pipeline_stage"),
+        peft_dim=_peft_field(cfg, "dim"), peft_targets=_peft_field(cfg, "target_modules"),
+        fsdp_strategy=ddp.get("data_parallel_sharding_strategy") if fsdp else None,
+        offload_layers=(model.get("cpu_offloading_num_layers") or 0)
+        if model.get("cpu_offloading") and model.get("cpu_offloading_activations", True) else 0,
+        fine_grained_offload=bool(model.get("fine_grained_activation_offloading")),
         generation=view.target.gpu_generation or ("sm100-or-newer" if gpu_name.startswith(("b", "gb")) else "hopper-or-older"),
         assumptions=assumptions,
     )
     _ = optimizer
     return shape
+
+
+def _activation_name(value):
+    """The function a model's ``activation_func`` names (a ``_target_`` mapping or a dotted string), or None."""
+    if isinstance(value, dict):
+        value = value.get("_target_")
+    return str(value).rsplit(".", 1)[-1] if value else None
+
+
+def _peft_field(cfg, key: str):
+    peft = cfg.get(("peft",))
+    return peft.get(key) if isinstance(peft, dict) else None
 
 
 def ub_sms(fields: dict) -> int:

@@ -7,9 +7,10 @@ hide or expose, on the critical path of one GPU of the first pipeline stage.
   efficiency fitted per GPU and precision (constants.json), plus memory-bound element-wise work (norms,
   activations, residuals, MoE permutes: bytes per hidden element fitted once, at the HBM bandwidth),
   plus the optimizer step (memory-bound), plus SM time lost to userbuffers kernels and LayerNorm SM margins.
-- TP: with sequence parallelism 4 all-gathers / reduce-scatters of the full activation per transformer
-  (attention or MLP) block forward and 4 backward, ring cost (t-1)/t (Narayanan et al. 2021, Sec. 3.2 gives
-  the same 8bsh(t-1)/t per layer without SP). Userbuffers overlap (tp_comm_overlap) hides all but the first
+- TP: with sequence parallelism one all-gather and one reduce-scatter of the full activation per transformer
+  (attention or MLP) block forward and the same backward -- 4 per layer each way (Korthikanti et al. 2022,
+  Sec. 4.2.2), ring cost (t-1)/t, the volume of Narayanan et al. 2021's 4 all-reduces per layer (Sec. 3.2);
+  full recomputation runs the forward collectives once more. Userbuffers overlap (tp_comm_overlap) hides all but the first
   chunk of each ring (1/(2t) assumed) and anything beyond the GEMM time; without it the forward collectives
   are exposed and the backward ones too unless kernels are queued in order (CUDA_DEVICE_MAX_CONNECTIONS=1
   on Hopper or older; SM100+ assumed to order them with any value).
@@ -46,7 +47,9 @@ CONSTANTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "const
 # Assumed (not fitted) residuals of each overlap, as fractions of the communication it overlaps.
 TP_OVERLAP_RESIDUAL = 0.5  # times 1/t: the first chunk of a ring of t steps runs before any GEMM
 EP_OVERLAP_RESIDUAL = 0.25
-EP_OVERLAP_RESIDUAL_DELAYED_WGRAD = 0.15
+# Delaying the weight gradients gives the all-to-all nothing more to hide behind in the only published
+# isolation of it (Qwen3-30B-A3B on 16 H100: 31.31 -> 31.20 s, bench/data/overlap_ab.jsonl).
+EP_OVERLAP_RESIDUAL_DELAYED_WGRAD = EP_OVERLAP_RESIDUAL
 LN_SHARE = 0.3
 SERIALISED_RESIDUAL = 0.5  # share of overlapped communication exposed again when one hardware queue serialises it
 BYTES_ACT = 2  # activations and gradients on the wire in BF16 (FP8 all-gathers are not modelled)
@@ -61,20 +64,81 @@ def constants() -> dict:
 class Estimate:
     """One config's estimate: step time, the parts, throughput, assumptions and a reason per part."""
 
-    def __init__(self, parts: dict, model_flops: float, shape, assumptions: list, reasons: dict, details: dict):
+    def __init__(self, parts: dict, model_flops: float, shape, assumptions: list, reasons: dict, details: dict,
+                 const: dict = None):
         self.parts, self.model_flops, self.shape = parts, model_flops, shape
         self.assumptions, self.reasons, self.details = assumptions, reasons, details
         self.step_time = sum(parts.values())
+        self.const, self._memory, self._interval = const, None, None
+
+    @property
+    def memory(self):
+        """Per-rank memory of the most-loaded GPU (estimate/memory.py), counted on first use."""
+        if self._memory is None:
+            from overlap_cli.estimate.memory import estimate_memory
+
+            self._memory = estimate_memory(self.shape)
+        return self._memory
+
+    @property
+    def interval(self) -> dict:
+        """The step time's interval from the held-out residuals of this run's class (``interval_for``)."""
+        if self._interval is None:
+            self._interval = interval_for(self.shape, self.step_time, self.const)
+        return self._interval
 
     def to_json(self) -> dict:
         s = self.shape
+        iv = self.interval
         return {
             "step_time_s": self.step_time,
+            "interval_s": [iv["low_s"], iv["high_s"]],
+            "interval": {k: v for k, v in iv.items() if k not in ("low_s", "high_s")},
             "tokens_per_s_per_gpu": s.gbs * s.seq / (self.step_time * s.world),
             "model_tflops_per_gpu": self.model_flops / (self.step_time * s.world) / 1e12,
             "breakdown_s": {p: self.parts[p] for p in PARTS},
+            "memory": self.memory.to_json(),
+            "warnings": [w for w in (self.memory.warning(s.gpu),) if w],
             "assumptions": list(self.assumptions),
         }
+
+
+def class_name(shape) -> str:
+    fam = "hopper" if shape.gpu in ("h100", "h200", "a100") else "blackwell"
+    return f"{fam}/{'moe' if shape.kinds['moe'] else 'dense'}/{shape.peak_class}"
+
+
+def interval_for(shape, step: float, const: dict) -> dict:
+    """The range the measured step time fell in for held-out runs of this class (GPU family x dense/MoE x
+    precision): the estimate times the 10th..90th percentile of measured / predicted over the class's
+    leave-one-model-out residuals (constants.json ``intervals``, written by tools/fit_estimate.py). A class
+    with fewer than ``MIN_CLASS_ROWS`` residuals takes its GPU family x dense/MoE residuals; a run outside
+    what the calibration measured (a GPU without rows, a class without rows) takes every residual and says so."""
+    table = const.get("intervals") or {}
+    name = class_name(shape)
+    parent = name.rsplit("/", 1)[0]
+    measured_gpu = shape.gpu in const.get("efficiency", {})
+    entry, used, covered = table.get(name), name, True
+    if entry is None or entry["n"] < MIN_CLASS_ROWS:
+        entry, used = table.get(parent), parent
+        covered = table.get(name) is not None
+    if entry is None or not measured_gpu:
+        entry, used, covered = table.get("all"), "all", False
+    if entry is None:
+        return {"low_s": None, "high_s": None, "level": None, "class": name, "from": None, "n": 0, "covered": False,
+                "note": "no held-out residuals in constants.json"}
+    note = None
+    if not covered:
+        why = (f"no measured row on {shape.gpu}" if not measured_gpu else f"no measured row of class {name}")
+        whose = "every held-out row" if used == "all" else f"the held-out rows of {used}"
+        note = f"outside the calibration's coverage ({why}): the interval is that of {whose} ({entry['n']}), not of runs like this one"
+    elif used != name:
+        note = f"class {name} has fewer than {MIN_CLASS_ROWS} held-out rows: the interval of {used} is used"
+    return {"low_s": step * entry["lo"], "high_s": step * entry["hi"], "level": entry["level"], "class": name,
+            "from": used, "n": entry["n"], "covered": covered, "note": note}
+
+
+MIN_CLASS_ROWS = 5
 
 
 def efficiency(const: dict, gpu: str) -> float:
@@ -152,11 +216,14 @@ def estimate(shape, const: dict = None) -> Estimate:
     hopper = s.generation != "sm100-or-newer"
     ordered = (not hopper) or s.cdmc == "1"
     if s.tp > 1:
-        act = s.mbs * (s.seq / s.cp) * s.hidden * BYTES_ACT
+        # In FP8/FP4 Transformer Engine all-gathers the GEMM inputs already cast (1 byte); the reduce-scatters
+        # stay BF16: the mean of the two per element.
+        act = s.mbs * (s.seq / s.cp) * s.hidden * (BYTES_ACT if s.peak_class == "bf16" else (1 + BYTES_ACT) / 2)
         blocks = (s.kinds["attn"] + s.kinds["mamba"] + s.kinds["mlp"] + (s.kinds["moe"] if s.etp > 1 else 0) + s.mtp) / s.pp
         if not s.mixer_per_layer and s.etp == 1 and s.kinds["moe"]:
             blocks = (s.layers + s.kinds["mlp"] + s.mtp) / s.pp
-        t_tp = m * blocks * 4 * 2 * _ring(act, s.tp, tp_link)
+        passes = 3 if s.recompute["granularity"] == "full" else 2  # forward (again when recomputed) and backward
+        t_tp = m * blocks * 2 * passes * _ring(act, s.tp, tp_link)
         t_tp_gemm = t_gemm * 0.9  # the projections the collectives overlap with
         if s.tp_overlap and ordered:
             tp_exposed = max(t_tp * TP_OVERLAP_RESIDUAL / s.tp, t_tp - t_tp_gemm)
@@ -345,4 +412,4 @@ def estimate(shape, const: dict = None) -> Estimate:
         "compute": compute, "tp_exposed": tp_exposed, "cp_exposed": cp_exposed, "ep_exposed": ep_exposed,
         "dp_exposed": dp_exposed, "pp_bubble": pp_bubble, "p2p_exposed": p2p_exposed,
     }
-    return Estimate(out, model_flops, s, assumptions, reasons, details)
+    return Estimate(out, model_flops, s, assumptions, reasons, details, const)

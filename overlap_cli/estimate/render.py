@@ -28,6 +28,27 @@ def headline(est) -> str:
             f"CP {s.cp} EP {s.ep} DP {s.dp}, {s.microbatches} micro-batches, {s.eff_class}")
 
 
+def trust_lines(est) -> list:
+    """The interval and the memory of an estimate, one line each (and the memory warning when there is one)."""
+    from overlap_cli.estimate.memory import gib
+
+    iv = est.interval
+    lines = []
+    if iv["low_s"] is not None:
+        lines.append(f"  interval: {iv['low_s']:.3f} .. {iv['high_s']:.3f} s ({int(iv['level'] * 100)} % of held-out runs of "
+                     f"{iv['from']} fell in it, n = {iv['n']})" + (f"; {iv['note']}" if iv["note"] else ""))
+    m = est.memory
+    f = m.fields
+    extra = m.total - f["weights_and_optimizer_bytes"] - f["activation_bytes"]
+    cap = f"of {gib(m.capacity)}: {m.verdict()}" if m.capacity else "(GPU capacity unknown)"
+    lines.append(f"  memory, most-loaded rank: weights and optimizer {gib(f['weights_and_optimizer_bytes'])} + activations "
+                 f"{gib(f['activation_bytes'])} + overlap buffers {gib(extra)} = {gib(m.total)} {cap}")
+    w = m.warning(est.shape.gpu)
+    if w:
+        lines.append(f"  warning: {w}")
+    return lines
+
+
 def render_text(path: str, est, out) -> None:
     """Write one estimate to ``out`` with rich (plain text when ``out`` is not a terminal)."""
     from rich.console import Console
@@ -45,5 +66,7 @@ def render_text(path: str, est, out) -> None:
         bar = "█" * round(share * BAR) or ("▏" if value > 0 else "")
         table.add_row(part, f"{value:.3f}", f"{100 * share:4.1f} %", bar, part_reason(est, part))
     console.print(table)
+    for line in trust_lines(est):
+        console.print(line, markup=False)
     for a in est.assumptions:
         console.print(f"  assumption: {a}", markup=False)

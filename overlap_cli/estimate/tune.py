@@ -7,6 +7,11 @@ LayerNorm SM margins; with ``reshard`` also TP/PP/CP and the micro-batch size. E
 Bridge takes it from: ``comm_overlap.*`` when the file has that section (its values win over ``model``/``ddp``),
 else ``model.*`` / ``ddp.*``; launch variables in ``env_vars``.
 
+A candidate whose memory on the most-loaded rank (estimate/memory.py) is above the GPU's capacity and above
+the run's own is dropped before ranking (counted in ``dropped_memory``). A change is proposed only when its
+estimated gain is at least ``MIN_GAIN`` of the step and larger than its uncertainty (``uncertainty``);
+the others are counted in ``weak`` with the best of them, so the CLI can say why nothing was proposed.
+
 Ranking is two-stage: every combination is estimated on the Shape with the knobs applied (microseconds
 each), then the best are re-checked through the whole pipeline with their overrides (load -> resolve ->
 rules, ``check.engine.check``): a candidate with an error finding (the rules predict a crash) is dropped,
@@ -27,6 +32,34 @@ MARGINS = (0, 16, 20)
 # The effective settings that identify a candidate (two candidates with the same ones are the same run).
 SIGNATURE = ("tp", "pp", "vp", "cp", "mbs", "sp", "tp_overlap", "ub_sms", "overlap_p2p", "ep_overlap", "delay_wgrad",
              "overlap_grad_reduce", "overlap_param_gather", "bucket_size", "cdmc", "ln_margin_fwd", "ln_margin_bwd")
+
+
+MIN_GAIN = 0.01  # of the step: smaller gains are below what the calibration can tell apart
+# Relative uncertainty of a predicted change of an exposed-communication part: the published A/B pairs'
+# predicted changes are within a factor of 2 of the measured ones on most pairs (bench/results.md), i.e. up
+# to about half the change either way.
+U_COMM = 0.5
+
+
+def uncertainty(base, est) -> float:
+    """Uncertainty (s) of the gain ``base - est``: each part's change times its relative uncertainty, added in
+    quadrature -- U_COMM for the exposed communication and bubble, the class interval's half-width for
+    compute. A gain made of large movements that cancel is uncertain; one clean saving is not."""
+    iv = base.interval
+    u_compute = 0.5 * (iv["high_s"] - iv["low_s"]) / base.step_time if iv["low_s"] is not None else 0.25
+    total = 0.0
+    for part, value in est.parts.items():
+        delta = value - base.parts[part]
+        total += ((u_compute if part == "compute" else U_COMM) * delta) ** 2
+    return total ** 0.5
+
+
+def _over_memory(shape, limit) -> bool:
+    if limit is None:
+        return False
+    from overlap_cli.estimate.memory import estimate_memory
+
+    return estimate_memory(shape).total > limit
 
 
 class Candidate:
@@ -150,8 +183,10 @@ def overrides_for(view, base, knobs: dict) -> list:
             if v and not base.sp:
                 pairs.append(("model.sequence_parallel", True))
         elif k == "ep_overlap" and v != (base.ep_overlap, base.delay_wgrad):
-            put("overlap_moe_expert_parallel_comm", "model", v[0])
-            put("delay_wgrad_compute", "model", v[1])
+            if v[0] != base.ep_overlap:
+                put("overlap_moe_expert_parallel_comm", "model", v[0])
+            if v[1] != base.delay_wgrad:
+                put("delay_wgrad_compute", "model", v[1])
         elif k == "cdmc" and v != base.cdmc:
             pairs.append(("env_vars.CUDA_DEVICE_MAX_CONNECTIONS", int(v)))
         elif k == "ln_margin" and v != base.ln_margin_fwd:
@@ -169,7 +204,7 @@ def overrides_for(view, base, knobs: dict) -> list:
             put("tp_comm_overlap_cfg", "model", serialized_form(v))
         elif k == "vp" and v != base.vp:
             pairs.append(("model.virtual_pipeline_model_parallel_size", v if v > 1 else None))
-    return pairs
+    return [(view.cfg.file_key(k), v) for k, v in pairs]  # GPTModelConfig form: model.transformer.X
 
 
 def _dotlist(pairs: list) -> list:
@@ -185,7 +220,8 @@ def _dotlist(pairs: list) -> list:
 
 def search(path, checked, target, overrides: list, reshard: bool = False, top: int = 5, verify_limit: int = 60,
            lower: tuple = ()) -> dict:
-    """{"base": Estimate, "candidates": [Candidate ...] best first, "evaluated": n, "checked": n, "rejected": [...]}"""
+    """{"base": Estimate, "candidates": [Candidate ...] best first, "evaluated": n, "checked": n, "rejected": [...],
+    "dropped_memory": n, "weak": [Candidate ...] (faster, but by less than MIN_GAIN or their uncertainty), "memory_limit"}"""
     from overlap_cli.check.engine import check
 
     view = checked.view
@@ -195,14 +231,21 @@ def search(path, checked, target, overrides: list, reshard: bool = False, top: i
     structural = [k for k in ("layout", "mbs") if k in space]
     overlap_names = [k for k in space if k not in structural and k != "vp"]
     scored = []
+    cap = base.memory.capacity
+    limit = None if cap is None else max(cap, base.memory.total)  # a run over its GPU as written keeps its own budget
+    dropped = [0]
 
     def score(knobs: dict) -> None:
         shape0 = apply_knobs(base_shape, knobs)
         for vp in _vpp_values(base_shape, shape0.pp, shape0.microbatches):
             k2 = dict(knobs, vp=vp)
             try:
-                t = estimate(apply_knobs(base_shape, k2)).step_time
+                cand_shape = apply_knobs(base_shape, k2)
+                t = estimate(cand_shape).step_time
             except (ZeroDivisionError, KeyError, ValueError):
+                continue
+            if _over_memory(cand_shape, limit):
+                dropped[0] += 1
                 continue
             changes = sum(1 for k, v in k2.items() if v != space.get(k, [v])[0]) + (vp != base_shape.vp)
             scored.append((t, changes, k2))
@@ -230,14 +273,45 @@ def search(path, checked, target, overrides: list, reshard: bool = False, top: i
     # Shortest first; among (nearly) equal times the fewest changed knobs first, so a knob the model
     # gives no effect is not proposed.
     scored.sort(key=lambda x: (round(x[0] / base.step_time, 3), x[1], x[0]))  # within 0.1 %: fewer edits first
+    def prune(knobs: dict) -> dict:
+        """The knobs with every change dropped that is worth less than MIN_GAIN of the step on its own (reverted
+        to the config's value one at a time, by the fast estimate), so a proposal carries no passenger."""
+        k2 = dict(knobs)
+        try:
+            t = estimate(apply_knobs(base_shape, k2)).step_time
+        except (ZeroDivisionError, KeyError, ValueError):
+            return k2
+        for key in [k for k in k2 if k in space and k2[k] != space[k][0]] + (["vp"] if k2.get("vp") != base_shape.vp else []):
+            own = base_shape.vp if key == "vp" else space[key][0]
+            trials = [own]
+            if key == "ep_overlap" and k2[key][1] != own[1]:
+                trials.insert(0, (k2[key][0], own[1]))  # keep the overlap, drop the delayed wgrad
+            for value in trials:
+                trial = dict(k2, **{key: value})
+                try:
+                    t2 = estimate(apply_knobs(base_shape, trial)).step_time
+                except (ZeroDivisionError, KeyError, ValueError):
+                    continue
+                if key != "vp" and value != own and trial.get("vp") not in _vpp_values(base_shape, apply_knobs(base_shape, trial).pp, apply_knobs(base_shape, trial).microbatches):
+                    continue
+                if t2 - t < MIN_GAIN * base.step_time:
+                    k2, t = trial, min(t, t2)
+                    break
+        return k2
+
     seen = {None}
     base_sig = tuple(getattr(base_shape, k) for k in SIGNATURE)
     seen.add(base_sig)
-    out, rejected, n_checked = [], [], 0
+    out, rejected, n_checked, weak = [], [], 0, []
     accepted_times, accepted_fast = [], []
-    for t, _, knobs in scored:
-        if len(out) >= top or n_checked >= verify_limit:
+    pruned_seen = []
+    for i, (t, _, knobs) in enumerate(scored):
+        if len(out) >= top or n_checked >= verify_limit or i >= 4 * verify_limit:
             break
+        knobs = prune(knobs)
+        if knobs in pruned_seen:
+            continue
+        pruned_seen.append(knobs)
         pairs = overrides_for(view, base_shape, knobs)
         if not pairs or any(abs(t - a) < 1e-3 * base.step_time for a in accepted_fast):
             continue  # nothing to change, or (by the fast estimate) the same gain as a candidate already taken
@@ -261,9 +335,22 @@ def search(path, checked, target, overrides: list, reshard: bool = False, top: i
         sig = cand.signature()
         if sig in seen or est.step_time >= base.step_time or any(abs(est.step_time - a) < 1e-3 * base.step_time for a in accepted_times):
             continue
+        if _over_memory(est.shape, limit):
+            dropped[0] += 1
+            continue
         seen.add(sig)
+        cand.uncertainty_s = uncertainty(base, est)
+        gain = base.step_time - est.step_time
+        if gain < MIN_GAIN * base.step_time or gain <= cand.uncertainty_s:
+            weak.append(cand)
+            continue
         accepted_times.append(est.step_time)
         accepted_fast.append(t)
         out.append(cand)
     out.sort(key=lambda c: c.est.step_time)
-    return {"base": base, "candidates": out, "evaluated": len(scored), "checked": n_checked, "rejected": rejected}
+    weak.sort(key=lambda c: c.est.step_time)
+    best_fast = None  # the fastest combination before pruning, for the line that says why nothing is proposed
+    if scored and scored[0][0] < base.step_time:
+        best_fast = (min(x[0] for x in scored), _dotlist(overrides_for(view, base_shape, min(scored, key=lambda x: x[0])[2])))
+    return {"base": base, "candidates": out, "evaluated": len(scored), "checked": n_checked, "rejected": rejected,
+            "dropped_memory": dropped[0], "weak": weak, "memory_limit": limit, "best_fast": best_fast}

@@ -253,6 +253,8 @@ def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str
     ordered = sorted(findings, key=lambda f: all(e.op == "add" for e in f.fix.edits))
     for f in ordered:
         edits = f.fix.edits
+        if cfg.wrapped_model_keys:  # the GPTModelConfig form: model.X is written under model.transformer
+            edits = tuple(Edit(e.op, cfg.file_key(e.key), e.value, e.comment) for e in edits)
         why = _blocked(edits, cfg, data)
         if why is None and cfg.layered:
             edits, why = _for_top_file(edits, cfg, data)

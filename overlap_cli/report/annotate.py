@@ -103,13 +103,15 @@ def annotate_text(checked) -> str:
         return ""
     null_spellings, usual_null = _null_spellings(data, text.splitlines())
     # command-line overrides are part of the effective config
+    spelled = view.cfg.file_key  # the GPTModelConfig form: model.X is in the file as model.transformer.X
     for path in sorted(view.cfg.override_paths, key=len):
+        at = tuple(spelled(".".join(map(str, path))).split(".")) if view.cfg.wrapped_model_keys else path
         if view.cfg.has(path):
-            parent = yamlrt.ensure_mapping(data, path[:-1])
+            parent = yamlrt.ensure_mapping(data, at[:-1])
             if parent is not None:
                 parent[path[-1]] = yamlrt.to_rt(view.cfg.get(path))
         else:
-            parent = yamlrt.get_node(data, path[:-1])
+            parent = yamlrt.get_node(data, at[:-1])
             if isinstance(parent, dict) and path[-1] in parent:
                 del parent[path[-1]]
     codes: dict = {}
@@ -123,7 +125,7 @@ def annotate_text(checked) -> str:
             if isinstance(node, dict) and key[4:] in node:
                 yamlrt.set_eol_comment(node, key[4:], f"overlap: effective {_fmt(v.value)} ({v.source}: {v.reason})")
             continue
-        parent = yamlrt.ensure_mapping(data, path[:-1])
+        parent = yamlrt.ensure_mapping(data, tuple(spelled(key).split("."))[:-1])
         if parent is None:
             continue
         leaf = path[-1]
@@ -137,7 +139,7 @@ def annotate_text(checked) -> str:
             note += " [" + ", ".join(codes.pop(key)) + "]"
         yamlrt.set_eol_comment(parent, leaf, note)
     for key, cs in codes.items():
-        path = tuple(key.split("."))
+        path = tuple(spelled(key).split("."))
         parent = yamlrt.get_node(data, path[:-1])
         if isinstance(parent, dict) and path[-1] in parent:
             yamlrt.set_eol_comment(parent, path[-1], "overlap: [" + ", ".join(cs) + "]")

@@ -27,8 +27,8 @@ def all_rules() -> dict[str, Rule]:
     if _SORTED is None or len(_SORTED) != len(RULES):  # imported and sorted once per process, not once per file
         # Each import registers its module's rules. cfg_suppressions holds CFG009, which the selection
         # step (not a family check) reports.
-        from overlap_cli.rules import cfg, cfg_layers, cfg_suppressions, cp, dp, dp_fsdp, dp_grid, dp_param_gather  # noqa: F401
-        from overlap_cli.rules import env, env_section, ep, ep_dispatcher, ep_wgrad, mp, pp, pp_layout  # noqa: F401
+        from overlap_cli.rules import cfg, cfg_layers, cfg_model, cfg_suppressions, cfg_validate, cp, dp, dp_eval, dp_fsdp, dp_grid  # noqa: F401
+        from overlap_cli.rules import dp_param_gather, env, env_section, ep, ep_dispatcher, ep_wgrad, mp, mp_model, pp, pp_layout  # noqa: F401
         from overlap_cli.rules import tp, ub, ub_config  # noqa: F401
         from overlap_cli.rules import lm, lm_dp, lm_env, lm_precision, lm_sizes  # noqa: F401  (Megatron-LM launches)
 

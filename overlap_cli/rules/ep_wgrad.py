@@ -246,6 +246,14 @@ def delay_wgrad_te_version(view):
         )
 
 
+def _dumped_false(view) -> str:
+    """Why a file's ``gradient_accumulation_fusion: false`` is there, for a class that computes the default on
+    the machine that builds it (gpt_provider.py:205): most likely a dump made without Transformer Engine."""
+    where = view.cfg.where(("model", "gradient_accumulation_fusion"))
+    return (f"false in {where}, which Bridge launches on any machine; a dump made where Transformer Engine was not "
+            "installed writes false, the recipe built on a target with it has true")
+
+
 @rule("EP707", "delay-wgrad-cuda-graph", "error", "delay_wgrad_compute with weight gradients in a CUDA graph", fix="crash/unsafe")
 def delay_wgrad_cuda_graph(view):
     """
@@ -288,7 +296,8 @@ def delay_wgrad_cuda_graph(view):
     if not model_value(view, "gradient_accumulation_fusion", at_setup=True):
         yield finding(
             view, "EP707", "error",
-            "weight gradients are in a CUDA graph but gradient_accumulation_fusion is off: Bridge asserts "
+            "weight gradients are in a CUDA graph but gradient_accumulation_fusion is off"
+            + (f" ({_dumped_false(view)})" if view.gaf_dumped else "") + ": Bridge asserts "
             "\"CUDA graph with delay_wgrad_compute requires gradient_accumulation_fusion to be enabled.\"",
             model_key(view, "gradient_accumulation_fusion", _DELAY),
             clear or unsafe("set model.gradient_accumulation_fusion: true (CUDA-graphed wgrad needs static buffers)", set_("model.gradient_accumulation_fusion", True)),

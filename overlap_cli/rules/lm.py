@@ -141,7 +141,8 @@ def not_fully_known(view):
     ## Fix
     None offered; assign the variables in the script to have them checked. The text shows the first
     three items; `--format json` lists every one under the finding's `details` (`unknowns`: each with its
-    line; `can_change`: the effective keys they can change; `open`: expansions that may hold any flag).
+    line; `can_change`: the effective keys they can change, and `target.world_size` /
+    `target.data_parallel_size` when those can change; `open`: expansions that may hold any flag).
     """
     unknowns = list(view.launch.unknowns)
     if not unknowns:
@@ -154,11 +155,14 @@ def not_fully_known(view):
     changeable += [k for k in extra if k not in changeable]
     open_words = list(dict.fromkeys(view.open_words))
     if changeable:
-        shown += f"; the printed values they can change: {', '.join(changeable)}"
+        words = {"target.world_size": "the world size", "target.data_parallel_size": "the data-parallel size"}
+        shown += f"; the printed values they can change: {', '.join(words.get(k, k) for k in changeable)}"
     elif not open_words and view.launch.kind == "shell":  # (a functional test's harness decides more than it says)
         shown += "; none of the printed effective values depends on them"
     if open_words:
-        shown += f"; {', '.join(open_words)} may hold any flags, so any value printed as a default may differ"
+        # argparse keeps the last of a flag given twice: a flag written before the expansion is overridden too
+        shown += (f"; {', '.join(open_words)} may hold any flags, so a value printed as a default or given by a flag "
+                  "written before it may differ, and so may what follows from one")
     details = {
         "unknowns": [{"line": _leading_line(u), "message": u} for u in unknowns],
         "can_change": changeable,

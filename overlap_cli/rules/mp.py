@@ -285,6 +285,12 @@ def reuse_without_param_gather(view):
     `Reuse grad buffer only when keeping params in MXFP8.` This runs before Megatron-FSDP would switch the
     reuse off, so FSDP does not avoid it.
 
+    The same assertion fires earlier for a file Bridge loads with `ConfigContainer.from_yaml` (the checked
+    file, or a `--base` dump): the dataclass is instantiated from the `ddp` section as written, before
+    mixed precision writes `fp8_param_gather`. Bridge's own dumps of MXFP8 recipes with parameter gather
+    hold `reuse_grad_buf_for_mxfp8_param_ag: true` beside `fp8_param_gather: false` (the dump is written
+    before the runtime update), so such a saved recipe does not load; built as `--recipe NAME` it does.
+
     ## Example
     ```yaml
     mixed_precision: {bf16: true, fp8: e4m3, fp8_recipe: mxfp8, fp8_param_gather: false,
@@ -293,8 +299,10 @@ def reuse_without_param_gather(view):
 
     ## Fix
     Turns the reuse off where it is set. **Safe (a) — removes a launch crash**: without FP8 parameters there is nothing to reuse the
-    buffer for, and the run would not start.
+    buffer for, and the run would not start. At load, when mixed precision sets `fp8_param_gather: true`:
+    writes `ddp.fp8_param_gather: true`. **Safe (a)**: it is the value mixed precision writes there anyway.
     """
+    yield from _reuse_at_load(view)
     if view.get_final("ddp", "reuse_grad_buf_for_mxfp8_param_ag") is not True or view.get_final("ddp", "fp8_param_gather"):
         return
     if view.mp is not None:
@@ -308,4 +316,33 @@ def reuse_without_param_gather(view):
         "\"Reuse grad buffer only when keeping params in MXFP8.\"",
         key,
         safe(f"set {fix_key}: false (nothing to reuse without FP8 parameters)", Edit("set", fix_key, False)) if fix_key else None,
+    )
+
+
+def _reuse_at_load(view):
+    """The same assertion at load: ``ConfigContainer.from_yaml`` instantiates DistributedDataParallelConfig
+    from the file's ddp section, so ``__post_init__`` (distributed_data_parallel_config.py:253-254) sees the
+    values as written -- before mixed precision's setup writes ``fp8_param_gather``. A recipe dump holds
+    them in that order: Bridge's recipe sets the reuse flag on ddp, and ``to_yaml`` runs before the runtime
+    update, so a dump of an MXFP8 recipe with parameter gather does not load. A ``--recipe`` run is built in
+    Python and never meets it."""
+    ddp = view.cfg.constructed("ddp")
+    if ddp is None or ddp.get("reuse_grad_buf_for_mxfp8_param_ag") is not True or ddp.get("fp8_param_gather") is not False:
+        return
+    if {("ddp", "reuse_grad_buf_for_mxfp8_param_ag"), ("ddp", "fp8_param_gather")} & view.cfg.override_paths:
+        return  # a dotlist changed them after the load: the file's own values are what load sees, not these
+    lands = view.mp is not None and view.mp.get("fp8_param_gather") is True
+    fix = None
+    if lands and not view.cfg.layered:
+        # mixed precision writes fp8_param_gather: true onto ddp anyway (MixedPrecisionConfig.setup), so
+        # writing it in the file changes nothing Bridge computes after the load
+        fix = safe("set ddp.fp8_param_gather: true (what mixed precision writes there anyway)", Edit("set", "ddp.fp8_param_gather", True))
+    then = " (mixed precision would set it true only later, at the runtime update)" if lands else ""
+    yield finding(
+        view, "MP407", "error",
+        "ddp holds reuse_grad_buf_for_mxfp8_param_ag: true with fp8_param_gather: false as written, and "
+        "ConfigContainer.from_yaml builds ddp from them" + then + ": Megatron-Core asserts \"Reuse grad buffer "
+        "only when keeping params in MXFP8.\" when the file loads (a recipe dump written before the runtime update holds this order)",
+        "ddp.fp8_param_gather",
+        fix,
     )

@@ -214,8 +214,12 @@ def defer_prerequisites(view):
     `ValueError: Cannot defer embedding wgrad compute when pipeline model parallel is not used`,
     `ValueError: Cannot defer embedding wgrad compute when gradient accumulation fusion is not used`,
     then the deferral-limit check (PP204). Bridge's GPT provider turns gradient accumulation fusion on when
-    Transformer Engine imports (megatron/bridge/models/gpt_provider.py:205), so the second check fires
-    when the file sets it false or the target has no Transformer Engine.
+    Transformer Engine imports on the machine that builds the recipe (megatron/bridge/models/gpt_provider.py:205),
+    so the second check fires when a file sets it false or the target has no Transformer Engine. A file's
+    value is the one that runs: `ConfigContainer.from_yaml` passes it to the provider and the
+    `--config-file` merge writes it over the recipe's. A recipe dump made where Transformer Engine was not
+    installed holds `gradient_accumulation_fusion: false`, so such a saved copy of a recipe that defers the
+    embedding wgrad fails on every machine; the finding says so.
 
     ## Example
     ```yaml
@@ -242,11 +246,17 @@ def defer_prerequisites(view):
             off,
         )
     if not view.get_final("model", "gradient_accumulation_fusion"):
-        why = (
-            "the target has no Transformer Engine, so the provider leaves gradient_accumulation_fusion off"
-            if view.gaf_from_provider
-            else "model.gradient_accumulation_fusion is false"
-        )
+        if view.gaf_from_provider:
+            why = "the target has no Transformer Engine, so the provider leaves gradient_accumulation_fusion off"
+        elif view.gaf_dumped:
+            where = view.cfg.where(("model", "gradient_accumulation_fusion"))
+            why = (
+                f"model.gradient_accumulation_fusion is false in {where}, and Bridge launches the value a file holds "
+                "on any machine (the provider computes it only when it builds the recipe: a dump made where "
+                "Transformer Engine was not installed writes false; true restores the recipe where the target has it)"
+            )
+        else:
+            why = "model.gradient_accumulation_fusion is false"
         yield finding(
             view,
             "PP205",

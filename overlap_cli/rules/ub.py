@@ -143,7 +143,9 @@ def not_buildable(view):
     (Megatron-Bridge#409). A YAML path is only read from `model.tp_comm_overlap_cfg` when there is no
     `comm_overlap` section (initialize.py:346-349). A mapping without `_target_` stays a dict when the file
     is loaded whole (`ConfigContainer.from_yaml`); it only works when merged over a recipe that already
-    holds a TransformerLayerTPOverlapCfg. Required fields: `num_sm`, `cga_size`, `set_sm_margin`
+    holds a TransformerLayerTPOverlapCfg. An override file or dotlist that writes `comm_overlap._target_`
+    onto a recipe makes Bridge instantiate the section again from the merged dict, where the recipe's
+    TransformerLayerTPOverlapCfg is a plain dict: that is an error. Required fields: `num_sm`, `cga_size`, `set_sm_margin`
     (and `num_splits` for PipelineOverlapCfg) have no default, so instantiation fails.
     Severity follows the source: error when TP overlap is effectively on; a string while the TP gate
     switched overlap off is a warning (it is copied onto the model but never converted).
@@ -201,6 +203,15 @@ def not_buildable(view):
     for p in te_userbuffers.structure_problems(ub.given, te_reads=ub.tp_effective):
         if p.code == "UB603":
             yield finding(view, "UB603", p.severity, p.message, f"{CO_KEY}.{p.gemm}")
+    if not ub.has_target and ub.tp_effective and ("comm_overlap",) in view.cfg.reinstantiated_paths:
+        yield finding(
+            view, "UB603", "error",
+            "comm_overlap gets its _target_ from " + view.cfg.label(("comm_overlap", "_target_")) + ", so Bridge "
+            "instantiates it again from the merged dict, where the recipe's tp_comm_overlap_cfg is a plain dict: "
+            "asdict() raises \"TypeError: asdict() should be called on dataclass instances\" at launch",
+            CO_KEY,
+        )  # fmt: skip
+        return
     if not ub.has_target and ub.tp_effective:
         fix = None
         if ub.named:

@@ -116,8 +116,10 @@ def test_env_shell_quotes_values(run_cli, tmp_path):
 
 def test_check_effective_env_entries(run_cli, root):
     code, r = check_json(run_cli, root / NO_ENV, "--gpu", "h100")
-    assert r["effective"]["env.CUDA_DEVICE_MAX_CONNECTIONS"]["value"] == "1"
-    assert r["effective"]["env.CUDA_DEVICE_MAX_CONNECTIONS"]["source"] == "recommended"
+    # unset at launch: the value the target wants is in the reason, not in the value's place
+    got = r["effective"]["env.CUDA_DEVICE_MAX_CONNECTIONS"]
+    assert (got["value"], got["source"]) == (None, "default")
+    assert "to export: 1" in got["reason"]
     env501 = next(f for f in r["findings"] if f["code"] == "ENV501")
     assert env501["severity"] == "warning"  # TP overlap requested on Hopper
     # sequence_parallel is off, so TP overlap is not effective: adding 1 would make nothing take effect

@@ -433,7 +433,16 @@ def test_ctrl_c_prints_interrupted_on_both_paths(code, tmp_path):
         (tmp_path / f"c{i}.yaml").write_text(text)
     proc = subprocess.Popen([sys.executable, "-c", code, "check", "-q", str(tmp_path)], cwd=ROOT, env=environment(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    time.sleep(0.6)  # past the imports, inside the check of 6,000 files (seconds of work)
+    # The signal must arrive inside the check, not during interpreter start-up: wait until the process holds
+    # a file of the folder open (discovery's scandir or a read), which a loaded machine may take seconds to reach.
+    fds, deadline = Path(f"/proc/{proc.pid}/fd"), time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if any(os.readlink(fd).startswith(str(tmp_path)) for fd in fds.iterdir()):
+                break
+        except OSError:  # an fd closed between listing and reading it
+            pass
+        time.sleep(0.005)
     proc.send_signal(signal.SIGINT)
     err = proc.stderr.read()
     assert (proc.wait(timeout=120), err) == (130, "overlap: interrupted\n")

@@ -29,12 +29,65 @@ def test_list_filters_by_gpu(run_cli, corpus):
 
 
 @pytest.mark.parametrize("suffix", ["", "_config"])
-def test_show_prints_the_dump_bridge_wrote(run_cli, corpus, suffix):
+def test_show_as_dumped_prints_the_dump_bridge_wrote(run_cli, corpus, suffix):
     for row in corpus[::57]:  # eight recipes across the families
         name = row["recipe"][: -len("_config")] + suffix
-        code, out, err = run_cli("recipes", "show", name)
+        code, out, err = run_cli("recipes", "show", name, "--as-dumped")
         assert code == 0, err
         assert out == Path(row["path"]).read_text(encoding="utf-8")
+
+
+MARK = "  # overlap-cli: "
+
+
+def test_show_prints_the_recipe_as_built_on_the_target(run_cli, corpus):
+    """Every recipe: the dump line for line, but for the fields the dumping machine decided (no Transformer
+    Engine there, before the runtime update), each rewritten on its own line and marked. With --no-te only
+    the ddp order stays marked (it does not depend on Transformer Engine)."""
+    changed = {}
+    for row in corpus:
+        dump = Path(row["path"]).read_text(encoding="utf-8").splitlines()
+        code, out, err = run_cli("recipes", "show", row["recipe"])
+        assert code == 0, err
+        shown = out.splitlines()
+        assert len(shown) == len(dump), row["file"]
+        diff = [(a, b) for a, b in zip(dump, shown) if a != b]
+        for before, after in diff:
+            assert MARK in after and before.endswith(": false") and after.split(MARK)[0] == before[: -len("false")] + "true"
+            changed.setdefault(before.strip(), []).append(row["file"])
+        code, out, _ = run_cli("recipes", "show", row["recipe"], "--no-te")
+        kept = [b for a, b in zip(dump, out.splitlines()) if a != b]
+        assert all("fp8_param_gather" in b for b in kept), row["file"]
+    assert sorted(changed) == ["fp8_param_gather: false", "gradient_accumulation_fusion: false", "use_transformer_engine: false"]
+    assert len(changed["use_transformer_engine: false"]) == 41  # the DeepSeek-V3 recipes' layer spec
+    assert len(changed["fp8_param_gather: false"]) == 7  # the MXFP8 dumps that do not load as written
+    # the 413 dumps holding false, less the 8 Wan recipes (WanModelProvider's default is a plain False)
+    assert len(changed["gradient_accumulation_fusion: false"]) == 413 - 8
+
+
+def test_a_saved_copy_of_the_shown_recipe_launches_like_the_recipe(run_cli, tmp_path):
+    """What `recipes show NAME > FILE` saves is checked like `--recipe NAME`: the dump's false made the ten
+    recipes that defer the embedding wgrad fail (PP205), the MXFP8 dumps fail at load (MP407)."""
+    for name in ("llama3_70b_sft_32gpu_gb200_bf16_config", "qwen3_235b_a22b_pretrain_128gpu_gb200_fp8mx_paged_stash_dev_config"):
+        saved = tmp_path / f"{name}.yaml"
+        saved.write_text(run_cli("recipes", "show", name)[1], encoding="utf-8")
+        code, out, err = run_cli("check", saved, "--format", "json", "--show-info", *_target_flags(name))
+        file_findings = sorted((f["code"], f["message"]) for f in json.loads(out)["results"][0]["findings"])
+        code, out, err = run_cli("check", "--recipe", name, "--format", "json", "--show-info")
+        recipe_findings = sorted((f["code"], f["message"]) for f in json.loads(out)["results"][0]["findings"])
+        assert file_findings == recipe_findings
+        assert not [f for f in file_findings if f[0] in ("PP205", "MP407")]
+        dumped = tmp_path / "dumped.yaml"
+        dumped.write_text(run_cli("recipes", "show", name, "--as-dumped")[1], encoding="utf-8")
+        code, out, err = run_cli("check", dumped, "--format", "json", *_target_flags(name))
+        assert {"PP205", "MP407"} & {f["code"] for f in json.loads(out)["results"][0]["findings"]}
+
+
+def _target_flags(name: str) -> list:
+    from overlap_cli.frameworks.bridge import recipes
+
+    row = recipes.info(name)
+    return ["--world-size", row["world_size"], "--gpu", row["gpu"]]
 
 
 def test_unknown_recipe_is_one_line_with_the_closest_names(run_cli):

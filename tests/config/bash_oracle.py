@@ -13,6 +13,7 @@ Only generated scripts and the vendored upstream ones under tests/data/upstream 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -100,6 +101,12 @@ def parse_log(data: bytes) -> list:
             env[name] = value
             i += 1
         i += 1
+        if argv and argv[0] == "env":  # the env program puts its NAME=value words into the command's environment
+            k = 1
+            while k < len(argv) and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", argv[k]):
+                name, _, value = argv[k].partition("=")
+                env[name] = value
+                k += 1
         out.append((argv, env))
     return out
 
@@ -107,8 +114,8 @@ def parse_log(data: bytes) -> list:
 def split_launch(argv: list) -> tuple:
     """(training script file name, the words after it, torchrun's world size or None) of a recorded launch,
     read independently of the tool: the script is the first ``*.py`` word; torchrun's sizes are the
-    ``--nproc[-_]per[-_]node`` and ``--nnodes`` words before it (srun's ``-N`` / ``--ntasks-per-node`` when srun
-    starts python itself)."""
+    ``--nproc[-_]per[-_]node`` and ``--nnodes`` words before it (None without torchrun: the process's
+    WORLD_SIZE then decides)."""
     k = next(i for i, w in enumerate(argv) if w.endswith(".py") and i > 0)
     before = argv[:k]
     sizes: dict = {}
@@ -127,8 +134,6 @@ def split_launch(argv: list) -> tuple:
         nproc, nnodes = sizes.get("--nproc-per-node"), sizes.get("--nnodes", "1")
         if nproc and nproc.isdigit() and nnodes.isdigit():
             world = int(nproc) * int(nnodes)
-    elif before and before[0] == "srun":
-        nodes, per = sizes.get("-N") or sizes.get("--nodes"), sizes.get("--ntasks-per-node")
-        if nodes and per and nodes.isdigit() and per.isdigit():
-            world = int(nodes) * int(per)
+    # srun starting python itself: Megatron-LM reads WORLD_SIZE from the environment (arguments.py:144), which
+    # srun does not set; the caller (Run) takes it from the recorded environment
     return os.path.basename(argv[k]), argv[k + 1:], world

@@ -39,7 +39,7 @@ RECIPES = [
      "model:\n  pipeline_model_parallel_size: 2\n  virtual_pipeline_model_parallel_size: 2\n", [], ["--world-size", "8"],
      {"model.pipeline_model_parallel_size": (2, "over.yaml:2"), "model.virtual_pipeline_model_parallel_size": (2, "over.yaml:3"),
       # comm_overlap is null in this recipe: nothing derives the p2p flags, the recipe's stay
-      "model.overlap_p2p_comm": (False, "recipe"), "env.NCCL_P2P_NET_CHUNKSIZE": ("2097152", "recommended")},
+      "model.overlap_p2p_comm": (False, "recipe"), "env.NCCL_P2P_NET_CHUNKSIZE": (None, "default")},
      None),
     ("qwen3-moe", "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config",
      "comm_overlap:\n  overlap_moe_expert_parallel_comm: true\n", [], [],

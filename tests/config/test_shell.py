@@ -252,15 +252,25 @@ def test_arithmetic_of_known_integers(expr, value):
     assert words(found)[-1] == value
 
 
-@pytest.mark.parametrize("text, size, line", [
-    ("#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=8\nsrun python pretrain_gpt.py --num-layers 2\n", 32, 3),
-    ("#SBATCH -N 4\nsrun --ntasks-per-node 8 --nodes=2 python pretrain_gpt.py --num-layers 2\n", 16, 2),
-    ("srun -n 64 --container-image x python pretrain_gpt.py --num-layers 2\n", 64, 1),
-    ("srun -N2 python pretrain_gpt.py --num-layers 2\n", None, None),
-    ("#SBATCH --nodes=2-4\n#SBATCH --ntasks-per-node=8\nsrun python pretrain_gpt.py --num-layers 2\n", None, None),
-    ("#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=1\nsrun torchrun --nproc_per_node 8 --nnodes 4 pretrain_gpt.py --num-layers 2\n", 32, 3),
+@pytest.mark.parametrize("text, size, line, tasks", [
+    # srun starting python itself: Megatron-LM's world size is WORLD_SIZE (arguments.py:144), not the task count
+    ("#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=8\nsrun python pretrain_gpt.py --num-layers 2\n", None, None, 32),
+    ("#SBATCH -N 4\nsrun --ntasks-per-node 8 --nodes=2 python pretrain_gpt.py --num-layers 2\n", None, None, 16),
+    ("srun -n 64 --container-image x python pretrain_gpt.py --num-layers 2\n", None, None, 64),
+    ("srun -N2 python pretrain_gpt.py --num-layers 2\n", None, None, None),
+    ("#SBATCH --nodes=2-4\n#SBATCH --ntasks-per-node=8\nsrun python pretrain_gpt.py --num-layers 2\n", None, None, None),
+    ("export WORLD_SIZE=16\nsrun -n 16 python pretrain_gpt.py --num-layers 2\n", 16, 1, "exported"),
+    ("WORLD_SIZE=16 srun -n 16 python pretrain_gpt.py --num-layers 2\n", 16, 1, "exported"),
+    ("WORLD_SIZE=16\nsrun -n 16 python pretrain_gpt.py --num-layers 2\n", None, None, 16),  # not exported
+    ("#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=1\nsrun torchrun --nproc_per_node 8 --nnodes 4 pretrain_gpt.py --num-layers 2\n", 32, 3, "torchrun"),
 ])
-def test_world_size_of_srun_tasks(text, size, line):
+def test_world_size_of_srun_tasks(text, size, line, tasks):
     found = read_launch_script("job.sbatch", text)
     assert words(found) == ["--num-layers", "2"]
     assert (found.world_size, found.world_size_line) == (size, line)
+    said = [u for u in found.unknowns if "srun starts the training script itself" in u]
+    if isinstance(tasks, str):  # torchrun, or the script's own WORLD_SIZE, decides: nothing to say
+        assert said == []
+    else:
+        assert len(said) == 1 and "WORLD_SIZE" in said[0] and "arguments.py:144" in said[0]
+        assert (f"as {tasks} tasks" in said[0]) is (tasks is not None)

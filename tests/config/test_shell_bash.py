@@ -42,6 +42,8 @@ class Run:
 
     def __init__(self, argv: list, env: dict, hidden: tuple = ()):
         self.script, words, self.world = split_launch(argv)
+        if self.world is None and argv[0] == "srun" and (env.get("WORLD_SIZE") or "").isdigit():  # parse_args reads it
+            self.world = int(env["WORLD_SIZE"])
         self.words = words
         tokens = [Token(w, None, None, "bash") for w in words]
         self.args = {d: a.value for d, a in parse_tokens("bash", tokens, [], script=self.script, strict=False).items()}

@@ -93,16 +93,33 @@ def test_plus_on_a_null_field_adds_it(run_cli, tmp_path):
     assert code == 2 and "++model.pipeline_model_parallel_size" in err
 
 
-def test_dump_written_without_te_does_not_crash_defer_embedding_wgrad(run_cli, corpus):
+def test_dump_written_without_te_runs_its_false_and_the_recipe_does_not(run_cli, corpus):
     """The corpus was dumped without Transformer Engine, so gradient_accumulation_fusion reads false there
-    (GPTModelProvider's default_factory). On a target with TE the provider turns it on and Megatron-Core's
-    defer_embedding_wgrad_compute check passes; with --no-te it really fails (PP205)."""
+    (GPTModelProvider's default_factory, evaluated on the dumping machine). Checked as a file, that false is
+    what Bridge launches on any machine (ConfigContainer.from_yaml passes it to the provider), so Megatron-Core
+    refuses defer_embedding_wgrad_compute even with TE on the target: PP205 names the likely cause and offers
+    the crash-removing safe fix. Built as ``--recipe`` on a TE target the provider turns it on: no PP205;
+    with --no-te it fails there too, for the target's reason."""
     path = CORPUS / "llama3_70b_sft_32gpu_gb200_bf16_config.yaml"
     assert "gradient_accumulation_fusion: false" in path.read_text()
     _, doc, _ = _json(run_cli, path, "--world-size", "32", "--gpu", "gb200")
-    assert "PP205" not in [f["code"] for f in doc["results"][0]["findings"]]
+    pp205 = [f for f in doc["results"][0]["findings"] if f["code"] == "PP205"]
+    assert len(pp205) == 1 and pp205[0]["severity"] == "error"
+    assert "Transformer Engine was not installed" in pp205[0]["message"]
+    assert "Cannot defer embedding wgrad compute when gradient accumulation fusion is not used" in pp205[0]["message"]
+    assert pp205[0]["fix"]["applicability"] == "safe"
+    assert pp205[0]["fix"]["edits"] == [{"op": "set", "key": "comm_overlap.defer_embedding_wgrad_compute", "value": False}]
     _, doc, _ = _json(run_cli, path, "--world-size", "32", "--gpu", "gb200", "--no-te")
     assert "PP205" in [f["code"] for f in doc["results"][0]["findings"]]
+    recipe = "llama3_70b_sft_32gpu_gb200_bf16_config"
+    _, doc, _ = _json(run_cli, "--recipe", recipe)
+    assert "PP205" not in [f["code"] for f in doc["results"][0]["findings"]]
+    _, doc, _ = _json(run_cli, "--recipe", recipe, "--no-te")
+    [f] = [f for f in doc["results"][0]["findings"] if f["code"] == "PP205"]
+    assert "the target has no Transformer Engine" in f["message"]
+    # the dump used as an override file onto the recipe writes its false over the provider's true
+    _, doc, _ = _json(run_cli, "--recipe", recipe, path)
+    assert "PP205" in [f["code"] for f in doc["results"][-1]["findings"]]
 
 
 def test_hand_written_gradient_accumulation_fusion_false_is_kept(run_cli, tmp_path):

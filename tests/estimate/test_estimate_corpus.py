@@ -51,7 +51,14 @@ def test_every_recipe_estimates_or_says_why_and_keeps_the_invariants(corpus_resu
         if r["error"]:
             continue
         est = r["estimate"]
-        assert set(est) == {"step_time_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "breakdown_s", "assumptions"}
+        assert set(est) == {"step_time_s", "interval_s", "interval", "tokens_per_s_per_gpu", "model_tflops_per_gpu",
+                            "breakdown_s", "memory", "warnings", "assumptions"}
+        lo, hi = est["interval_s"]
+        assert lo <= est["step_time_s"] <= hi
+        mem = est["memory"]
+        assert mem["weights_and_optimizer_bytes"] > 0 and mem["activation_bytes"] > 0 and mem["capacity_bytes"] > 0
+        assert mem["verdict"] in ("fits", "may not fit", "does not fit")
+        assert bool(est["warnings"]) == (mem["verdict"] != "fits")
         parts = est["breakdown_s"]
         assert set(parts) == PARTS
         assert all(v >= 0 for v in parts.values()), (r["file"], parts)

@@ -211,3 +211,52 @@ def test_an_estimate_of_a_launch_the_rules_say_fails_says_so(root, run_cli):
     code, out, err = run_cli("estimate", "--recipe", "llama3_70b_pretrain_64gpu_h100_bf16_config", "--format", "json")
     assert code == 0, err
     assert not any("predicts this launch fails" in a for a in json.loads(out)["results"][0]["estimate"]["assumptions"])
+
+
+def test_every_estimate_carries_an_interval_in_text_and_json(run_cli):
+    name = "llama3_70b_pretrain_64gpu_h100_fp8cs_config"  # Bridge measured dense FP8 runs on H100
+    code, out, err = run_cli("estimate", "--recipe", name, "--world-size", "64", "--gpu", "h100", "--format", "json")
+    assert code == 0, err
+    est = json.loads(out)["results"][0]["estimate"]
+    lo, hi = est["interval_s"]
+    assert lo <= est["step_time_s"] <= hi and lo < hi
+    iv = est["interval"]
+    assert iv["class"] == iv["from"] == "hopper/dense/fp8" and iv["covered"] and iv["n"] >= 5 and 0 < iv["level"] < 1
+    assert iv["note"] is None
+    code, out, _ = run_cli("estimate", "--recipe", name, "--world-size", "64", "--gpu", "h100")
+    line = next(x for x in out.splitlines() if x.strip().startswith("interval:"))
+    assert f"{lo:.3f} .. {hi:.3f} s" in line
+    # No BF16 dense run on Hopper was measured: the class is outside the calibration and says so.
+    code, out, _ = run_cli("estimate", "--recipe", "llama3_70b_pretrain_64gpu_h100_bf16_config", "--world-size", "64",
+                           "--gpu", "h100", "--format", "json")
+    iv = json.loads(out)["results"][0]["estimate"]["interval"]
+    assert not iv["covered"] and iv["from"] == "hopper/dense" and "no measured row of class hopper/dense/bf16" in iv["note"]
+
+
+def test_a_run_outside_the_calibration_says_so(run_cli):
+    # No measured Bridge row on A100 (its efficiency is a published figure, not fitted).
+    code, out, err = run_cli("estimate", "--recipe", "llama3_70b_pretrain_64gpu_h100_bf16_config", "--world-size", "64",
+                             "--gpu", "a100", "--format", "json")
+    assert code == 0, err
+    iv = json.loads(out)["results"][0]["estimate"]["interval"]
+    assert not iv["covered"] and iv["from"] == "all" and iv["note"].startswith("outside the calibration's coverage (no measured row on a100)")
+
+
+def test_memory_in_the_estimate_and_a_run_over_the_gpu_is_a_warning_with_the_numbers(run_cli):
+    code, out, err = run_cli("estimate", "--recipe", "llama3_70b_pretrain_64gpu_h100_bf16_config", "--world-size", "64",
+                             "--gpu", "h100", "--format", "json")
+    mem = json.loads(out)["results"][0]["estimate"]["memory"]
+    for key in ("weights_and_optimizer_bytes", "activation_bytes", "userbuffers_bytes", "dp_buckets_bytes",
+                "param_gather_buffers_bytes", "capacity_bytes"):
+        assert mem[key] >= 0, key
+    assert mem["capacity_bytes"] == 80 * 2**30 and mem["verdict"] == "fits" and not mem["differs_from_megatron_formula"]
+    assert mem["userbuffers_bytes"] > 0  # the recipe turns tp_comm_overlap on
+    # Llama 3 8B on two H100s at DP 1 x CP 2: 8.0 B parameters x (2 + 4 + 12/2) bytes alone exceed 80 GiB.
+    code, out, err = run_cli("estimate", "--recipe", "llama3_8b_pretrain_2gpu_h100_bf16_config", "--world-size", "2",
+                             "--gpu", "h100", "--format", "json")
+    est = json.loads(out)["results"][0]["estimate"]
+    assert est["memory"]["verdict"] == "does not fit"
+    assert est["warnings"] and "weights and optimizer" in est["warnings"][0] and "GiB" in est["warnings"][0]
+    code, out, err = run_cli("estimate", "--recipe", "llama3_8b_pretrain_2gpu_h100_bf16_config", "--world-size", "16",
+                             "--gpu", "h100", "--format", "json")
+    assert json.loads(out)["results"][0]["estimate"]["memory"]["verdict"] == "fits"  # DP 8 shards the optimizer

@@ -64,6 +64,39 @@ OPTIMIZER_DEFAULTS: dict = {
 
 SECTION_DEFAULTS = {"model": MODEL_DEFAULTS, "ddp": DDP_DEFAULTS, "optimizer": OPTIMIZER_DEFAULTS}
 
+# Defaults of the other fields schema.KEY_TYPES reads (megatron-core 0.19.2).
+OTHER_FIELD_DEFAULTS: dict = {
+    ("ddp", "reuse_grad_buf_for_mxfp8_param_ag"): False,  # distributed_data_parallel_config.py:86
+    ("optimizer", "optimizer"): "adam",  # optimizer_config.py:209
+    ("optimizer", "use_layer_wise_distributed_optimizer"): False,  # optimizer_config.py:324
+    ("optimizer", "use_precision_aware_optimizer"): False,  # optimizer_config.py:187
+    ("optimizer", "reuse_grad_buf_for_mxfp8_param_ag"): False,  # optimizer_config.py:180
+}
+
+# ``gradient_accumulation_fusion`` is machine-dependent where the model class declares it as
+# ``field(default_factory=fusions.can_enable_gradient_accumulation_fusion)`` (true when Transformer Engine or
+# apex's fused kernel imports, megatron/bridge/utils/fusions.py:34-63): GPTModelProvider
+# (models/gpt_provider.py:205), HybridModelProvider (models/hybrid/hybrid_provider.py:148) and the subclasses
+# that do not redeclare it. The classes below declare a plain ``False`` instead (or inherit
+# ModelParallelConfig's, mpc.py:250, ahead of the provider's in their MRO): for them the machine never decides.
+GAF_PLAIN_FALSE_MODELS = frozenset(
+    {
+        "megatron.training.models.gpt.GPTModelConfig",  # a TransformerConfig under model.transformer
+        "megatron.training.models.hybrid.HybridModelConfig",
+        "megatron.bridge.models.mla_provider.MLAModelProvider",  # MLATransformerConfig first in the MRO
+        "megatron.bridge.diffusion.models.wan.wan_provider.WanModelProvider",  # a TransformerConfig
+        "megatron.bridge.models.qwen_audio.qwen2_audio_provider.Qwen2AudioModelProvider",  # :86
+        "megatron.bridge.models.exaone.exaone45.exaone45_provider.Exaone45ModelProvider",  # :105
+        "megatron.bridge.models.exaone.exaone_moe.exaone_moe_provider.ExaoneMoeModelProvider",  # :133
+    }
+)
+
+
+def gaf_default_is_machine_dependent(model_target) -> bool:
+    """Whether the model class named by ``model._target_`` computes gradient_accumulation_fusion's default
+    on the machine that builds it. A section without ``_target_`` is read as Bridge's GPTModelProvider."""
+    return model_target not in GAF_PLAIN_FALSE_MODELS
+
 # Megatron-Core 0.19.2 defaults of the model fields the launch-time rules read, beyond MODEL_DEFAULTS
 # (the resolver does not carry them)
 # (tc = megatron/core/transformer/transformer_config.py, mpc = megatron/core/model_parallel_config.py).

@@ -281,7 +281,10 @@ class EnvEntry:
             return Value(None, "unknown", "not set")
         if need.value is None:
             return Value(None, "unknown", "not in env_vars; " + need.reason)
-        return Value(need.value, "recommended", "not in env_vars (unset at launch unless exported); " + need.reason)
+        # what the process gets is nothing (the caller's shell aside): the value the target wants is advice,
+        # given in the reason and by `overlap env` (wanted), never printed in the value's place
+        return Value(None, "default", f"not in env_vars: unset at launch unless exported (to export: "
+                     f"{need.value}; {need.reason})")
 
     def wanted(self) -> Value:
         """What to export at launch (``overlap env``), with a reason written for that listing."""

@@ -81,14 +81,7 @@ def resolve(cfg: Config, target: Target) -> Resolved:
         prov[key] = from_file(section, name)
 
     model, ddp, opt = final["model"], final["ddp"], final["optimizer"]
-    # GPTModelProvider's default is "Transformer Engine (or apex's fused kernel) imports"
-    # (megatron/bridge/models/gpt_provider.py:205, utils/fusions.py), not Megatron-Core's False. A Bridge
-    # dump holding false wrote that default as the dumping machine evaluated it (``default_factory`` runs
-    # when the recipe is built): like every class default in a dump it is no choice of the user's, and
-    # the target's Transformer Engine decides, as it does when the recipe is built there.
-    if not cfg.has(("model", "gradient_accumulation_fusion")) or not user_wrote(cfg, "model", "gradient_accumulation_fusion"):
-        model["gradient_accumulation_fusion"] = bool(target.transformer_engine)
-        r.gaf_from_provider = True
+    _gradient_accumulation_fusion(r, cfg, target, model)
     r.tp = model["tensor_model_parallel_size"]
     r.pp = model["pipeline_model_parallel_size"]
     r.vpp = model["virtual_pipeline_model_parallel_size"]
@@ -215,6 +208,35 @@ def resolve(cfg: Config, target: Target) -> Resolved:
     _describe_ub_cfg(r, prov)
     r.effective = prov
     return r
+
+
+def _gradient_accumulation_fusion(r: Resolved, cfg: Config, target: Target, model: dict) -> None:
+    """``model.gradient_accumulation_fusion`` as the launch has it.
+
+    GPTModelProvider's default is computed on the machine that builds the config: true when Transformer
+    Engine (or apex's fused kernel) imports (megatron/bridge/models/gpt_provider.py:205,
+    utils/fusions.py:34-63). Built on the target -- the key in no file, or a ``--recipe`` run whose catalog
+    recipe holds false (no recipe function of the catalog assigns the field; the catalog's false is the
+    dumping machine's answer) -- the target's Transformer Engine decides. Written in a file (a dump checked
+    as the config, a ``--base``, an override file, a dotlist), Bridge passes the value as it stands:
+    ``ConfigContainer.from_yaml`` instantiates the provider with it and the ``--config-file`` merge writes it
+    over the recipe's. A dump's false where the class computes the default is then most likely the mark
+    of a dump made without Transformer Engine (``gaf_dumped``).
+    """
+    from overlap_cli.config.layers import RECIPE
+
+    path = ("model", "gradient_accumulation_fusion")
+    section = cfg.section("model") or {}
+    machine = bridge.gaf_default_is_machine_dependent(section.get("_target_"))
+    value = cfg.get(path)
+    layer = cfg.layer_of(path) if cfg.layered else None
+    built_on_target = not cfg.has(path) or (layer is not None and layer.kind == RECIPE and value is False)
+    if built_on_target:
+        if machine:
+            model["gradient_accumulation_fusion"] = bool(target.transformer_engine)
+            r.gaf_from_provider = True
+        return
+    r.gaf_dumped = value is False and machine and "_target_" in section
 
 
 def _describe_ub_cfg(r: Resolved, prov: dict) -> None:

@@ -51,7 +51,8 @@ class Resolved:
     # Launch-time facts (EP / delayed wgrad / layout / FSDP rules).
     model_at_setup: dict = field(default_factory=dict)  # model as comm_overlap.setup reads it (after mixed precision)
     ddp_at_setup: dict = field(default_factory=dict)  # ddp as comm_overlap.setup reads it
-    gaf_from_provider: bool = False  # gradient_accumulation_fusion not in the file: the provider's default
+    gaf_from_provider: bool = False  # gradient_accumulation_fusion built on the target: the provider's default
+    gaf_dumped: bool = False  # a dump's gradient_accumulation_fusion: false where the provider computes it (no TE there)
     layout: Optional[Any] = None  # pipeline_layout.Layout of model.pipeline_model_parallel_layout, or None
     layout_vpp: Optional[int] = None  # the virtual pipeline size the layout implies (stages / PP)
     vpp_final: Optional[int] = None  # VPP after Megatron-Core's model finalize (layout-derived when null)

@@ -148,6 +148,7 @@ class LMResolved:
     comm_overlap_present: bool = False
     model_at_setup: dict = field(default_factory=dict)
     gaf_from_provider: bool = False
+    gaf_dumped: bool = False  # a dumped false (Bridge only: a launch has no dump)
     megatron_fsdp: bool = False
     layout: Any = None  # (Bridge's pipeline_layout.Layout; Megatron-LM's VPP from a layout is in vpp)
     layout_vpp: Optional[int] = None  # validate_args already derives VPP from a layout (vpp holds it)

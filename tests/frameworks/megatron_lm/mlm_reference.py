@@ -1,23 +1,44 @@
-"""Run Megatron-LM's real launch checks on launches, for the differential tests: ``parse_args`` +
-``validate_args``, then in the order ``pretrain`` reaches them the microbatch calculator
-(``set_global_variables``), ``_initialize_distributed`` (its GTP check and its ``initialize_model_parallel`` call), ``core_transformer_config_from_args``, ``get_megatron_ddp_config`` + ``resolve_ddp_bucket_size``
-and ``get_megatron_optimizer_config`` (when the run builds an optimizer). Run with the Python of an
-environment that has megatron-core 0.19.2 installed (the tool never imports it):
-``python mlm_reference.py < cases.json`` (the results follow the line ``MARKER``).
+"""Run a launch the way Megatron-LM (megatron-core 0.19.2) would start it, up to the configs it trains with,
+for the differential tests. Run with the Python of an environment that has megatron-core 0.19.2 installed
+(the tool never imports it): ``python mlm_reference.py < cases.json`` (the results follow the line ``MARKER``).
 
-Each case: {"argv": [...], "world_size": N, "arch": 9 | 10, "env": {NAME: value}, optional "te" (a
-Transformer Engine version to model: megatron.core.utils' cached version, and a FusedAdam with the
-precision-aware arguments; none: the environment's, absent) and "torch" (a torch version to model)}.
-Each result: {"error": first failure message or null, "values": {...}}.
+A case is either ``{"launch": {"program": "torchrun" | "python" | "python3", "argv": [...], "env": {...}},
+"arch": 9 | 10, "te": "2.12"}`` — what the launcher was handed (mlm_shim.py records it from bash) — or the
+short form ``{"argv": [training script arguments], "world_size": N, "arch": ..., "env": {...}}`` (lmref.py:
+one training process of a ``WORLD_SIZE``-rank launch). Optional ``"te"``: a Transformer Engine version to
+model (megatron.core.utils' cached version, GTP's symbols and a FusedAdam taking the precision-aware
+arguments); without it Transformer Engine is absent. Optional ``"torch"``: a torch version to model.
+The steps, each one's exception being the launch's failure (``stage``: which step raised), in the order
+``pretrain`` reaches them:
 
-No GPU is touched: the device queries answer the case's architecture; the DDP bucket size is computed by
-the real ``resolve_ddp_bucket_size`` with the data-parallel x context-parallel group size given directly
-(``get_pg_size``); ``initialize_model_parallel`` runs its size checks for the case's world size with the
-process-group calls (``torch.distributed.new_group`` and friends) made inert, so what it raises is its
-own arithmetic on the sizes.
+1. ``torchrun``: torch's own parser (``torch.distributed.run.get_args_parser``) reads its options; the
+   training processes get ``WORLD_SIZE`` = ``--nproc-per-node`` x ``--nnodes`` and ``RANK`` (rank 0 is
+   modelled). ``python pretrain_gpt.py`` started directly (``srun`` tasks) gets no WORLD_SIZE from anyone:
+   ``parse_args`` then reads 1 (megatron/training/arguments.py:143-144).
+2. ``parse_args`` (argparse: an exit is ``stage: argparse``) and ``validate_args``.
+3. the microbatch calculator (``set_global_variables``, global_vars.py:127-135) and
+   ``_initialize_distributed`` (initialize.py:265-394: its GTP check and its ``initialize_model_parallel``
+   call, with the process-group calls made inert, so what it raises is its own arithmetic on the sizes).
+4. the configs training.py builds: ``core_transformer_config_from_args`` (the model provider),
+   ``get_megatron_ddp_config`` with ``resolve_ddp_bucket_size`` as ``get_model`` calls it
+   (training.py:1847-1856; not for Torch-FSDP2), ``get_megatron_optimizer_config``.
+
+No GPU is touched: ``get_device_arch_version`` answers the case's architecture, and the data-parallel x
+context-parallel group size is handed to ``resolve_ddp_bucket_size`` directly (``get_pg_size``). With
+``--ddp-num-buckets`` the bucket size is the rank's parameter count // num_buckets, which needs the built
+model: that value is reported as ``{"unavailable": why}``.
+
+Each result: ``{"error": message or null, "stage": ..., "kind": the exception's type, "where": the raising
+megatron file:line, "values": {"model.<field>": ..., "ddp.<field>": ..., "optimizer.<field>": ...}, "env":
+{the training processes' environment}, "world_size", "data_parallel_size"}``.
+``values`` holds every field of the three real config objects (so every key the tool prints has its real
+counterpart without a list), plus ``model.tp_comm_overlap_cfg``: the TransformerConfig has no such field;
+Megatron-LM reads ``args.tp_comm_overlap_cfg`` when it sets up the userbuffers (initialize.py:204).
 """
 
 import contextlib
+import dataclasses
+import enum
 import io
 import json
 import os
@@ -27,6 +48,7 @@ import warnings
 
 warnings.filterwarnings("ignore")
 import torch  # noqa: E402
+import torch.distributed.run as torchrun  # noqa: E402
 import megatron.core.parallel_state as mpu  # noqa: E402
 import megatron.core.utils as core_utils  # noqa: E402
 import megatron.core.tensor_parallel.gtp_api as gtp_api  # noqa: E402
@@ -39,16 +61,25 @@ from megatron.training.argument_utils import core_transformer_config_from_args  
 from packaging.version import Version  # noqa: E402
 
 MARKER = "@@mlm-reference-results@@"
-KEYS = (
-    "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
-    "virtual_pipeline_model_parallel_size", "sequence_parallel", "tp_comm_overlap", "overlap_p2p_comm",
-    "align_param_gather", "use_distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
-    "data_parallel_size", "global_batch_size", "accumulate_allreduce_grads_in_fp32", "fp8_param_gather",
-    "expert_tensor_parallel_size",
-)
-# The DistributedDataParallelConfig fields the effective table shows (ddp.*).
-DDP_FIELDS = ("use_distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather", "align_param_gather",
-              "grad_reduce_in_fp32", "fp8_param_gather")
+
+
+def _cache_help_texts() -> None:
+    """parse_args builds its parser afresh on every call, reading the help text of each dataclass field
+    from the source (argument_utils.py:233 ``_get_field_docstrings``: inspect + ast, ~0.5 s a launch).
+    Help texts are the same every time: read them once per class. Nothing argparse decides changes."""
+    from megatron.training.argument_utils import ArgumentGroupFactory
+
+    read, cache = ArgumentGroupFactory._get_field_docstrings, {}
+
+    def cached(self, cls):
+        if cls not in cache:
+            cache[cls] = read(self, cls)
+        return dict(cache[cls])
+
+    ArgumentGroupFactory._get_field_docstrings = cached
+
+
+_cache_help_texts()
 
 
 class _Group:
@@ -85,7 +116,7 @@ def _model_te(version):
         return
 
     class FusedAdam:  # the precision-aware arguments OptimizerConfig looks for (optimizer_config.py:447-461)
-        def __init__(self, params, master_weight_dtype=None, exp_avg_dtype=None, exp_avg_sq_dtype=None,
+        def __init__(self, params=None, master_weight_dtype=None, exp_avg_dtype=None, exp_avg_sq_dtype=None,
                      use_decoupled_grad=False):
             pass
 
@@ -110,53 +141,144 @@ def _initialize_distributed(args) -> None:
         global_vars._GLOBAL_ARGS = None
 
 
+class Failure(Exception):
+    def __init__(self, stage, message, kind="", where=""):
+        super().__init__(message)
+        self.stage, self.message, self.kind, self.where = stage, message, kind, where
+
+
+def raised_at(exc) -> str:
+    """The innermost megatron frame of the exception's traceback, as ``package/path.py:LINE``."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/megatron/" in f.filename]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f"{f.filename.split('site-packages/', 1)[-1]}:{f.lineno}"
+
+
+def plain(value):
+    """A config value as JSON: dtypes and enums by name, tuples as lists, anything else as text."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, torch.dtype):
+        return str(value).replace("torch.", "")
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    return repr(value)
+
+
+def training_command(launch: dict) -> tuple:
+    """(training script argv, the training process's environment) from the launcher's words."""
+    env = dict(launch["env"])
+    argv = list(launch["argv"])
+    program = launch["program"]
+    if program in ("python", "python3"):
+        i = 0
+        while i < len(argv) and argv[i].startswith("-") and argv[i] != "-m":
+            i += 2 if argv[i] in ("-W", "-X") else 1
+        if i < len(argv) and argv[i] == "-m":
+            if argv[i + 1] not in ("torch.distributed.run", "torch.distributed.launch"):
+                raise Failure("launcher", f"python -m {argv[i + 1]}: not a launcher")
+            program, argv = "torchrun", argv[i + 2:]
+        else:  # the script itself: one process, WORLD_SIZE as the environment has it
+            return argv[i:], env
+    if program != "torchrun":
+        raise Failure("launcher", f"unknown launcher {program}")
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            args = torchrun.get_args_parser().parse_args(argv)
+    except SystemExit:
+        raise Failure("torchrun", err.getvalue().strip().splitlines()[-1]) from None
+    low, high = torchrun.parse_min_max_nnodes(args.nnodes)
+    if low != high:
+        raise Failure("torchrun", f"elastic --nnodes {args.nnodes}")
+    nproc = int(args.nproc_per_node)
+    env.update(WORLD_SIZE=str(nproc * high), RANK="0", LOCAL_RANK="0", LOCAL_WORLD_SIZE=str(nproc))
+    return [args.training_script, *args.training_script_args], env
+
+
+def _launch(case: dict) -> dict:
+    """The launcher's words of a case (the short form: one training process of a WORLD_SIZE-rank launch)."""
+    if "launch" in case:
+        return case["launch"]
+    env = {"WORLD_SIZE": str(case["world_size"]), "RANK": "0", **case.get("env", {})}
+    return {"program": "python", "argv": ["pretrain_gpt.py", *case["argv"]], "env": env}
+
+
 def run(case: dict) -> dict:
     saved = dict(os.environ)
     saved_torch_version = core_utils.get_torch_version
+    result = {"error": None, "stage": None, "kind": None, "values": None, "env": None, "world_size": None,
+              "data_parallel_size": None}
     try:
-        os.environ["WORLD_SIZE"], os.environ["RANK"] = str(case["world_size"]), "0"
-        os.environ.pop("CUDA_DEVICE_MAX_CONNECTIONS", None)
-        os.environ.update(case.get("env", {}))
+        argv, env = training_command(_launch(case))
+        result["env"] = {k: v for k, v in env.items()}
+        os.environ.clear()
+        os.environ.update(env)
         A.get_device_arch_version = lambda: case["arch"]
-        torch.cuda.get_device_capability = lambda *a, **k: (case["arch"], 0)
+        torch.cuda.get_device_capability = lambda *a, **k: (case["arch"], 0)  # --moe-grouped-gemm (arguments.py:1339)
         _model_te(case.get("te"))
         if case.get("torch"):
             core_utils.get_torch_version = lambda: Version(case["torch"])
-        _inert_process_groups(case["world_size"])
-        sys.argv = ["pretrain_gpt.py", *case["argv"]]
+        _inert_process_groups(int(env.get("WORLD_SIZE", "1")))
+        sys.argv = argv
         sink = io.StringIO()
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            args = A.parse_args()
-            A.validate_args(args)
-            values = {k: getattr(args, k) for k in KEYS}
-            _build_num_microbatches_calculator(  # set_global_variables (global_vars.py:127-135)
-                0, args.global_batch_size, args.micro_batch_size,
-                args.data_parallel_size * args.gtp_weight_remat_size, args.decrease_batch_size_if_needed,
-                args.step_batch_size_schedule, args.seq_length)
-            _initialize_distributed(args)
-            config = core_transformer_config_from_args(args)
-            values["batch_p2p_comm"] = config.batch_p2p_comm
-            # setup_model_and_optimizer (training.py:2030-2035): the DDP and optimizer configs
-            builds = (not args.skip_train) or (args.perform_rl_step and not args.no_load_optim)
-            values["bucket_size"], values["ddp"] = None, None
-            if builds:
+            try:
+                args = A.parse_args()
+            except SystemExit:
+                lines = [ln for ln in sink.getvalue().splitlines() if ln.strip()]
+                raise Failure("argparse", lines[-1] if lines else "argparse exit") from None
+            result["world_size"] = args.world_size
+            stage = "validate_args"
+            try:
+                A.validate_args(args)
+                result["data_parallel_size"] = args.data_parallel_size
+                stage = "set_global_variables"
+                _build_num_microbatches_calculator(  # global_vars.py:127-135
+                    0, args.global_batch_size, args.micro_batch_size,
+                    args.data_parallel_size * args.gtp_weight_remat_size, args.decrease_batch_size_if_needed,
+                    args.step_batch_size_schedule, args.seq_length)
+                stage = "_initialize_distributed"
+                _initialize_distributed(args)
+                stage = "core_transformer_config_from_args"
+                model = core_transformer_config_from_args(args)
+                stage = "get_megatron_ddp_config"
                 ddp = T.get_megatron_ddp_config(args)
-                values["ddp"] = {f: getattr(ddp, f) for f in DDP_FIELDS}
-                if not args.use_torch_fsdp2:
-                    T.get_pg_size = lambda group: group
-                    values["bucket_size"] = T.resolve_ddp_bucket_size(
-                        ddp, args.data_parallel_size * args.context_parallel_size, ddp.overlap_grad_reduce, 10**9)
-                T.get_megatron_optimizer_config(args)
-        return {"error": None, "values": values}
-    except (AssertionError, ValueError, RuntimeError) as exc:
-        return {"error": str(exc), "values": None, "type": type(exc).__name__}
-    except SystemExit as exc:  # argparse rejected the command line
-        return {"error": f"argparse exit {exc.code}", "values": None}
+                bucket = ddp.bucket_size
+                if not getattr(args, "use_torch_fsdp2", False):
+                    if ddp.num_buckets is not None and ddp.overlap_grad_reduce:
+                        bucket = {"unavailable": "the rank's parameter count // --ddp-num-buckets (training.py:1560)"}
+                    else:
+                        T.get_pg_size = lambda group: group
+                        bucket = T.resolve_ddp_bucket_size(
+                            ddp, args.data_parallel_size * args.context_parallel_size, ddp.overlap_grad_reduce, 0)
+                stage = "get_megatron_optimizer_config"
+                optimizer, _ = T.get_megatron_optimizer_config(args)
+            except Exception as exc:  # what the launch dies of, at this step
+                raise Failure(stage, str(exc), type(exc).__name__, raised_at(exc)) from None
+        values = {}
+        for section, obj in (("model", model), ("ddp", ddp), ("optimizer", optimizer)):
+            for f in dataclasses.fields(obj):
+                values[f"{section}.{f.name}"] = plain(getattr(obj, f.name, None))
+        values["ddp.bucket_size"] = bucket if isinstance(bucket, dict) else plain(bucket)
+        values["model.tp_comm_overlap_cfg"] = args.tp_comm_overlap_cfg  # initialize.py:204
+        result["values"] = values
+    except Failure as exc:
+        result["error"], result["stage"], result["kind"], result["where"] = exc.message, exc.stage, exc.kind, exc.where
     finally:
         os.environ.clear()
         os.environ.update(saved)
         core_utils.get_torch_version = saved_torch_version
         _model_te(None)
+    return result
 
 
 if __name__ == "__main__":

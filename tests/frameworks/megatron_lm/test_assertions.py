@@ -473,7 +473,7 @@ def test_megatron_lm_fails_and_launches_the_same(reference, code, bad, good, mes
     row = request.node.callspec.id
     failing, passing = reference[(row, True)], reference[(row, False)]
     if bare:  # an assert without a message
-        assert failing["error"] == "" and failing.get("type") == "AssertionError", failing
+        assert failing["error"] == "" and failing.get("kind") == "AssertionError", failing
     else:
         assert failing["error"] == message
     assert passing["error"] is None, passing["error"]

@@ -1,173 +1,117 @@
-"""The Megatron-LM resolver against the real thing: megatron-core 0.19.2's ``parse_args`` + ``validate_args``
-(+ ``get_megatron_ddp_config``, ``resolve_ddp_bucket_size``, ``core_transformer_config_from_args``), run by
-mlm_reference.py in an environment that has megatron-core installed. Skips when there is none.
+"""Everything `overlap check` prints for a Megatron-LM launch, against the real thing.
 
-For every launch: when the real code asserts, `overlap check` reports an error quoting that message; when
-it does not, `overlap check` reports no error and its effective values equal the real ones.
+The launches are generated (mlm_launches.py: seeded, the same on every machine) in every form a launch is
+written in; bash runs each one with stand-in launchers to say which words and variables reach the launch
+(mlm_shim.py); megatron-core 0.19.2's real ``parse_args`` + ``validate_args`` and the configs training.py
+builds say what the launch does (mlm_reference.py, one subprocess for all, in an environment that has
+megatron-core; everything here skips without it). differential.compare then holds the tool to the outcome,
+the data-parallel size and every key of ``effective`` — the keys are the tool's own, so a key added later
+is compared without a list to update.
+
+These are real assertions: on a branch where the resolver prints a wrong value they fail, naming the key,
+the tool's value and the real one (bench/differential.py prints the same as a table).
 """
 
 from __future__ import annotations
 
-import json
-import shlex
+import collections
 
 import pytest
 
-from lmref import reference_case, run_reference, target_flags, write_launch
+import mlm_compare
+import mlm_launches
+import mlm_shim
+from differential import reference_python
 
-BASE = ("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "
-        "--micro-batch-size 1")
-ONE = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
-FSDP2 = "--use-torch-fsdp2 --untie-embeddings-and-output-weights --no-gradient-accumulation-fusion"
-OPG = "--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather"
-# (id, extra flags, world size, GPU architecture major (9 Hopper, 10 Blackwell), launch environment)
-LAUNCHES = [
-    ("plain", "", 8, 9, {}),
-    ("tp2-sp", "--tensor-model-parallel-size 2 --sequence-parallel", 8, 9, ONE),
-    ("tp2-no-conn-hopper", "--tensor-model-parallel-size 2 --sequence-parallel", 8, 9, {}),
-    ("tp2-no-conn-blackwell", "--tensor-model-parallel-size 2 --sequence-parallel", 8, 10, {}),
-    ("tp2-conn8-hopper", "--tensor-model-parallel-size 2", 8, 9, {"CUDA_DEVICE_MAX_CONNECTIONS": "8"}),
-    ("cp2-no-conn-hopper", "--context-parallel-size 2", 8, 9, {}),
-    ("tp-overlap-no-sp", "--tensor-model-parallel-size 2 --tp-comm-overlap", 8, 9, ONE),
-    ("tp-overlap-sp", "--tensor-model-parallel-size 2 --sequence-parallel --tp-comm-overlap", 8, 9, ONE),
-    ("tp-overlap-tp1", "--sequence-parallel --tp-comm-overlap", 8, 9, {}),
-    ("sp-tp1", "--sequence-parallel", 8, 9, {}),
-    ("pp2", "--pipeline-model-parallel-size 2", 8, 9, {}),
-    ("pp4-vpp-layers", "--pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 1", 8, 9, {}),
-    ("pp2-vpp-stages", "--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2", 8, 9, {}),
-    ("pp2-vpp-no-p2p", "--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2 --no-overlap-p2p-communication", 8, 9, {}),
-    ("pp4-vpp-no-p2p", "--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2 --no-overlap-p2p-communication", 8, 9, {}),
-    ("pp1-vpp", "--num-virtual-stages-per-pipeline-rank 2", 8, 9, {}),
-    ("vpp-layers-not-divisible", "--pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 4", 8, 9, {}),
-    ("layers-not-divisible", "--pipeline-model-parallel-size 3", 6, 9, {}),
-    ("vpp-two-ways", "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 2 --num-virtual-stages-per-pipeline-rank 2", 8, 9, {}),
-    ("vpp-one", "--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 1", 8, 9, {}),
-    ("layout-not-divisible", "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Ett|tt|ttL'", 8, 9, {}),
-    ("vpp-no-align", "--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2 --no-align-param-gather", 8, 9, {}),
-    ("layout", "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Ett|tt|tt|ttL'", 8, 9, {}),
-    ("dp-overlap", OPG, 8, 9, {}),
-    ("opg-no-distopt", "--overlap-grad-reduce --overlap-param-gather", 8, 9, {}),
-    ("opg-no-ogr", "--use-distributed-optimizer --overlap-param-gather", 8, 9, {}),
-    ("ops-no-vpp", OPG + " --overlap-param-gather-with-optimizer-step", 8, 9, {}),
-    ("ops-dist-ckpt", OPG + " --overlap-param-gather-with-optimizer-step --pipeline-model-parallel-size 2 "
-     "--num-virtual-stages-per-pipeline-rank 2", 8, 9, {}),
-    ("ops-ok", OPG + " --overlap-param-gather-with-optimizer-step --pipeline-model-parallel-size 2 "
-     "--num-virtual-stages-per-pipeline-rank 2 --ckpt-format torch", 8, 9, {}),
-    ("bucket-dp64", "--overlap-grad-reduce", 64, 9, {}),
-    ("bucket-dp-cp", "--overlap-grad-reduce --context-parallel-size 2", 128, 9, ONE),
-    ("bucket-given", "--overlap-grad-reduce --ddp-bucket-size 12345", 8, 9, {}),
-    ("bucket-without-overlap", "--ddp-bucket-size 12345", 8, 9, {}),
-    ("buckets-both", "--overlap-grad-reduce --ddp-num-buckets 4 --ddp-bucket-size 100", 8, 9, {}),
-    ("world-not-divisible", "--tensor-model-parallel-size 4", 6, 9, ONE),
-    ("mfsdp", "--use-megatron-fsdp --ckpt-format fsdp_dtensor", 8, 9, {}),
-    ("mfsdp-conn1", "--use-megatron-fsdp --ckpt-format fsdp_dtensor", 8, 9, ONE),
-    ("fsdp2-distopt", FSDP2 + " --use-distributed-optimizer", 8, 9, {}),
-    ("fsdp2-conn1", FSDP2, 8, 9, ONE),
-    ("fsdp2-tp2-hopper", FSDP2 + " --tensor-model-parallel-size 2 --sequence-parallel", 8, 9, {}),
-    ("freeze", "--freeze-all-layers " + OPG, 8, 9, {}),
-    ("defer-wgrad-pp1", "--defer-embedding-wgrad-compute", 8, 9, {}),
-    ("defer-wgrad-no-fusion", "--defer-embedding-wgrad-compute --pipeline-model-parallel-size 2 "
-     "--no-gradient-accumulation-fusion", 8, 9, {}),
-    ("defer-wgrad-pp2", "--defer-embedding-wgrad-compute --pipeline-model-parallel-size 2", 8, 9, {}),
-    ("warmup-flush-no-vpp", "--overlap-p2p-communication-warmup-flush --pipeline-model-parallel-size 2", 8, 9, {}),
-    ("warmup-flush-vpp", "--overlap-p2p-communication-warmup-flush --pipeline-model-parallel-size 2 "
-     "--num-virtual-stages-per-pipeline-rank 2", 8, 9, {}),
-    ("delay-wgrad-no-ep-overlap", "--delay-wgrad-compute", 8, 9, {}),
-    ("deterministic-tp-overlap", "--deterministic-mode --tensor-model-parallel-size 2 --sequence-parallel "
-     "--tp-comm-overlap", 8, 9, ONE),
-    ("deterministic", "--deterministic-mode --tensor-model-parallel-size 2 --sequence-parallel", 8, 9, ONE),
-    ("muon-distopt", "--optimizer muon --use-distributed-optimizer --overlap-grad-reduce", 8, 9, {}),
-    ("ep-overlap-ep1", "--num-experts 8 --moe-token-dispatcher-type alltoall --overlap-moe-expert-parallel-comm "
-     "--bf16", 8, 9, {}),
-    ("ep-overlap-no-bf16", "--expert-model-parallel-size 8 --num-experts 8 --moe-token-dispatcher-type alltoall "
-     "--overlap-moe-expert-parallel-comm", 8, 9, {}),
-    ("ep-overlap-pp-no-vpp", "--expert-model-parallel-size 4 --num-experts 8 --moe-token-dispatcher-type alltoall "
-     "--overlap-moe-expert-parallel-comm --bf16 --pipeline-model-parallel-size 2", 8, 9, {}),
-    ("ep-overlap", "--expert-model-parallel-size 8 --num-experts 8 --moe-token-dispatcher-type alltoall "
-     "--overlap-moe-expert-parallel-comm --bf16", 8, 9, {}),
-    ("ep-overlap-tp2-hopper", "--tensor-model-parallel-size 2 --sequence-parallel --expert-model-parallel-size 4 "
-     "--num-experts 8 --moe-token-dispatcher-type alltoall --overlap-moe-expert-parallel-comm --bf16 "
-     "--disable-bias-linear", 8, 9, {}),
-    ("early-attn-release-no-ep-overlap", "--ep-overlap-early-attn-memory-release", 8, 9, {}),
-    ("dispatch-backward-with-ep-overlap", "--expert-model-parallel-size 8 --num-experts 8 --moe-token-dispatcher-type "
-     "alltoall --overlap-moe-expert-parallel-comm --bf16 --overlap-dispatch-backward-with-experts-wgrad", 8, 9, {}),
-    ("fp8-param-gather-no-distopt", "--fp8-format hybrid --fp8-param-gather", 8, 9, {}),
-    ("fp8-param-gather-distopt", "--fp8-format hybrid --fp8-param-gather --use-distributed-optimizer", 8, 9, {}),
-    ("delay-wgrad-local-impl", "--delay-wgrad-compute --transformer-impl local", 8, 9, {}),
-    ("hybrid-vpp", "--hybrid-layer-pattern 'M*|M*|M*|M*' --pipeline-model-parallel-size 2", 8, 9, {}),
-    ("hybrid-segments-not-divisible", "--hybrid-layer-pattern 'M*|M*|M*' --pipeline-model-parallel-size 2", 8, 9, {}),
-    ("hybrid-with-vpp-flag", "--hybrid-layer-pattern 'M*|M*|M*|M*' --pipeline-model-parallel-size 2 "
-     "--num-virtual-stages-per-pipeline-rank 2", 8, 9, {}),
-    ("hybrid-no-pipes", "--hybrid-layer-pattern 'M*M*' --pipeline-model-parallel-size 2", 8, 9, {}),
-    ("gbs-derived", "--tensor-model-parallel-size 2 --sequence-parallel --micro-batch-size 2", 16, 10, {}),
-    # the gradient-reduction dtype (arguments.py:1181-1194): bf16 reduces in fp32 unless told otherwise
-    ("bf16-grads-fp32", "--bf16 --overlap-grad-reduce", 8, 9, {}),
-    ("bf16-grad-reduce-in-bf16", "--bf16 --grad-reduce-in-bf16", 8, 9, {}),
-    ("bf16-grad-reduce-in-bf16-overrides", "--bf16 --grad-reduce-in-bf16 --accumulate-allreduce-grads-in-fp32", 8, 9, {}),
-    ("fp16-grads", "--fp16", 8, 9, {}),
-    ("fp16-grads-fp32", "--fp16 --accumulate-allreduce-grads-in-fp32", 8, 9, {}),
-    ("fp32-grads", "", 8, 9, {}),
-    ("bf16-main-grads-bf16", "--bf16 --main-grads-dtype bf16", 8, 9, {}),
-    ("bf16-main-grads-bf16-precision-aware", "--bf16 --main-grads-dtype bf16 --use-precision-aware-optimizer "
-     "--use-distributed-optimizer", 8, 9, {}, "2.12"),
-    ("bf16-main-grads-bf16-accumulate", "--bf16 --main-grads-dtype bf16 --accumulate-allreduce-grads-in-fp32", 8, 9, {}),
-    ("fp8-param-gather-fp32-grads", "--bf16 --fp8-format hybrid --fp8-param-gather --use-distributed-optimizer", 8, 9, {}),
-]
-
-# Effective keys compared with the real values (Megatron-Core name -> argparse dest / reference key).
-COMPARED = {
-    "model.tensor_model_parallel_size": "tensor_model_parallel_size",
-    "model.pipeline_model_parallel_size": "pipeline_model_parallel_size",
-    "model.context_parallel_size": "context_parallel_size",
-    "model.virtual_pipeline_model_parallel_size": "virtual_pipeline_model_parallel_size",
-    "model.sequence_parallel": "sequence_parallel",
-    "model.tp_comm_overlap": "tp_comm_overlap",
-    "model.overlap_p2p_comm": "overlap_p2p_comm",
-    "model.batch_p2p_comm": "batch_p2p_comm",
-    "ddp.bucket_size": "bucket_size",
-    # the DistributedDataParallelConfig the run builds (its fields, not the argparse dests)
-    "ddp.align_param_gather": "ddp.align_param_gather",
-    "ddp.use_distributed_optimizer": "ddp.use_distributed_optimizer",
-    "ddp.overlap_grad_reduce": "ddp.overlap_grad_reduce",
-    "ddp.overlap_param_gather": "ddp.overlap_param_gather",
-    "ddp.grad_reduce_in_fp32": "ddp.grad_reduce_in_fp32",
-    "ddp.fp8_param_gather": "ddp.fp8_param_gather",
-}
-
-
-def real_value(values: dict, name: str):
-    section, _, field = name.rpartition(".")
-    return values[section][field] if section else values[name]
-
-
-ROWS = [row + (None,) * (6 - len(row)) for row in LAUNCHES]  # (id, extra, ws, arch, env, te)
+LAUNCHES = mlm_compare.launches()
 
 
 @pytest.fixture(scope="module")
-def reference():
-    cases = [reference_case(shlex.split(f"{BASE} {extra}"), ws, arch, env, te) for _, extra, ws, arch, env, te in ROWS]
-    return dict(zip([c[0] for c in ROWS], run_reference(cases)))
+def reference(tmp_path_factory):
+    python = reference_python()
+    if python is None:
+        pytest.skip("no environment with megatron-core 0.19.2 (set OVERLAP_BRIDGE_ENV)")
+    if not mlm_shim.available():
+        pytest.skip("bash (with env, envsubst, xargs) is needed to run the launches")
+    try:
+        return mlm_compare.reference_cached(python, LAUNCHES, tmp_path_factory.mktemp("mlm-ground-truth"))
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
 
 
-@pytest.mark.parametrize("name, extra, ws, arch, env, te", ROWS, ids=[c[0] for c in ROWS])
-def test_same_as_megatron_lm(reference, run_cli, tmp_path, name, extra, ws, arch, env, te):
-    real = reference[name]
-    script = write_launch(tmp_path / f"{name}.sh", f"{BASE} {extra}", ws, env)
-    _, out, err = run_cli("check", script, *target_flags(arch, te), "--format", "json")
-    result = json.loads(out)["results"][0]
-    assert result["error"] is None, result["error"]
-    errors = [f["message"] for f in result["findings"] if f["severity"] == "error"]
-    if real["error"] is not None:
-        assert any(f'"{real["error"]}"' in m for m in errors), f"Megatron-LM asserts {real['error']!r}; overlap: {errors}"
-        return
-    assert not errors, f"Megatron-LM launches this; overlap reports errors: {errors}"
-    got = {k: result["effective"][k]["value"] for k in COMPARED}
-    want = {k: real_value(real["values"], v) for k, v in COMPARED.items()}
-    assert got == want
-    assert result["target"]["data_parallel_size"] == real["values"]["data_parallel_size"]
+_TOOL: dict = {}
 
 
-def test_the_launches_cover_both_outcomes(reference):
-    """The set stays meaningful: many launches assert, many run."""
-    failing = [n for n, r in reference.items() if r["error"] is not None]
-    assert len(failing) >= 15 and len(reference) - len(failing) >= 15, failing
+def tool_result(launch, folder):
+    if launch.id not in _TOOL:
+        _TOOL[launch.id] = mlm_compare.check(launch, folder)
+    return _TOOL[launch.id]
+
+
+@pytest.mark.parametrize("launch", LAUNCHES, ids=[launch.id for launch in LAUNCHES])
+def test_same_as_megatron_lm(reference, tmp_path, launch):
+    found = mlm_compare.disagreements(launch, tool_result(launch, tmp_path), reference[launch.id])
+    assert not found, "\n".join(str(d) for d in found)
+
+
+def test_every_printed_key_has_a_reference_value(reference, tmp_path):
+    """The no-list-to-forget guarantee: every key the tool prints, over every launch Megatron-LM starts, has
+    its real counterpart — and a key the real configs do not have is refused, not answered with None."""
+    missing = collections.defaultdict(list)
+    printed = set()
+    for launch in LAUNCHES:
+        for variant in reference[launch.id]:
+            if variant["failed"]:
+                continue
+            keys = tool_result(launch, tmp_path).get("effective", {})
+            printed |= set(keys)
+            for key in keys:
+                try:
+                    mlm_compare.lookup(variant, key)
+                except KeyError:
+                    missing[key].append(launch.id)
+    assert not missing, {k: v[:3] for k, v in missing.items()}
+    assert {k.split(".")[0] for k in printed} >= {"model", "ddp", "optimizer", "env"}
+    launched = next(v for launch in LAUNCHES for v in reference[launch.id] if not v["failed"])
+    with pytest.raises(KeyError):
+        mlm_compare.lookup(launched, "model.no_such_field")
+
+
+def test_the_generated_launches_are_meaningful():
+    """Without the environment too: the set is large, seeded, and spans every form and dimension."""
+    assert len(LAUNCHES) >= 500
+    again = mlm_compare.launches()
+    assert [mlm_launches.render(a) for a in again] == [mlm_launches.render(b) for b in LAUNCHES]
+    forms = collections.Counter(launch.form for launch in LAUNCHES)
+    assert set(forms) == set(mlm_launches.FORMS) and min(forms.values()) >= 15, forms
+    flags = collections.Counter(f for launch in LAUNCHES for f in {f for f, _ in launch.flags})
+    for flag in ("--bf16", "--fp16", "--fp8-format", "--fp8-recipe", "--fp8-param-gather", "--grad-reduce-in-bf16",
+                 "--main-grads-dtype", "--accumulate-allreduce-grads-in-fp32", "--tensor-model-parallel-size",
+                 "--sequence-parallel", "--tp-comm-overlap", "--pipeline-model-parallel-size",
+                 "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+                 "--pipeline-model-parallel-layout", "--context-parallel-size", "--num-experts",
+                 "--expert-model-parallel-size", "--expert-tensor-parallel-size", "--moe-token-dispatcher-type",
+                 "--overlap-moe-expert-parallel-comm", "--use-distributed-optimizer", "--overlap-grad-reduce",
+                 "--overlap-param-gather", "--ddp-bucket-size", "--ddp-num-buckets", "--use-megatron-fsdp",
+                 "--use-torch-fsdp2", "--overlap-param-gather-with-optimizer-step"):
+        assert flags[flag] >= 8, (flag, flags[flag])
+    hows = collections.Counter(launch.conn_how if launch.conn else "unset" for launch in LAUNCHES)
+    assert {"export", "prefix", "env", "assigned", "caller-default", "ENV_VARS", "unset"} <= set(hows), hows
+    assert {launch.arch for launch in LAUNCHES} == {9, 10}
+    assert sum(1 for launch in LAUNCHES if launch.caller) >= 40
+    sizes = collections.Counter(launch.world_size for launch in LAUNCHES)
+    assert len(sizes) >= 6
+
+
+def test_both_outcomes_are_well_represented(reference):
+    launched = [launch for launch in LAUNCHES if not any(v["failed"] for v in reference[launch.id])]
+    refused = [launch for launch in LAUNCHES if all(v["failed"] for v in reference[launch.id])]
+    assert len(launched) >= 200 and len(refused) >= 150, (len(launched), len(refused))
+    for form in mlm_launches.FORMS:
+        ok = sum(1 for launch in launched if launch.form == form)
+        bad = sum(1 for launch in refused if launch.form == form)
+        assert ok >= 3 and bad >= 3, (form, ok, bad)
+    messages = {v["error"] for launch in refused for v in reference[launch.id]}
+    assert len(messages) >= 25, len(messages)
+    # and no launch was lost on the way: bash reached a launcher in every one
+    assert not [launch.id for launch in LAUNCHES for v in reference[launch.id] if v.get("stage") == "bash"]
