@@ -23,6 +23,23 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LARGEST = ("deepseek_v3_pretrain_1024gpu_h100_bf16_config", "llama31_405b_pretrain_512gpu_h100_bf16_config")
 
 
+
+def recipe_on_its_target(folder: str, name: str):
+    """The catalog recipe NAME written to FOLDER as its dump, and the target its name states (world size and
+    GPU as flags): what ``overlap estimate --world-size N --gpu G NAME.yaml`` is given."""
+    from overlap_cli.frameworks.bridge import recipes as R
+    from overlap_cli.launch_profile.profile import Target
+
+    info = R.info(name)
+    path = os.path.join(folder, name + ".yaml")
+    with open(path, "w") as fh:
+        fh.write(R.text(name))
+    target = Target(world_size=info["world_size"])
+    target.set("world_size", info["world_size"], "flag")
+    if info["gpu"]:
+        target.set("gpu", info["gpu"], "flag")
+    return path, target
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=40)
@@ -32,20 +49,13 @@ def main() -> None:
     from overlap_cli.estimate.model import estimate
     from overlap_cli.estimate.tune import search
     from overlap_cli.frameworks.bridge import recipes as R
-    from overlap_cli.launch_profile.profile import Target
 
     folder = tempfile.mkdtemp()
     names = [n for n in R.names() if R.info(n)["gpu"] not in (None, "vr200", "r100")]
     names = names[:: max(1, len(names) // args.n)][: args.n]
     est_t, model_t, tune_t, cands = [], [], [], []
     for name in names:
-        info = R.info(name)
-        path = os.path.join(folder, name + ".yaml")
-        with open(path, "w") as fh:
-            fh.write(R.text(name))
-        target = Target(world_size=info["world_size"])
-        target.set("world_size", info["world_size"], "flag")
-        target.set("gpu", info["gpu"], "flag")
+        path, target = recipe_on_its_target(folder, name)
         t0 = time.perf_counter()
         checked = check(path, target, [])
         try:
@@ -73,13 +83,7 @@ def main() -> None:
     print(f"{'tune candidates estimated':34} median {statistics.median(cands):8.0f}      min {min(cands):8.0f}")
     # The largest recipes (most parameters, most ranks): tune with the memory filter, with and without resharding.
     for name in LARGEST:
-        info = R.info(name)
-        path = os.path.join(folder, name + ".yaml")
-        with open(path, "w") as fh:
-            fh.write(R.text(name))
-        target = Target(world_size=info["world_size"])
-        target.set("world_size", info["world_size"], "flag")
-        target.set("gpu", info["gpu"], "flag")
+        path, target = recipe_on_its_target(folder, name)
         checked = check(path, target, [])
         for reshard in (False, True):
             best = None

@@ -25,19 +25,12 @@ def main() -> None:
     from overlap_cli.estimate.inputs import Unsupported
     from overlap_cli.estimate.tune import search
     from overlap_cli.frameworks.bridge import recipes as R
-    from overlap_cli.launch_profile.profile import Target
+    from bench.estimate_speed import recipe_on_its_target
 
     folder = tempfile.mkdtemp()
     n = evaluated = dropped = with_drop = proposing = weak = skipped = 0
     for name in R.names():
-        info = R.info(name)
-        path = os.path.join(folder, name + ".yaml")
-        with open(path, "w") as fh:
-            fh.write(R.text(name))
-        target = Target(world_size=info["world_size"])
-        target.set("world_size", info["world_size"], "flag")
-        if info["gpu"]:
-            target.set("gpu", info["gpu"], "flag")
+        path, target = recipe_on_its_target(folder, name)
         checked = check(path, target, [])
         if checked.view is None:
             skipped += 1

@@ -158,8 +158,7 @@ def validate_rejects(view):
     ## Example
     Checked with `--world-size 8`:
     ```yaml
-    model: {tensor_model_parallel_size: 1}
-    train: {global_batch_size: 1024, micro_batch_size: 3}
+    model: {tensor_model_parallel_size: 1, expert_model_parallel_size: 2}
     ```
 
     ## Fix

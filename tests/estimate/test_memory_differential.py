@@ -11,16 +11,15 @@ difference (``memory.differs_from_megatron_formula``).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import CORPUS, ROOT, corpus_manifest
+from differential import reference_python
 
-_ENVS = [os.environ.get("OVERLAP_BRIDGE_ENV"), str(ROOT.parent / "shared" / "bridge-env"), "/tmp/bridge-env"]
-PYTHON = next((Path(e) / "bin" / "python" for e in _ENVS if e and (Path(e) / "bin" / "python").exists()), None)
+PYTHON = reference_python()
 REFERENCE = ROOT / "tools" / "memory_reference.py"
 MARKER = "@@memory-reference-results@@\n"
 TOLERANCE = 0.02

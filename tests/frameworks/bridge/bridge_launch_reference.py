@@ -15,14 +15,15 @@ A case is ``{"base", "files", "dotlists", "world_size", "gpu", "mode"}``:
   (ddp's ``reuse_grad_buf_for_mxfp8_param_ag``) are assigned after construction, so ``__post_init__``
   does not see them;
 then ``process_config_with_overrides`` lays the override files and dotlists on it (omegaconf_utils.py:
-105-160, Hydra struct mode) and ``runtime_config_update`` runs.
+105-160, Hydra struct mode), ``runtime_config_update`` runs, and Bridge's ``_initialize_distributed`` builds
+the process grid (bridge_reference's inert torch.distributed).
 
 The machine has no GPU and no Transformer Engine; the target is answered as a recent TE (2.12) on the
 case's GPU: bridge_reference's TE pretence, Megatron-Core's ``_te_version``, the fused kernels whose
 absence ``TransformerConfig.__post_init__`` checks, and ``torch.cuda.get_device_properties`` for the GPU.
 
 Reads a JSON list of cases on stdin; prints a marker line and one JSON list of results:
-``{"error": "Type: message", "stage": "load" | "overrides" | "update", "where": "file.py:line"}`` where Bridge
+``{"error": "Type: message", "stage": "load" | "overrides" | "update" | "init", "where": "file.py:line"}`` where Bridge
 raises, else ``{"values": {key: value}}``.
 """
 
@@ -40,7 +41,6 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bridge_reference  # noqa: E402
 
-FIELDS = bridge_reference.FIELDS
 GPUS = {"h100": (9, "NVIDIA H100 80GB HBM3"), "b200": (10, "NVIDIA B200"), "b300": (10, "NVIDIA B300"),
         "gb200": (10, "NVIDIA GB200"), "gb300": (10, "NVIDIA GB300")}
 _GPU = {"name": "h100"}
@@ -121,6 +121,8 @@ def run(case: dict) -> dict:
                 cfg = process_config_with_overrides(cfg, f, case["dotlists"] if i == len(files or [None]) - 1 else None)
         stage = "update"
         bconfig.runtime_config_update(cfg)
+        stage = "init"
+        bridge_reference._initialize_distributed(cfg, case["world_size"])
     except Exception as exc:  # what the launch would die of
         frames = traceback.extract_tb(exc.__traceback__)
         frame = next((t for t in reversed(frames) if "megatron" in t.filename or "hydra" in t.filename), frames[-1])
@@ -132,10 +134,8 @@ def run(case: dict) -> dict:
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    values = {f"{section}.{name}": getattr(getattr(cfg, section), name, None)
-              for section, names in FIELDS.items() for name in names}
+    values = bridge_reference._values(cfg)  # every field of model / ddp / optimizer, as the launch holds them
     values["data_parallel_size"] = cfg.data_parallel_size
-    values["model.gradient_accumulation_fusion"] = getattr(cfg.model, "gradient_accumulation_fusion", None)
     return {"values": values}
 
 

@@ -18,17 +18,16 @@ listed in OUTSIDE (each is named in README's "What is not modelled") and are cou
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import CORPUS, ROOT
+from differential import reference_python
 
 HERE = Path(__file__).parent
-_ENVS = [os.environ.get("OVERLAP_BRIDGE_ENV"), str(ROOT.parent / "shared" / "bridge-env"), "/tmp/bridge-env"]
-PYTHON = next((Path(e) / "bin" / "python" for e in _ENVS if e and (Path(e) / "bin" / "python").exists()), None)
+PYTHON = reference_python()
 MARKER = "@@bridge-launch-results@@\n"
 
 # Bridge's refusals that depend on nothing overlap-cli reads: (words of Bridge's message, why not modelled)
@@ -45,7 +44,7 @@ GEMMA = "gemma3_1b_pretrain_1gpu_h100_bf16_config"
 DSV3 = "deepseek_v3_pretrain_64gpu_h100_bf16_config"
 QWEN_MOE = "qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config"
 VANILLA = "vanilla_gpt_pretrain_1gpu_h100_bf16_config"
-WS = {L70: 64, WAN: 8, GEMMA: 8, DSV3: 64, QWEN_MOE: 16}
+WS = {L70: 64, WAN: 8, GEMMA: 8, DSV3: 512, QWEN_MOE: 16}  # DeepSeek-V3's EP 64 x PP 8 needs 512 ranks (DP313)
 
 # Refusals of the model's construction and of validate() on recipe + dotlist runs (MP408, MP409, CFG007, DP314),
 # each beside a neighbour that launches
@@ -146,6 +145,8 @@ def override_launches():
 
 @pytest.fixture(scope="module")
 def corpus_launches():
+    if not (CORPUS / "manifest.jsonl").is_file():  # the cases are the corpus's rows
+        pytest.skip(f"the recipe dumps are not at {CORPUS}")
     return _launch(_corpus_cases())
 
 
@@ -173,24 +174,19 @@ def _compare(run_cli, real: dict, recipe: str, mode: str, words: list):
         assert errors, f"Bridge fails with {real['error']!r} ({real['where']}); overlap reports no error"
         return "fails"
     assert not errors, f"Bridge launches this; overlap reports errors: {errors}"
-    got = {k: result["effective"][k]["value"] for k in COMPARED}
-    want = {k: real["values"][k] for k in COMPARED}
-    assert got == want
+    # every model / ddp / optimizer key the tool prints (env.* is the launch environment, which Bridge's
+    # config code does not hold); a printed key the reference lacks fails as well
+    # (bridge_compare: the part of a printed value Bridge holds, and the value the launch hands on)
+    from bridge_compare import lookup, project
+
+    printed = {k: project(k, v["value"]) for k, v in result["effective"].items() if k.split(".")[0] in ("model", "ddp", "optimizer")}
+    missing = sorted(k for k in printed if k not in real["values"])
+    assert not missing, f"no reference value for {missing}"
+    assert printed == {k: lookup(real, k) for k in printed}
     assert result["target"]["data_parallel_size"] == real["values"]["data_parallel_size"]
     return "launches"
 
 
-# The keys this whole-launch check reads from its own reference (bridge_launch_reference.py); every printed
-# key is held to Bridge by test_bridge_differential.py.
-COMPARED = [
-    "model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.virtual_pipeline_model_parallel_size",
-    "model.context_parallel_size", "model.sequence_parallel", "model.tp_comm_overlap", "model.overlap_p2p_comm",
-    "model.batch_p2p_comm", "model.defer_embedding_wgrad_compute", "model.wgrad_deferral_limit",
-    "model.overlap_moe_expert_parallel_comm", "model.delay_wgrad_compute", "ddp.use_distributed_optimizer",
-    "ddp.overlap_grad_reduce", "ddp.overlap_param_gather", "ddp.align_param_gather", "ddp.bucket_size",
-    "ddp.grad_reduce_in_fp32", "ddp.fp8_param_gather", "optimizer.overlap_param_gather",
-    "optimizer.overlap_param_gather_with_optimizer_step",
-]
 
 
 @pytest.mark.parametrize("name, recipe, mode, words", _override_cases(), ids=[c[0] for c in _override_cases()])
@@ -223,4 +219,4 @@ def test_every_dump_as_a_file_and_as_the_recipe(corpus_launches, run_cli):
 
 def test_the_cases_cover_every_outcome(override_launches, corpus_launches):
     stages = {r.get("stage", "launches") for r in [*override_launches.values(), *corpus_launches.values()]}
-    assert {"overrides", "update", "load", "launches"} <= stages, stages
+    assert {"overrides", "update", "load", "init", "launches"} <= stages, stages

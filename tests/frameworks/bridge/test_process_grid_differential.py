@@ -9,17 +9,16 @@ groups, no DP313 finding.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import CORPUS, ROOT
+from differential import reference_python
 
 HERE = Path(__file__).parent
-_ENVS = [os.environ.get("OVERLAP_BRIDGE_ENV"), str(ROOT.parent / "shared" / "bridge-env"), "/tmp/bridge-env"]
-PYTHON = next((Path(e) / "bin" / "python" for e in _ENVS if e and (Path(e) / "bin" / "python").exists()), None)
+PYTHON = reference_python()
 
 DSV3 = "deepseek_v3_pretrain_64gpu_h100_bf16_config"
 QWEN235 = "qwen3_235b_a22b_pretrain_64gpu_gb200_fp8cs_config"
@@ -52,6 +51,8 @@ CASES = [
 def reference():
     if PYTHON is None:
         pytest.skip("no environment with megatron-bridge 0.6.2 (set OVERLAP_BRIDGE_ENV)")
+    if not all((CORPUS / f"{recipe}.yaml").is_file() for _, recipe, _, _ in CASES):
+        pytest.skip(f"the recipe dumps are not at {CORPUS}")
     cases = [{"base": str(CORPUS / f"{recipe}.yaml"), "dotlists": dots, "world_size": ws} for _, recipe, dots, ws in CASES]
     proc = subprocess.run([str(PYTHON), str(HERE / "bridge_grid_reference.py")], input=json.dumps(cases),
                           capture_output=True, text=True, timeout=900)

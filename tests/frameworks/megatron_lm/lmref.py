@@ -4,17 +4,16 @@ mlm_reference.py on a list of cases, and writing a launch script the CLI checks 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
+from differential import reference_python
 
 HERE = Path(__file__).parent
-_ENVS = [os.environ.get("OVERLAP_BRIDGE_ENV"), str(ROOT.parent / "shared" / "bridge-env"), "/tmp/bridge-env"]
-PYTHON = next((Path(e) / "bin" / "python" for e in _ENVS if e and (Path(e) / "bin" / "python").exists()), None)
+PYTHON = reference_python()
 MARKER = "@@mlm-reference-results@@\n"
 ABSENT = "absent"  # a case's Transformer Engine: a version, ABSENT, or None (installed, version not given)
 
