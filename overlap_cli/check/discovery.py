@@ -181,9 +181,14 @@ def discover(args, configs_only: bool = False, target=None) -> Discovered:
         for path in no_launch:
             by = sourced.get(os.path.normpath(path))
             if by is not None:
-                src, line = by
-                out.skipped.append((path, f"a fragment sourced by {src} (line {line}), not a launch itself; "
-                                          "what it sets is unknown where that script is checked"))
+                src, line, read = by
+                if src in no_launch:
+                    then = f"neither is {src}, so it is not checked"
+                elif read and _parses(path):
+                    then = "read where that script is checked"
+                else:
+                    then = "what it sets is unknown where that script is checked"
+                out.skipped.append((path, f"a fragment sourced by {src} (line {line}), not a launch itself; {then}"))
             else:
                 out.skipped.append((path, "not a launch (no torchrun, python -m torch.distributed.run, "
                                           "pretrain_*.py or run_recipe.py line)"))
@@ -276,8 +281,39 @@ def _sourced_by(fragments: list, scripts: list) -> dict:
                 candidates = [os.path.normpath(arg)]
             for c in candidates:
                 if c in wanted and c != os.path.normpath(script) and c not in out:
-                    out[c] = (script, text.count("\n", 0, m.start()) + 1)
+                    out[c] = (script, text.count("\n", 0, m.start()) + 1, literal or _known_folder(arg[:-len(tail)], text))
     return out
+
+
+def _parses(path: str) -> bool:
+    """Whether bash can parse the file (the reader reads a sourced file only then)."""
+    from overlap_cli.config.shell_parse import parse_script
+    from overlap_cli.problems import InputError
+
+    head = _read_head(path)
+    try:
+        parse_script(path, (head or b"").decode("utf-8", "replace"))
+    except (InputError, RecursionError):
+        return False
+    return head is not None and len(head) < _SNIFF_BYTES
+
+
+def _known_folder(head: str, text: str) -> bool:
+    """Whether the reader knows the folder before a sourced path's literal tail (config.shell.sourced_path):
+    the script's folder by ``$(dirname "$0")`` and its kin, the working directory, or a variable the script
+    sets to one of those."""
+    from overlap_cli.config.shell import _CWD, _DIR_OF
+
+    def norm(what: str) -> str:
+        return re.sub(r"\s+", " ", what.replace('"', "").replace("'", "").replace("${", "$").replace("}", "")).strip()
+
+    if norm(head) in {norm(c) for c in _CWD} or _DIR_OF.match(norm(head)):
+        return True
+    var = re.fullmatch(r"\$\{?(\w+)\}?", head)
+    if var is None:
+        return False
+    values = re.findall(r"^[ \t]*(?:export[ \t]+)?" + var.group(1) + r"=(.*)$", text, re.MULTILINE)
+    return len(values) == 1 and bool(_DIR_OF.match(norm(values[0].split(" #")[0])))
 
 
 def _yaml_skip(path: str, target, explicit: bool = False) -> "str | None":

@@ -91,6 +91,7 @@ def check_launch(result: FileResult, path: str, target, text, selection, overrid
     note = view.target.provenance_note()
     if note:
         result.notes.append(note)
+    result.notes.extend(launch.sourced)
     return view
 
 

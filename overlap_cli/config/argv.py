@@ -116,6 +116,7 @@ class LaunchText:
     # A ``${VAR:-default}`` of a variable the script never sets was read as its default: the caller's
     # environment can change what is printed (engine_lm finds which values by reading it without them).
     defaults_taken: bool = False
+    sourced: list = field(default_factory=list)  # sentences: the files read where the script sources them
 
 
 def deciding_forks(choices: list, values: list, forks: dict) -> str:

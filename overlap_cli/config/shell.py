@@ -24,6 +24,7 @@ merges them: a value every path agrees on is known, one that differs is unknown 
 
 from __future__ import annotations
 
+import os
 import re
 
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
@@ -94,6 +95,9 @@ class Reader(Commands, Loops, Expander, LaunchFinder):
         # ``bash -c STRING`` commands whose string holds a launch: (command, path state, words, index of the
         # string, the reader of the string) — the launch when the script runs none itself (read_shell_c)
         self.inner: list = []
+        self.file = path  # the file whose commands run now (a sourced file's, inside it): ${BASH_SOURCE[0]}
+        self.sourcing: tuple = ()  # the real paths of the files being sourced, outermost first
+        self.sourced_files: list = []  # sentences: the files read where the script sources them
 
     # --- running the tree ---------------------------------------------------------------------------
 
@@ -234,7 +238,22 @@ class Reader(Commands, Loops, Expander, LaunchFinder):
         sees the exported variables. The string's text (what the script built in ``$CMD``) is read the same
         way; what it does not know stays unknown (each hole is a variable nobody sets). True when the
         string runs a launch (kept in ``self.inner``)."""
-        f = fields[at]
+        return self.read_string(node, st, fields[at], fields, at)
+
+    def read_heredoc(self, node, st: State, fields: list) -> bool:
+        """``sbatch <<EOF`` / ``bash <<EOF``: the here-document is the script the new shell runs (sbatch's
+        job script: it takes the submitting shell's exported variables, ``--export=ALL``). Its expansions
+        are the script's, made when the command runs (none for a quoted delimiter); the text is then read as
+        a ``bash -c`` string is. True when it runs a launch."""
+        base = (self.static_text(fields[0]) or "").rsplit("/", 1)[-1]
+        if base not in ("sbatch", "bash", "sh") or not node.heredocs or not node.heredocs[0]:
+            return False
+        if any((self.static_text(f) or "").endswith((".sh", ".sbatch", ".slurm", ".bash")) for f in fields[1:]):
+            return False  # a script file given: the here-document is only its input
+        body = self.join(self.expand(node.heredocs[0][0], "here-document", split=False, keep_empty=True), "here-document")
+        return self.read_string(node, st, body, fields, len(fields))
+
+    def read_string(self, node, st: State, f: Field, fields: list, at: int) -> bool:
         if not f.chars or self.depth > 4:
             return False
         pieces: list = []
@@ -271,11 +290,78 @@ class Reader(Commands, Loops, Expander, LaunchFinder):
             return False
         except RecursionError:
             return False
-        if not inner.records:
+        if not inner.records and not inner.inner:
             return False
         st.launched = True
         self.inner.append((node, st.copy(), fields, at, inner))
         return True
+
+    # --- source FILE ----------------------------------------------------------------------------------
+
+    def read_sourced(self, node, name: str, fields: list, st: State) -> "Optional[list]":
+        """``source FILE`` / ``. FILE`` whose path is known: the file's commands run in this shell, on this
+        path's variables, as bash runs them. Its words are placed on the ``source`` line (a fix cannot
+        edit them there). None — the file is not read, and what it may set is unknown — when the path is
+        not known, the file cannot be read or parsed, it defines functions or runs the launch itself."""
+        if len(fields) < 2 or len(self.sourcing) >= SOURCE_DEPTH:
+            return None
+        found = sourced_path(fields[1], self.path, self.file)
+        if found is None:
+            return None
+        path, assumed = found
+        real = os.path.realpath(path)
+        if real in self.sourcing or real == os.path.realpath(self.path):
+            return None
+        try:
+            if os.path.getsize(path) > SOURCE_BYTES:
+                return None
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        if b"\0" in data:
+            return None
+        text = data.decode("utf-8", "replace")
+        frag = SourcedReader(self, text, node.start, path)
+        frag.sourcing = self.sourcing + (real,)
+        start = st.copy()
+        if len(fields) > 2:  # source FILE ARGS: the file's $1 ... (bash restores the caller's after it)
+            start.positional = list(fields[2:])
+        try:
+            parser = tree.Parser(self.path, text)
+            at = self.pos(node.start)
+            parser.pos = lambda offset: at  # the nodes' lines too are the source line's
+            outs = frag.exec(parser.parse(), start)
+        except (InputError, RecursionError):
+            return None
+        finally:
+            self.steps = frag.steps
+        if frag.records or frag.inner or frag.extra_launches:
+            return None  # a launch in the sourced file: its words are not placed in this one
+        if any(s.funcs.get(k) is not v for s in outs for k, v in s.funcs.items() if k in st.funcs) \
+                or any(k not in st.funcs for s in outs for k in s.funcs):
+            return None  # a function of the sourced file would run its commands against this file's text
+        self.forks.update(frag.forks)
+        self.placeholders.extend(p for p in frag.placeholders if p not in self.placeholders)
+        self.defaults_taken += frag.defaults_taken
+        if frag.merged_note and not self.merged_note:
+            self.merged_note = frag.merged_note
+        shown = os.path.relpath(path, os.path.dirname(os.path.abspath(self.path)))
+        sentence = (f"line {node.line}: read {shown}, which the script sources; what it sets is placed on that line"
+                    + (f" ({assumed})" if assumed else ""))
+        if sentence not in self.sourced_files:
+            self.sourced_files.append(sentence)
+        placed: dict = {}
+        for s in outs:
+            for var_name, var in list(s.vars.items()):
+                if st.vars.get(var_name) is not var:  # set by the file: its characters are written on the source line
+                    if id(var) not in placed:
+                        placed[id(var)] = _written_at(var, node.start)
+                    s.vars[var_name] = placed[id(var)]
+            if s.flow == ("return",):  # return ends the sourced file, not the script
+                s.flow = None
+            s.positional = st.positional
+        return outs
 
     # --- decisions ------------------------------------------------------------------------------------
 
@@ -477,6 +563,85 @@ class InnerReader(Reader):
         return None  # a word of the string is not text of the file a fix could edit in place
 
 
+class SourcedReader(Reader):
+    """The reader of a file the script sources: it runs on the script's paths (their states), and every
+    position in it is the ``source`` command's, so a value it sets names that line of the script."""
+
+    def __init__(self, outer: Reader, text: str, at: int, path: str):
+        super().__init__(outer.path, text)
+        self.outer, self.at, self.file = outer, at, path
+        self.take_defaults, self.empty_placeholders = outer.take_defaults, outer.empty_placeholders
+        self.depth, self.steps = outer.depth + 1, outer.steps
+        self.sourced_files = outer.sourced_files
+
+    def pos(self, offset: int) -> tuple:
+        return self.outer.pos(self.at)
+
+    def span(self, start: int, end: int):
+        return None  # not text of the file a fix could edit
+
+
+def _written_at(var: Var, offset: int) -> Var:
+    """A copy of a variable a sourced file set, each character it wrote placed at ``offset`` of the script
+    (the ``source`` command): the sourced file's own offsets mean nothing in the script's text."""
+    new = var.copy()
+    new.span = None
+    fields = []
+    for f in var.fields:
+        g = Field(f.origin)
+        g.chars = list(f.chars)
+        g.offsets = [None if o is None else offset for o in f.offsets]
+        g.multi, g.whole, g.word = f.multi, False, None
+        fields.append(g)
+    new.fields = fields
+    return new
+
+
+SOURCE_DEPTH = 4  # files sourced within sourced files
+SOURCE_BYTES = 1024 * 1024
+# A command substitution naming the folder of a file: ``$(dirname "$0")``, ``$(dirname "$(readlink -f
+# "$0")")`` or ``realpath``, ``$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)``; quotes and braces removed.
+_DIR_OF = re.compile(r"^(?:\$\(|`)\s*(?:cd\s+)?(?:\$\(|`)?\s*dirname\s+(?:--\s+)?(?:\$\((?:readlink\s+-f|realpath)\s+)?"
+                     r"\$(0|BASH_SOURCE(?:\[0\])?)\)?\s*(?:\)|`)?(?:\s*(?:&&|;)\s*pwd(?:\s+-P)?)?"
+                     r"(?:\s*>\s*/dev/null(?:\s*2>&1)?)?\s*(?:\)|`)?$")
+_CWD = ("`pwd`", "$(pwd)", "$PWD", "${PWD}")
+
+
+def sourced_path(f: Field, script: str, current: str) -> "Optional[tuple]":
+    """(the file ``source`` reads, the assumption made or "") for a path known statically: literal, or
+    a literal tail after the folder of the script (``$0``) or of the file being read (``${BASH_SOURCE[0]}``),
+    or after the working directory. None for any other path."""
+    from overlap_cli.config.shell_expand import Hole
+
+    chars = f.chars
+    if not chars or script.startswith("<"):
+        return None
+    here = os.path.dirname(os.path.abspath(script))
+    cwd_note = "bash looks for it in the folder the script is run from; read from the script's own folder"
+    if chars[0].__class__ is Hole:
+        tail = chars[1:]
+        if not tail or any(c.__class__ is Hole for c in tail) or tail[0] != "/":
+            return None
+        rest = "".join(tail).lstrip("/")
+        what = chars[0].what
+        norm = re.sub(r"\s+", " ", what.replace('"', "").replace("'", "").replace("${", "$").replace("}", "")).strip()
+        m = _DIR_OF.match(norm)
+        if m is not None:
+            folder = here if m.group(1) == "0" else os.path.dirname(os.path.abspath(current))
+            return os.path.normpath(os.path.join(folder, rest)), ""
+        if what in _CWD:
+            return os.path.normpath(os.path.join(here, rest)), cwd_note
+        return None
+    text = f.text
+    if text is None or not text or text.startswith("~"):
+        return None
+    if os.path.isabs(text):
+        return os.path.normpath(text), ""
+    if "/" not in text:  # bash searches $PATH first for a name without a slash
+        return os.path.normpath(os.path.join(here, text)), cwd_note.replace("bash looks", "bash looks in $PATH, then")
+    return os.path.normpath(os.path.join(here, text)), cwd_note
+
+
 def _common_ends(vars_: list, origin: str) -> list:
     """The elements every array has at its start and at its end, with a stretch of any words between."""
     sigs = [[field_signature(f) for f in v.fields] for v in vars_]
@@ -507,6 +672,7 @@ def read_launch_script(path: str, text: str, take_defaults: bool = True, env: Op
             path, "no Megatron-LM launch line found (torchrun, python -m torch.distributed.run, or python pretrain_*.py)"))
     found = _inner_launch(reader) if not reader.records else launch_text(reader)
     found.unknowns[:0] = [p for p in reader.placeholders if p not in found.unknowns]
+    found.sourced = list(reader.sourced_files) + [s for r in reader.inner[:1] for s in r[4].sourced_files]
     return found
 
 
@@ -551,7 +717,7 @@ def _inner_launch(reader: Reader) -> LaunchText:
     from overlap_cli.config.shell_launch import launch_text
 
     node, st, fields, at, inner = reader.inner[0]
-    found = launch_text(inner)
+    found = launch_text(inner) if inner.records else _inner_launch(inner)
     found.text = reader.text
     found.insert_at = None
     for t in found.tokens:
@@ -559,11 +725,12 @@ def _inner_launch(reader: Reader) -> LaunchText:
     for p in found.paths:
         for t in p.tokens:
             t.literal, t.span = False, None
-    if found.world_size is None and not any("torchrun" in (fld.text or "") or "torch.distributed" in (fld.text or "")
-                                            for fld in inner.records[0][2]):
+    if found.world_size is None and inner.records and not any(
+            "torchrun" in (fld.text or "") or "torch.distributed" in (fld.text or "") for fld in inner.records[0][2]):
         found.unknowns[:] = [u for u in found.unknowns if "srun starts the training script" not in u]
         srun_world_size(reader, found, fields, at)
-    found.unknowns.insert(0, f"line {node.line}: the launch is the string bash -c runs; read as the script built it")
+    what = "the here-document it is given" if at >= len(fields) else "the string bash -c runs"
+    found.unknowns.insert(0, f"line {node.line}: the launch is {what}; read as the script built it")
     if len(reader.inner) > 1:
         found.unknowns.append("line(s) " + ", ".join(str(r[0].line) for r in reader.inner[1:])
                               + f": more launches; only the first (line {node.line}) is checked")
@@ -590,7 +757,9 @@ def launch_summary(text: str) -> tuple:
         reader = _read("<sniff>", text)
     except InputError as exc:
         return "error", exc.problem.message
-    recs = reader.records or (reader.inner[0][4].records if reader.inner else [])
+    while not reader.records and reader.inner:  # a bash -c string or here-document, within one perhaps
+        reader = reader.inner[0][4]
+    recs = reader.records
     if not recs:
         return "none", None
     node, st, fields, word_of, (kind, index), _added = min(recs, key=lambda r: r[0].start)
@@ -601,7 +770,7 @@ def launch_summary(text: str) -> tuple:
 
     scratch = LaunchText(file="<sniff>", text=text, kind="shell", script=None, launch_line=None)
     try:
-        at = torchrun_options(reader if not reader.inner or reader.records else reader.inner[0][4], scratch, fields, index + 1)
+        at = torchrun_options(reader, scratch, fields, index + 1)
     except InputError:
         return "launch", None
     if at is None:

@@ -1,7 +1,7 @@
 """Simple commands of a launch script as ``config.shell`` runs them, statically: assignments (``NAME=``,
 ``NAME+=``, arrays), ``export`` / ``declare`` / ``local`` / ``readonly`` / ``unset``, ``test`` / ``[ ]`` /
 ``[[ ]]`` / ``(( ))`` / ``let`` (config.shell_cond, config.shell_arith), ``exit`` / ``return`` / ``break`` /
-``continue`` / ``shift``, ``source`` (its file is not read: any variable may be what it sets), ``read``,
+``continue`` / ``shift``, ``source`` (a file at a path known statically is read in the same shell, config.shell.read_sourced; any other: any variable may be what it sets), ``read``,
 calls of the script's functions (with their arguments as ``$1`` ...; ``local`` undone on return), and the
 launch line itself (``launchers.find_program`` on the command's expanded words). Any other command is run
 by nobody: its exit status is not known, unless it is one that always succeeds (``echo``)."""
@@ -99,6 +99,9 @@ class Commands:
         if at is not None and self.read_shell_c(node, st, fields, at):
             st.status = None
             return [st]
+        if fields and node.heredocs and not st.launched and self.read_heredoc(node, st, fields):
+            st.status = None
+            return [st]
         if not (fields and fields[0].text == ":"):  # `: ${X:=default}` is there for what its words assign
             del st.notes[mark:]
         if not fields:
@@ -127,6 +130,9 @@ class Commands:
                     st.vars[t] = var
             st.status = True
         elif name in ("source", "."):
+            outs = self.read_sourced(node, name, fields, st)
+            if outs is not None:
+                return outs
             # the file is not read: every variable may be what it sets, from here on
             st.notes.append(f"line {node.line}: {name} runs another file; what it sets is not known statically")
             why = f"may be set by the file sourced on line {node.line}"

@@ -335,6 +335,10 @@ class Expander(Lexer):
                 only_unquoted_unknown = only_unquoted_unknown and not quoted
                 continue
             only_unquoted_unknown = False
+            if not split and len(values) > 1:  # an assignment's value: bash joins the elements with a blank
+                self.append_field(cur, self.join_with_space(values, origin), False)
+                started = True
+                continue
             if quoted:
                 if array_all:  # "${ARR[@]}": one field per element
                     for idx, v in enumerate(values):

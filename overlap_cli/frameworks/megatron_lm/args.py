@@ -81,6 +81,7 @@ class Launch:
     tokens: list = field(default_factory=list)
     insert_at: Optional[tuple] = None  # (line, column) where a new flag goes on the launch (see LaunchText)
     defaults_taken: bool = False  # see LaunchText.defaults_taken
+    sourced: list = field(default_factory=list)  # see LaunchText.sourced
     # The effective keys whose printed value the launch's unknowns can change (engine_lm fills it; None: not
     # computed)
     changeable: Optional[list] = None
@@ -200,7 +201,7 @@ def launch_from_text(found: LaunchText) -> Launch:
         file=found.file, text=found.text, kind=found.kind, script=found.script, launch_line=found.launch_line,
         args=args, env=found.env, world_size=found.world_size, world_size_line=found.world_size_line,
         argv=[t.text for t in tokens], unknowns=unknowns, tokens=tokens, insert_at=found.insert_at,
-        defaults_taken=found.defaults_taken,
+        defaults_taken=found.defaults_taken, sourced=list(found.sourced),
     )
 
 
