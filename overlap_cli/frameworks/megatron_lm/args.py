@@ -403,12 +403,33 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, scrip
             key = first.text.partition("=")[0]
             import difflib
 
-            close = difflib.get_close_matches(key, list(by_flag), n=1, cutoff=0.6)
-            message = "no such Megatron-LM flag (argparse exits 2: unrecognized arguments)"
-            if close:
-                message += f"; did you mean {close[0]}?"
+            newer = newer_release(key)
+            if newer is not None:
+                message = (f"not a flag of megatron-core {table()['megatron_core']} (argparse exits 2: unrecognized arguments): it is "
+                           f"newer, first in {newer}")
+            else:
+                close = difflib.get_close_matches(key, list(by_flag), n=1, cutoff=0.6)
+                message = "no such Megatron-LM flag (argparse exits 2: unrecognized arguments)"
+                if close:
+                    message += f"; did you mean {close[0]}?"
         raise InputError(InputProblem(file, message, key=key, line=first.line, column=first.column))
     return out
+
+
+def newer_release(flag: str) -> Optional[str]:
+    """The newer release whose parser has ``flag`` (newer_flags.json, tools/build_mlm_newer_flags.py), as
+    'megatron-core 0.20.0 (in development; NVIDIA/Megatron-LM main d98e8a6)', or None."""
+    import os
+
+    with open(os.path.join(os.path.dirname(__file__), "newer_flags.json"), encoding="utf-8") as fh:
+        doc = json.load(fh)
+    for entry in doc["releases"]:
+        if flag in entry["flags"]:
+            project, ref, commit = entry["source"].split(" ")
+            release = entry["release"]
+            where = f"{project} {ref} {commit[:7]}"
+            return release[:-1] + f"; {where})" if release.endswith(")") else f"{release} ({where})"
+    return None
 
 
 def _value_by_any(rows: list, flag: str, values: list, previous: Optional[Arg]):
