@@ -153,7 +153,14 @@ class LaunchFinder:
         while i < n:
             t = self.static_text(fields[i])
             if t is None:
-                return None
+                # an unknown unquoted expansion before the shell (``${SRUN_CMD} --nodes=$N bash -c ...``): passed
+                # over with the options after it, as find_program passes over ``$PROFILE_CMD`` (the reader says so)
+                if not fields[i].multi:
+                    return None
+                i += 1
+                while i < n and (self.static_text(fields[i]) or self.known_prefix(fields[i])).startswith("-"):
+                    i += 1
+                continue
             base = t.rsplit("/", 1)[-1]
             if base in _WRAPPERS and i + 1 < n:
                 i += 1

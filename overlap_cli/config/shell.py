@@ -731,6 +731,10 @@ def _inner_launch(reader: Reader) -> LaunchText:
         srun_world_size(reader, found, fields, at)
     what = "the here-document it is given" if at >= len(fields) else "the string bash -c runs"
     found.unknowns.insert(0, f"line {node.line}: the launch is {what}; read as the script built it")
+    before = next((f for f in fields[:at] if f.unknown and f.multi), None)
+    if before is not None:
+        found.unknowns.insert(1, f"line {node.line}: {before.what} before the shell is not known statically; read as "
+                                 "a command that runs it")
     if len(reader.inner) > 1:
         found.unknowns.append("line(s) " + ", ".join(str(r[0].line) for r in reader.inner[1:])
                               + f": more launches; only the first (line {node.line}) is checked")

@@ -143,6 +143,8 @@ class Commands:
                     new.exported, new.export_line, new.export_col = True, var.export_line, var.export_col
             st.sourced = node.line
             st.memo = {}
+        elif name == "read" and self.read_heredoc_into(node, fields, st):
+            st.status = None  # read -d '' reaches the end of its input without a NUL: status 1 (bash)
         elif name == "read":
             for f in fields[1:]:
                 t = f.text
@@ -178,6 +180,40 @@ class Commands:
         elif name in _SUCCEED:
             st.status = None if name in _SUCCEED_MAYBE else True
         return [st]
+
+    def read_heredoc_into(self, node, fields: list, st) -> bool:
+        """``read -r -d '' NAME <<'EOF'``: NAME is the whole here-document (``-d ''`` reads to the end; ``-r``
+        keeps backslashes), blanks and newlines at its ends trimmed unless ``IFS=`` precedes it. True when
+        the command is exactly that form; else the variables are read at run time (not known)."""
+        words = [self.static_text(f) for f in fields[1:]]
+        if not node.heredocs or not node.heredocs[0] or None in words:
+            return False
+        names = [w for w in words if not w.startswith("-")]
+        opts = [w for w in words if w.startswith("-")]
+        # the empty word after -d is its argument: -r -d '' NAME, -rd '' NAME
+        if len(names) != 2 or names[0] != "" or words.index("") == 0 or not words[words.index("") - 1].endswith("d"):
+            return False
+        if not all(set(o[1:]) <= {"r", "d"} for o in opts) or not any("r" in o for o in opts) or not NAME.fullmatch(names[1]):
+            return False
+        body = self.join(self.expand(node.heredocs[0][0], "here-document", split=False, keep_empty=True), "here-document")
+        ifs_empty = any((self.assignment(p) or (None,))[0] == "IFS" and p.literal_text() in ("IFS=", "IFS=''", 'IFS=""')
+                        for p in node.prefix if isinstance(p, Word))
+        chars, offsets = list(body.chars), list(body.offsets)
+        if not ifs_empty:
+            while chars and chars[0].__class__ is str and chars[0] in " \t\n":
+                chars.pop(0)
+                offsets.pop(0)
+            while chars and chars[-1].__class__ is str and chars[-1] in " \t\n":
+                chars.pop()
+                offsets.pop()
+        f = Field(variable_origin(names[1], node.line))
+        f.chars, f.offsets, f.whole = chars, offsets, False
+        old = st.vars.get(names[1])
+        var = Var(names[1], [f], False, node.line)
+        if old is not None and old.exported:
+            var.exported, var.export_line, var.export_col = True, old.export_line, old.export_col
+        st.vars[names[1]] = var
+        return True
 
     def call(self, func, fields: list, st) -> list:
         if self.depth >= CALL_DEPTH:

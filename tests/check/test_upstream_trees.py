@@ -78,7 +78,7 @@ def test_every_file_is_checked_or_skipped_with_its_reason(walked):
     skipped = {s["file"]: s["reason"] for s in doc["skipped"]}
     on_disk = sorted(str(p.relative_to(root)) for p in root.rglob("*")
                      if p.is_file() and p.suffix in (".sh", ".yaml", ".yml"))
-    assert len(on_disk) == 34
+    assert len(on_disk) == 35
     dropped = [f for f in on_disk if f not in results and f not in skipped]
     assert dropped == []
     assert not set(results) & set(skipped)
@@ -86,6 +86,11 @@ def test_every_file_is_checked_or_skipped_with_its_reason(walked):
     assert set(skipped) == set(SKIPPED)
     for fragment, by in FRAGMENT_OF.items():
         assert skipped[fragment].endswith(by)
+    # Megatron-FSDP's sbatch example: the launch is the bash -x -c string of the here-document sbatch is given
+    fsdp = results["NVIDIA+Megatron-LM/examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh"]
+    assert fsdp["error"] is None, fsdp["error"]
+    assert fsdp["effective"]["model.expert_model_parallel_size"]["value"] == 8
+    assert fsdp["effective"]["ddp.overlap_grad_reduce"] == {"value": True, "source": "user", "reason": "--overlap-grad-reduce on line 35"}
     # the fragment is read through the script that sources it by a path known statically
     train = results["NVIDIA+Megatron-LM/examples/post_training/modelopt/train.sh"]
     assert "line 6: read conf/arguments.sh, which the script sources; what it sets is placed on that line" in train["notes"]

@@ -132,6 +132,7 @@ NOT_ORACLE = frozenset((
     "examples/post_training/modelopt/train.sh", "examples/post_training/modelopt/conf/arguments.sh",
     "examples/mamba/run_text_gen_server_8b.sh", "examples/inference/run_offline_inference.sh",
     "examples/megatron_fsdp/sbatch_checkpoint_convert.sh",
+    "examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh",  # sbatch's here-document: test_shell_forms runs it
 ))
 
 

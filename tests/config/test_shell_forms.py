@@ -41,6 +41,10 @@ class ClusterOracle(Oracle):
             p.write_text(text)
             p.chmod(0o755)
         (self.bin / "bash").symlink_to(BASH)
+        for tool in ("cat",):
+            found = shutil.which(tool)
+            if found:
+                (self.bin / tool).symlink_to(found)
         tee = shutil.which("tee")
         if tee:
             (self.bin / "tee").symlink_to(tee)
@@ -66,6 +70,18 @@ FORMS = {
         f'TRAINING_CMD="\ncd /work;\nexport PYTHONPATH=/work;\n${{PROFILE_CMD}} torchrun --nproc_per_node 8 pretrain_gpt.py {M} '
         '--tensor-model-parallel-size 2"\nsrun -l --container-image=x bash -x -c "${TRAINING_CMD}" 2>&1 | tee log\n',
         {"PROFILE": ([None, "1"], False)}),
+    # Bridge's examples/models/stepfun/step3*/slurm_pretrain.sh: the launch kept in a variable by read
+    "read-heredoc-into-variable": (
+        "read -r -d '' INNER <<'EOF' || true\nexport TP=${TPX:-4}\n"
+        f"torchrun --nproc_per_node 8 pretrain_gpt.py {M} --tensor-model-parallel-size $TP\nEOF\n"
+        'srun --ntasks-per-node=1 bash -c "export X=1; ${INNER}"\n',
+        {"TPX": ([None, "2"], True)}),
+    # Bridge's examples/megatron_mimo/qwen35_vl/slurm_sft.sh: the per-task command from $(cat <<'EOF' ...)
+    "cat-heredoc-substitution": (
+        "RUN_CMD=$(cat <<'EOF'\nset -euo pipefail\n"
+        f"cmd=(\n    torchrun --nproc_per_node 8 pretrain_gpt.py {M}\n    --tensor-model-parallel-size 2\n)\n"
+        '"${cmd[@]}"\nEOF\n)\nsrun -l bash -c "${RUN_CMD}"\n',
+        {}),
     "array-launcher": (
         'LAUNCHER=(torchrun --nproc_per_node 4)\nif [ -n "$NODES" ]; then\n  LAUNCHER+=(--nnodes "$NODES")\nfi\n'
         f'ARGS=({M} --tensor-model-parallel-size 2)\n"${{LAUNCHER[@]}}" pretrain_gpt.py "${{ARGS[@]}}"\n',
@@ -113,3 +129,41 @@ def test_a_heredoc_launch_names_its_form(run_cli, tmp_path):
     lm002 = next(f for f in r["findings"] if f["code"] == "LM002")
     assert "line 3: the launch is the here-document it is given; read as the script built it" in lm002["message"]
     assert r["effective"]["model.tensor_model_parallel_size"]["reason"] == "--tensor-model-parallel-size on line 6"
+
+
+def test_megatron_fsdp_sbatch_example_reads_as_bash_runs_it(oracle):
+    """Megatron-LM's examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh (vendored, tests/data/upstream): the
+    launch is a bash -x -c string inside the here-document sbatch is given; with the caller's environment
+    empty, every flag the reader knows is what bash passes, and none bash passes is missing."""
+    from conftest import ROOT
+    from overlap_cli.config.argv import UNKNOWN
+
+    path = ROOT / "tests" / "data" / "upstream" / "NVIDIA+Megatron-LM" / "examples" / "megatron_fsdp" / "sbatch_mfsdp_deepseek_v3.sh"
+    launches = oracle.run(path, {})
+    assert launches, "bash made no launch"
+    run = Run(*launches[0])
+    launch = load_launch(str(path), path.read_text())
+    assert launch.script == run.script == "pretrain_gpt.py"
+    for dest, value in run.args.items():
+        got = launch.args.get(dest)
+        assert got is not None and got.value in (UNKNOWN, value), (dest, value, got)
+    assert set(launch.args) == set(run.args)
+    known = {d for d, a in launch.args.items() if a.value is not UNKNOWN}
+    assert {"overlap_grad_reduce", "overlap_param_gather", "expert_model_parallel_size", "use_megatron_fsdp"} <= known
+
+
+def test_an_unknown_command_before_the_shell_is_passed_over_and_said(run_cli, tmp_path):
+    """``${SRUN_CMD} --nodes=$N bash -c "..."`` where a loop left $SRUN_CMD unknown (Bridge's step37 example):
+    the string is still read, and LM002 says what stands before the shell."""
+    import json
+
+    path = tmp_path / "launch.sh"
+    path.write_text('SRUN_CMD="srun --mpi=pmix"\nfor m in ${MOUNTS}; do\n  SRUN_CMD="${SRUN_CMD} --container-mounts=${m}"\n'
+                    f'done\n${{SRUN_CMD}} --nodes=${{NODES}} bash -c "torchrun --nproc_per_node 8 pretrain_gpt.py {M} '
+                    '--tensor-model-parallel-size 2"\n')
+    code, out, err = run_cli("check", str(path), "--format", "json", "--show-info")
+    r = json.loads(out)["results"][0]
+    assert r["error"] is None, r["error"]
+    assert r["effective"]["model.tensor_model_parallel_size"]["value"] == 2
+    lm002 = next(f for f in r["findings"] if f["code"] == "LM002")
+    assert "line 5: ${SRUN_CMD} before the shell is not known statically; read as a command that runs it" in lm002["message"]
