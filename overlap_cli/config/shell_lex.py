@@ -282,7 +282,12 @@ class Lexer:
                 if quoted:
                     parts.append(("lit", self.text[start:stop], list(range(start, stop)), "q"))
                 else:
-                    self.read_heredoc_line(start, stop, parts)
+                    mark = len(parts)
+                    try:
+                        self.read_heredoc_line(start, stop, parts)
+                    except InputError:  # an expansion that goes on past the line: the line is not known
+                        del parts[mark:]
+                        parts.append(("unknown", self.text[start:stop], start, stop, True))
                 i = end + 1
             holder.append(Word(parts or [("lit", "", [], "q")], i, i))
         return i

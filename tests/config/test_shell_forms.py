@@ -167,3 +167,12 @@ def test_an_unknown_command_before_the_shell_is_passed_over_and_said(run_cli, tm
     assert r["effective"]["model.tensor_model_parallel_size"]["value"] == 2
     lm002 = next(f for f in r["findings"] if f["code"] == "LM002")
     assert "line 5: ${SRUN_CMD} before the shell is not known statically; read as a command that runs it" in lm002["message"]
+
+
+def test_a_heredoc_line_bash_would_read_on_is_unknown_not_an_error(tmp_path):
+    """A here-document line whose ``$(`` / ``${`` closes on a later line (the reader takes a body line by line):
+    that line is not known, the script is still read."""
+    path = tmp_path / "launch.sh"
+    path.write_text(f"cat <<EOF > notes.txt\nA=$(date \\\n +%s)\nEOF\ntorchrun --nproc_per_node 8 pretrain_gpt.py {M}\n")
+    launch = load_launch(str(path), path.read_text())
+    assert launch.world_size == 8 and launch.args["num_layers"].value == 4
