@@ -302,18 +302,18 @@ def _known_folder(head: str, text: str) -> bool:
     """Whether the reader knows the folder before a sourced path's literal tail (config.shell.sourced_path):
     the script's folder by ``$(dirname "$0")`` and its kin, the working directory, or a variable the script
     sets to one of those."""
-    from overlap_cli.config.shell import _CWD, _DIR_OF
+    from overlap_cli.config.shell import CWD_WORDS, DIR_OF
 
     def norm(what: str) -> str:
         return re.sub(r"\s+", " ", what.replace('"', "").replace("'", "").replace("${", "$").replace("}", "")).strip()
 
-    if norm(head) in {norm(c) for c in _CWD} or _DIR_OF.match(norm(head)):
+    if norm(head) in {norm(c) for c in CWD_WORDS} or DIR_OF.match(norm(head)):
         return True
     var = re.fullmatch(r"\$\{?(\w+)\}?", head)
     if var is None:
         return False
     values = re.findall(r"^[ \t]*(?:export[ \t]+)?" + var.group(1) + r"=(.*)$", text, re.MULTILINE)
-    return len(values) == 1 and bool(_DIR_OF.match(norm(values[0].split(" #")[0])))
+    return len(values) == 1 and bool(DIR_OF.match(norm(values[0].split(" #")[0])))
 
 
 def _yaml_skip(path: str, target, explicit: bool = False) -> "str | None":

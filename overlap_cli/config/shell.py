@@ -601,10 +601,10 @@ SOURCE_DEPTH = 4  # files sourced within sourced files
 SOURCE_BYTES = 1024 * 1024
 # A command substitution naming the folder of a file: ``$(dirname "$0")``, ``$(dirname "$(readlink -f
 # "$0")")`` or ``realpath``, ``$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)``; quotes and braces removed.
-_DIR_OF = re.compile(r"^(?:\$\(|`)\s*(?:cd\s+)?(?:\$\(|`)?\s*dirname\s+(?:--\s+)?(?:\$\((?:readlink\s+-f|realpath)\s+)?"
+DIR_OF = re.compile(r"^(?:\$\(|`)\s*(?:cd\s+)?(?:\$\(|`)?\s*dirname\s+(?:--\s+)?(?:\$\((?:readlink\s+-f|realpath)\s+)?"
                      r"\$(0|BASH_SOURCE(?:\[0\])?)\)?\s*(?:\)|`)?(?:\s*(?:&&|;)\s*pwd(?:\s+-P)?)?"
                      r"(?:\s*>\s*/dev/null(?:\s*2>&1)?)?\s*(?:\)|`)?$")
-_CWD = ("`pwd`", "$(pwd)", "$PWD", "${PWD}")
+CWD_WORDS = ("`pwd`", "$(pwd)", "$PWD", "${PWD}")
 
 
 def sourced_path(f: Field, script: str, current: str) -> "Optional[tuple]":
@@ -625,11 +625,11 @@ def sourced_path(f: Field, script: str, current: str) -> "Optional[tuple]":
         rest = "".join(tail).lstrip("/")
         what = chars[0].what
         norm = re.sub(r"\s+", " ", what.replace('"', "").replace("'", "").replace("${", "$").replace("}", "")).strip()
-        m = _DIR_OF.match(norm)
+        m = DIR_OF.match(norm)
         if m is not None:
             folder = here if m.group(1) == "0" else os.path.dirname(os.path.abspath(current))
             return os.path.normpath(os.path.join(folder, rest)), ""
-        if what in _CWD:
+        if what in CWD_WORDS:
             return os.path.normpath(os.path.join(here, rest)), cwd_note
         return None
     text = f.text
