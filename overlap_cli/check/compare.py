@@ -4,6 +4,8 @@ another target) is the caller's business, so any input the engine can check can 
 
 from __future__ import annotations
 
+import re
+
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
     from typing import Any, Optional
@@ -69,7 +71,16 @@ def _provenance(v: Value) -> tuple:
             return ("override file", v.source)
         if layer.startswith("recipe "):  # two recipes both setting the same value
             return ("recipe", v.source)
-    return (v.source, v.reason)
+    return (v.source, _without_lines(v.reason))
+
+
+# A reason's line numbers (``--tp-comm-overlap on line 12``, ``variable TP (line 7)``, ``train.sh:40``): a value
+# whose only change is the line it is written on is the same setting.
+_LINE_REF = re.compile(r"\b(lines?) \d+(?:\s*[-,]\s*\d+)*|(?<=\.sh):\d+|(?<=\.yaml):\d+|(?<=\.yml):\d+")
+
+
+def _without_lines(reason: str) -> str:
+    return _LINE_REF.sub(lambda m: (m.group(1) + " N") if m.group(1) else ":N", reason or "")
 
 
 def _same_setting(a: Value, b: Value) -> bool:

@@ -19,6 +19,13 @@ def framework_of(path: Optional[str], text: Optional[str], target) -> str:
     return detect(path, text, target.get("framework") if target is not None else None)
 
 
+def launch_env_of(target) -> dict:
+    """The environment a launch script is read with: --env-from-shell's exported variables, then --set's."""
+    env = dict(target.shell_env or {}) if target is not None and target.get("env_from_shell") else {}
+    env.update(getattr(target, "launch_vars", None) or {})
+    return env
+
+
 def check_launch(result: FileResult, path: str, target, text, selection, overrides=None):
     """Fill ``result`` for a launch; return the resolved view, or None on an input error. ``overrides``: the
     command line's dotlist words, given as the flags they stand for (frameworks.megatron_lm.dotlist)."""
@@ -34,7 +41,16 @@ def check_launch(result: FileResult, path: str, target, text, selection, overrid
             text = read_text(path)
         target = target.for_file(path, text)
         result.target = target.to_json(None)
-        launch = load_launch(path, text)
+        if not path.lower().endswith((".yaml", ".yml")):
+            from overlap_cli.config.shell import read_launch_script
+            from overlap_cli.frameworks.entry_points import BRIDGE_RECIPE, classify
+
+            found = read_launch_script(path, text, env=launch_env_of(target))
+            if classify(found.script)[0] == BRIDGE_RECIPE:
+                from overlap_cli.check.engine_recipe_launch import check_recipe_launch
+
+                return check_recipe_launch(result, path, text, found, target, selection, overrides)
+        launch = load_launch(path, text, env=launch_env_of(target))
         given = _apply_overrides(launch, overrides)
         view = resolve(launch, target)
         if launch.defaults_taken:
@@ -63,6 +79,10 @@ def check_launch(result: FileResult, path: str, target, text, selection, overrid
         other = target.world_size
         also = f"; the target's {other} ({target.source_label('world_size')}) is not used" if other not in (None, view.world_size) else ""
         result.notes.append(f"world size {view.world_size} from the launch's torchrun sizes{where}{also}")
+    elif launch.world_size is not None and view.world_size is not None and launch.world_size != view.world_size:
+        where = f" (line {launch.world_size_line})" if launch.world_size_line else ""
+        result.notes.append(f"world size {view.world_size} from {target.source_label('world_size')} (flag > file): "
+                            f"the launch's own sizes{where} give {launch.world_size}")
     elif view.world_size is None:
         result.notes.append("world size not given: data-parallel-dependent values are reported as unknown")
     if view.target.gpu_generation is None and view.max_conn_needs_one is None and view.tp and view.cp \
@@ -71,6 +91,7 @@ def check_launch(result: FileResult, path: str, target, text, selection, overrid
     note = view.target.provenance_note()
     if note:
         result.notes.append(note)
+    result.notes.extend(launch.sourced)
     return view
 
 
@@ -91,7 +112,7 @@ def _changeable(view, path: str, text: str, target, overrides) -> list:
 
     sizes = ("target.world_size", "target.data_parallel_size")
     try:
-        other = load_launch(path, text, take_defaults=False)
+        other = load_launch(path, text, take_defaults=False, env=launch_env_of(target))
         _apply_overrides(other, overrides)
         resolved = resolve(other, target)
     except InputError:

@@ -38,6 +38,17 @@ class OverlapGroup(typer.core.TyperGroup):
         with OneLineErrors():
             return super().invoke(ctx)
 
+    def format_commands(self, ctx, formatter):
+        """Each command with its whole first sentence (click cuts summaries at 45 characters with "...")."""
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def resolve_command(self, ctx, args):
         cmd_name, cmd, rest = super().resolve_command(ctx, args)
         from overlap_cli.cli.usage import current_command
@@ -49,7 +60,8 @@ class OverlapGroup(typer.core.TyperGroup):
 app = typer.Typer(
     cls=OverlapGroup,
     name="overlap",
-    help="Check and fix Megatron-Bridge communication-overlap settings before you spend GPU hours.",
+    help="Check and fix the communication-overlap settings of Megatron-Bridge and Megatron-LM runs (Bridge configs "
+    "and recipes, Megatron-LM and Bridge launch scripts) before you spend GPU hours.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -70,7 +82,7 @@ def _version(value: bool):
 def main_callback(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
 ):
-    """Check and fix Megatron-Bridge communication-overlap settings before launch."""
+    """Check and fix Megatron-Bridge and Megatron-LM communication-overlap settings before launch."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -90,6 +90,7 @@ def target_from_options(opts, config_file=None):
         "framework": None if getattr(opts, "framework", "auto") in (None, "auto") else opts.framework,
         "recipe": opts.recipe,
         "base": opts.base,
+        "set_vars": _set_vars(getattr(opts, "set_vars", None)),
     }
     if opts.recipe is not None and opts.base is not None:
         raise UsageError("give either --recipe NAME or --base FILE, not both")
@@ -106,6 +107,19 @@ def target_from_options(opts, config_file=None):
         return profile(flags, found, detection, dict(os.environ), settings)
     except InputError as exc:
         raise UsageError(exc.problem.one_line()) from None
+
+
+def _set_vars(raw) -> dict:
+    """--set VAR=VALUE (repeated): {VAR: VALUE}; a word without a variable name before ``=`` is a usage error."""
+    import re
+
+    out: dict = {}
+    for item in raw or ():
+        name, eq, value = item.partition("=")
+        if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UsageError(f"--set {item}: expected VAR=VALUE (a shell variable name, then =)")
+        out[name] = value
+    return out
 
 
 def split_args(args):
@@ -198,7 +212,7 @@ def run_check(opts) -> int:
 
     lower: tuple = ()
     if stack is None:
-        files, skipped, selection, problems = gather_inputs(files, opts)
+        files, skipped, selection, problems = gather_inputs(files, opts, target=target)
     else:  # one merged run: the top file is checked, the others lie under it
         _files, skipped, selection, problems = gather_inputs(files, opts, discover=False)
         files, lower = [stack[0]], stack[1]
@@ -272,7 +286,7 @@ def _atomic_write(path, text) -> None:
         raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
-def gather_inputs(files, opts, discover: bool = True):
+def gather_inputs(files, opts, discover: bool = True, target=None):
     """What check and fix share: the rule selection (``opts.select``, ``ignore``, ``extend_select``, the
     ``settings`` file), and FILE/DIR arguments expanded into config files (skipped ones noted on stderr; with
     ``opts.configs_only`` also named files without a training section). Returns (files, skipped,
@@ -286,9 +300,14 @@ def gather_inputs(files, opts, discover: bool = True):
         raise UsageError(str(exc)) from None
     if not discover:  # the files of a merged run: read as they are, in order
         return list(files), [], selection, []
-    files, skipped, problems = gather(files, opts.configs_only)
-    for path, reason in skipped:
-        sys.stderr.write(f"note: {path}: skipped: {reason}\n")
+    files, skipped, problems = gather(files, opts.configs_only, target)
+    if skipped and getattr(opts, "quiet", False):  # -q: one line for them all
+        from overlap_cli.report.text import skipped_counts
+
+        sys.stderr.write(f"note: {skipped_counts(skipped)}\n")
+    else:
+        for path, reason in skipped:
+            sys.stderr.write(f"note: {path}: skipped: {reason}\n")
     return files, skipped, selection, problems
 
 

@@ -81,6 +81,9 @@ def fix(opts) -> int:
         for o in outcomes:
             if o.changed:
                 out.write(_unified_diff(o))
+            pending = o.unsafe_pending() if not unsafe_fixes and o.error is None else []
+            if pending:  # on stderr: the diff on stdout stays a patch
+                err_stream().write(f"{o.path}: {len(pending)} more with --unsafe-fixes: {', '.join(f.code for f in pending)}\n")
     else:
         for o in outcomes:
             _list_fixes(o, out, unsafe_fixes)
@@ -138,6 +141,12 @@ def _list_fixes(o, out, unsafe: bool) -> None:
         out.write(f"{o.path}: {len(o.skipped)} fix(es) skipped, nothing changed (see above)\n")
     elif not o.applied and not pending and not o.problem:
         out.write(f"{o.path}: nothing to fix\n")
+
+
+def err_stream():
+    import sys
+
+    return sys.stderr
 
 
 def _unified_diff(o) -> str:

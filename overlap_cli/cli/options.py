@@ -94,7 +94,8 @@ TARGET = (
     Param("torch_version", "--torch-version", kind=TEXT, help="PyTorch version on the target, e.g. 2.6."),
     Param("settings", "--settings", kind=TEXT, metavar="PATH", help="Read [tool.overlap] from this TOML file instead of the nearest pyproject.toml."),
     Param("detect", "--detect", kind=FLAG, help="Read this machine: Transformer Engine and torch versions (package metadata), GPU model and count (through torch, if installed)."),
-    Param("env_from_shell", "--env-from-shell", kind=FLAG, help="Launch variables exported in this shell override env_vars (Bridge applies env_vars with setdefault)."),
+    Param("env_from_shell", "--env-from-shell", kind=FLAG, help="Launch variables exported in this shell override env_vars (Bridge applies env_vars with setdefault); a launch script reads them as its environment (${VAR}, ${VAR:-default})."),
+    Param("set_vars", "--set", kind=MULTIPLE, metavar="VAR=VALUE", help="A launch script's environment variable, as the caller would export it: feeds ${VAR} and ${VAR:-default} (repeatable)."),
 )
 
 # The flags that say where one side of ``overlap diff`` runs, and their ``--vs-`` twins for the other side

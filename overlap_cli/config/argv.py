@@ -62,6 +62,7 @@ class Token:
     span: Optional[tuple] = None  # (line, col_start, col_end), 1-based, end exclusive, when literal
     multi: bool = False  # an unknown unquoted expansion: it may be any number of words, none included
     what: str = ""  # for an unknown word: the expression (``$NUM_NODES``, ``$(nproc)``)
+    prefix: str = ""  # for an unknown word: its known text before the first unknown stretch (``model.x=``)
 
 
 @dataclass
@@ -115,6 +116,7 @@ class LaunchText:
     # A ``${VAR:-default}`` of a variable the script never sets was read as its default: the caller's
     # environment can change what is printed (engine_lm finds which values by reading it without them).
     defaults_taken: bool = False
+    sourced: list = field(default_factory=list)  # sentences: the files read where the script sources them
 
 
 def deciding_forks(choices: list, values: list, forks: dict) -> str:

@@ -146,10 +146,67 @@ class LaunchFinder:
             return None
         return None
 
+    def find_shell_c(self, fields: list) -> Optional[int]:
+        """The index of the command string of ``[srun ...] bash|sh [-opts] -c STRING`` (the words before the
+        shell as ``find_program`` passes over them: ``srun``, ``env``, ``exec``...), or None."""
+        i, n = 0, len(fields)
+        while i < n:
+            t = self.static_text(fields[i])
+            if t is None:
+                # an unknown unquoted expansion before the shell (``${SRUN_CMD} --nodes=$N bash -c ...``): passed
+                # over with the options after it, as find_program passes over ``$PROFILE_CMD`` (the reader says so)
+                if not fields[i].multi:
+                    return None
+                i += 1
+                while i < n and (self.static_text(fields[i]) or self.known_prefix(fields[i])).startswith("-"):
+                    i += 1
+                continue
+            base = t.rsplit("/", 1)[-1]
+            if base in _WRAPPERS and i + 1 < n:
+                i += 1
+                while i < n and (self.static_text(fields[i]) or "").startswith("-"):
+                    i += 1
+                continue
+            if base == "env":
+                i += 1
+                while i < n and (_ENV_ASSIGN.match(self.static_text(fields[i]) or "")
+                                 or (self.static_text(fields[i]) or "").startswith("-")):
+                    i += 1
+                continue
+            if base in ("srun", "numactl", "mpirun"):
+                i = self.skip_options(fields, i + 1, _SRUN_VALUE if base == "srun" else _NUMACTL_VALUE)
+                continue
+            if base in ("bash", "sh"):
+                j = i + 1
+                while j < n:
+                    o = self.static_text(fields[j])
+                    if o is None or not o.startswith("-") or o == "--":
+                        return None
+                    if "c" in o[1:] and not o.startswith("--"):
+                        return j + 1 if j + 1 < n else None
+                    j += 2 if o in ("-o", "+o", "-O", "+O") else 1
+                return None
+            return None
+        return None
+
+    @staticmethod
+    def known_prefix(field) -> str:
+        """The word's known characters before its first unknown stretch (``--output=`` of ``--output=$LOG``)."""
+        out = []
+        for c in field.chars if field is not None else ():
+            if c.__class__ is not str:
+                break
+            out.append(c)
+        return "".join(out)
+
     def skip_options(self, fields: list, i: int, with_value: frozenset) -> int:
         n = len(fields)
         while i < n:
             t = self.static_text(fields[i])
+            if t is None and not fields[i].multi and self.known_prefix(fields[i]).startswith("-") \
+                    and "=" in self.known_prefix(fields[i]):
+                i += 1  # --output=$LOG: an option with its value joined, whatever the value is
+                continue
             if t is None or not t.startswith("-"):
                 return i
             i += 2 if (t in with_value and "=" not in t) else 1
@@ -169,7 +226,8 @@ class LaunchFinder:
         """The training script's file name: the word's tail after its last ``/`` when that is known
         (``$MEGATRON/pretrain_gpt.py``, ``"${ROOT}"/pretrain_gpt.py``); the file name decides what runs, the
         directory does not. A name joined to an unknown without a ``/`` (``$DIR"pretrain_gpt.py"``) is not
-        known. ``strict``: only ``pretrain_*.py`` (a ``python`` launch)."""
+        known. ``strict``: only ``pretrain_*.py`` or Megatron-Bridge's ``run_recipe.py`` (a ``python`` launch:
+        any other ``python FILE.py`` is not a training launch line)."""
         if field is None or not field.chars:
             return None
         chars = field.chars
@@ -181,7 +239,7 @@ class LaunchFinder:
         tail = "".join(chars[k:])
         if not tail.endswith(".py"):
             return None
-        if strict and not re.fullmatch(r"pretrain_\w*\.py", tail):
+        if strict and not (re.fullmatch(r"pretrain_\w*\.py", tail) or tail == "run_recipe.py"):
             return None
         return tail
 
@@ -197,6 +255,13 @@ def torchrun_options(reader: Reader, found: LaunchText, fields: list, i: int) ->
     while i < n:
         f = fields[i]
         t = f.text
+        if t is None and "=" in reader.known_prefix(f) and reader.known_prefix(f).startswith("-"):
+            name = reader.known_prefix(f).partition("=")[0]  # --master_addr=$ADDR: an option, its value unknown
+            full = _torchrun_option(name)
+            if full is not None and full not in _TORCHRUN_NO_VALUE:
+                values[full.replace("_", "-")] = (None, f, len(name) + 1)
+                i += 1
+                continue
         if t is None:
             if f.multi and reader.script_name(f, False) is None:  # ($DIR/pretrain_gpt.py is the script)
                 unknown_opts = True

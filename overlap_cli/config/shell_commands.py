@@ -1,7 +1,7 @@
 """Simple commands of a launch script as ``config.shell`` runs them, statically: assignments (``NAME=``,
 ``NAME+=``, arrays), ``export`` / ``declare`` / ``local`` / ``readonly`` / ``unset``, ``test`` / ``[ ]`` /
 ``[[ ]]`` / ``(( ))`` / ``let`` (config.shell_cond, config.shell_arith), ``exit`` / ``return`` / ``break`` /
-``continue`` / ``shift``, ``source`` (its file is not read: any variable may be what it sets), ``read``,
+``continue`` / ``shift``, ``source`` (a file at a path known statically is read in the same shell, config.shell.read_sourced; any other: any variable may be what it sets), ``read``,
 calls of the script's functions (with their arguments as ``$1`` ...; ``local`` undone on return), and the
 launch line itself (``launchers.find_program`` on the command's expanded words). Any other command is run
 by nobody: its exit status is not known, unless it is one that always succeeds (``echo``)."""
@@ -20,6 +20,8 @@ from overlap_cli.config.shell_expand import Field, Var, field_signature
 from overlap_cli.config.shell_lex import NAME, Word
 
 CALL_DEPTH = 16
+# A template's placeholder value: ``<some dir>``, ``<PATH_OF_VOCAB_FILE>``, ``<path to docker image>``.
+_PLACEHOLDER = re.compile(r"<[A-Za-z][^<>\n]*>")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 # Builtins whose status is 0 whatever they are given (as scripts use them); cd and mkdir fail when the
 # directory is not there.
@@ -93,6 +95,13 @@ class Commands:
             if (fields[0].text or "").rsplit("/", 1)[-1] == "exec":
                 st.done = True
             return [st]
+        at = self.find_shell_c(fields) if fields and not st.launched else None
+        if at is not None and self.read_shell_c(node, st, fields, at):
+            st.status = None
+            return [st]
+        if fields and node.heredocs and not st.launched and self.read_heredoc(node, st, fields):
+            st.status = None
+            return [st]
         if not (fields and fields[0].text == ":"):  # `: ${X:=default}` is there for what its words assign
             del st.notes[mark:]
         if not fields:
@@ -121,6 +130,9 @@ class Commands:
                     st.vars[t] = var
             st.status = True
         elif name in ("source", "."):
+            outs = self.read_sourced(node, name, fields, st)
+            if outs is not None:
+                return outs
             # the file is not read: every variable may be what it sets, from here on
             st.notes.append(f"line {node.line}: {name} runs another file; what it sets is not known statically")
             why = f"may be set by the file sourced on line {node.line}"
@@ -131,6 +143,8 @@ class Commands:
                     new.exported, new.export_line, new.export_col = True, var.export_line, var.export_col
             st.sourced = node.line
             st.memo = {}
+        elif name == "read" and self.read_heredoc_into(node, fields, st):
+            st.status = None  # read -d '' reaches the end of its input without a NUL: status 1 (bash)
         elif name == "read":
             for f in fields[1:]:
                 t = f.text
@@ -166,6 +180,40 @@ class Commands:
         elif name in _SUCCEED:
             st.status = None if name in _SUCCEED_MAYBE else True
         return [st]
+
+    def read_heredoc_into(self, node, fields: list, st) -> bool:
+        """``read -r -d '' NAME <<'EOF'``: NAME is the whole here-document (``-d ''`` reads to the end; ``-r``
+        keeps backslashes), blanks and newlines at its ends trimmed unless ``IFS=`` precedes it. True when
+        the command is exactly that form; else the variables are read at run time (not known)."""
+        words = [self.static_text(f) for f in fields[1:]]
+        if not node.heredocs or not node.heredocs[0] or None in words:
+            return False
+        names = [w for w in words if not w.startswith("-")]
+        opts = [w for w in words if w.startswith("-")]
+        # the empty word after -d is its argument: -r -d '' NAME, -rd '' NAME
+        if len(names) != 2 or names[0] != "" or words.index("") == 0 or not words[words.index("") - 1].endswith("d"):
+            return False
+        if not all(set(o[1:]) <= {"r", "d"} for o in opts) or not any("r" in o for o in opts) or not NAME.fullmatch(names[1]):
+            return False
+        body = self.join(self.expand(node.heredocs[0][0], "here-document", split=False, keep_empty=True), "here-document")
+        ifs_empty = any((self.assignment(p) or (None,))[0] == "IFS" and p.literal_text() in ("IFS=", "IFS=''", 'IFS=""')
+                        for p in node.prefix if isinstance(p, Word))
+        chars, offsets = list(body.chars), list(body.offsets)
+        if not ifs_empty:
+            while chars and chars[0].__class__ is str and chars[0] in " \t\n":
+                chars.pop(0)
+                offsets.pop(0)
+            while chars and chars[-1].__class__ is str and chars[-1] in " \t\n":
+                chars.pop()
+                offsets.pop()
+        f = Field(variable_origin(names[1], node.line))
+        f.chars, f.offsets, f.whole = chars, offsets, False
+        old = st.vars.get(names[1])
+        var = Var(names[1], [f], False, node.line)
+        if old is not None and old.exported:
+            var.exported, var.export_line, var.export_col = True, old.export_line, old.export_col
+        st.vars[names[1]] = var
+        return True
 
     def call(self, func, fields: list, st) -> list:
         if self.depth >= CALL_DEPTH:
@@ -304,6 +352,8 @@ class Commands:
             var.span = self.span(item.start, item.end)
             if op == "+=" and old is not None and old.note:
                 var.note = old.note
+            if op == "=" and not array:
+                self.placeholder(var, value, value_word, line)
         if old is not None and old.exported:
             var.exported, var.export_line, var.export_col = True, old.export_line, old.export_col
         if exported:
@@ -311,6 +361,25 @@ class Commands:
             var.export_line, var.export_col = self.pos(export_word.start)
         self.vars[name] = var
         return var
+
+    def placeholder(self, var: Var, value: Field, written: Word, line: int) -> None:
+        """A template's placeholder (``WORKSPACE="<some dir>"``; with ``empty_placeholders``, a value left
+        empty for the user to fill in, ``CONTAINER_IMAGE=""``) is a value the script does not know: only
+        what uses it is unknown."""
+        text = value.text
+        if text is None:
+            return
+        if _PLACEHOLDER.fullmatch(text.strip()):
+            why = f"${var.name} is a placeholder to fill in ({text.strip()!r}, line {line})"
+        elif self.empty_placeholders and text == "" and written.end > written.start:
+            why = f"${var.name} is left empty for the user to fill in (line {line})"
+        else:
+            return
+        f = Field(variable_origin(var.name, line))
+        f.hole("$" + var.name)
+        var.fields = [f]
+        var.note = why
+        self.placeholders.append(why)
 
     def declare(self, builtin: str, words: list, st) -> None:
         exporting = builtin == "export"

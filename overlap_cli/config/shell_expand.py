@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 from overlap_cli.config.argv import variable_origin
 from overlap_cli.config.shell_lex import Lexer, Word
 
+# $(cat <<'EOF' \n BODY \n EOF): a quoted delimiter (nothing in BODY expands), the delimiter alone on its line
+_CAT_HEREDOC = re.compile(r"\$\(\s*cat\s*<<\s*(['\"])(\w+)\1[ \t]*\n(.*?\n)\2[ \t]*\n?\s*\)\Z", re.DOTALL)
+
+
 class Hole:
     """A stretch of a word that is not known statically (``$CKPT``, ``$(nproc)``). ``constant``: it is a
     variable the script never sets (the caller's environment, or the script's own arguments), which has
@@ -109,6 +113,8 @@ class Expander(Lexer):
         # known (the second reading that finds which printed values the caller's environment can change)
         self.take_defaults = True
         self.defaults_taken = 0
+        self.empty_placeholders = False  # NAME="" read as a value to fill in (a second reading of a template)
+        self.placeholders: list = []  # the sentences of the placeholders met (shell_commands.placeholder)
         # the line of a ``source`` whose file is not read: any variable the script has not set since may
         # come from it (not the caller's environment, not a default)
         self.sourced: Optional[int] = None
@@ -315,7 +321,10 @@ class Expander(Lexer):
                     started = True
                     only_unquoted_unknown = False
                     continue
-            if kind == "unknown":
+            body = self.cat_heredoc(part) if kind == "unknown" else None
+            if body is not None:  # $(cat <<'EOF' ... EOF): the here-document's text, as written
+                values, expr, array_all, constant = [body], part[1], False, False
+            elif kind == "unknown":
                 cur.hole(part[1])
                 started = True
                 # $((...)) is one integer: never more than one word
@@ -324,7 +333,8 @@ class Expander(Lexer):
                 if sentence not in self.unknowns:
                     self.unknowns.append(sentence)
                 continue
-            values, expr, array_all, constant = self.values_of(part, origin)
+            else:
+                values, expr, array_all, constant = self.values_of(part, origin)
             if values is None:
                 cur.hole(expr, constant)
                 if part[1] in ("@", "*") or (part[0] == "brace" and re.search(r"\[[@*]\]$", part[1])):
@@ -333,6 +343,10 @@ class Expander(Lexer):
                 only_unquoted_unknown = only_unquoted_unknown and not quoted
                 continue
             only_unquoted_unknown = False
+            if not split and len(values) > 1:  # an assignment's value: bash joins the elements with a blank
+                self.append_field(cur, self.join_with_space(values, origin), False)
+                started = True
+                continue
             if quoted:
                 if array_all:  # "${ARR[@]}": one field per element
                     for idx, v in enumerate(values):
@@ -378,6 +392,21 @@ class Expander(Lexer):
             if word.origin is not None:  # a word made from a variable's value: not literal where it is used
                 f.word, f.whole, f.origin = None, False, word.origin
         return out
+
+    def cat_heredoc(self, part: tuple) -> Optional[Field]:
+        """``$(cat <<'EOF' ... EOF)`` with a quoted delimiter: cat prints the here-document as written, and the
+        command substitution drops its trailing newlines. Any other command substitution: None."""
+        m = _CAT_HEREDOC.match(part[1])
+        if m is None or len(part) < 4 or part[2] is None:
+            return None
+        body = m.group(3)
+        start = part[2] + m.start(3)
+        stripped = body.rstrip("\n")
+        f = Field("here-document")
+        f.chars = list(stripped)
+        f.offsets = list(range(start, start + len(stripped)))
+        f.whole = False
+        return f
 
     def append_field(self, cur: Field, v: Field, pass_through: bool) -> None:
         """Append v's characters to cur; cur stays v's written word when it is nothing but v."""

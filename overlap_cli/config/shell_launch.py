@@ -181,10 +181,19 @@ def _token(reader, f: Field, written: Word) -> Token:
         first = written.start
     line, col = reader.pos(first) if first is not None else (None, None)
     if f.unknown:
-        return Token(None, line, col, f.origin, multi=f.multi, what=f.what)
+        return Token(None, line, col, f.origin, multi=f.multi, what=f.what, prefix=_known_prefix(f))
     literal = f.whole and f.word is not None
     span = reader.span(f.word.start, f.word.end) if literal else None
     return Token(f.text, line, col, f.origin, literal=literal and span is not None, span=span)
+
+
+def _known_prefix(f: Field) -> str:
+    out = []
+    for c in f.chars:
+        if c.__class__ is not str:
+            break
+        out.append(c)
+    return "".join(out)
 
 
 def _merge(reader, paths: list) -> LaunchText:

@@ -251,26 +251,86 @@ class Lexer:
         j = self.text.find("\n", i)
         return self.n if j < 0 else j
 
-    def heredoc(self, i: int) -> int:
+    def heredoc(self, i: int) -> tuple:
+        """(the offset after ``<<[-]WORD``, the list its body's Word is put in when the body is read)."""
         strip = i < self.n and self.text[i] == "-"
         if strip:
             i += 1
         i = self.skip_blanks(i)
         word, j = self.read_word(i)
         delim = "".join(p[1] for p in word.parts if p[0] == "lit")
-        self.heredocs.append((delim, strip))
-        return j
+        # any quoting of the delimiter: the body is taken as written, nothing expanded (bash)
+        quoted = any(len(p) > 3 for p in word.parts if p[0] == "lit") or "\\" in self.text[i:j]
+        holder: list = []
+        self.heredocs.append((delim, strip, quoted, holder))
+        return j, holder
 
     def skip_heredocs(self, i: int) -> int:
         while self.heredocs:
-            delim, strip = self.heredocs.pop(0)
+            delim, strip, quoted, holder = self.heredocs.pop(0)
+            parts: list = []
             while i < self.n:
                 end = self.end_of_line(i)
                 line = self.text[i:end]
-                i = end + 1
                 if (line.lstrip("\t") if strip else line) == delim:
+                    i = end + 1
                     break
+                start = i
+                while strip and start < end and self.text[start] == "\t":
+                    start += 1
+                stop = min(end + 1, self.n)
+                if quoted:
+                    parts.append(("lit", self.text[start:stop], list(range(start, stop)), "q"))
+                else:
+                    mark = len(parts)
+                    try:
+                        self.read_heredoc_line(start, stop, parts)
+                    except InputError:  # an expansion that goes on past the line: the line is not known
+                        del parts[mark:]
+                        parts.append(("unknown", self.text[start:stop], start, stop, True))
+                i = end + 1
+            holder.append(Word(parts or [("lit", "", [], "q")], i, i))
         return i
+
+    def read_heredoc_line(self, i: int, end: int, parts: list) -> None:
+        """A line of a here-document whose delimiter is not quoted: expansions as in a double-quoted string,
+        but a quote is a character, and a backslash escapes only ``$``, `````, ``\\`` and the newline."""
+        text = self.text
+        buf, offs = [], []
+
+        def flush():
+            if buf:
+                parts.append(("lit", "".join(buf), list(offs), "q"))
+            buf.clear()
+            offs.clear()
+
+        saved = self.n
+        self.n = end
+        try:
+            while i < end:
+                c = text[i]
+                if c == "\\" and i + 1 < end and text[i + 1] in "$`\\\n":
+                    if text[i + 1] != "\n":
+                        buf.append(text[i + 1])
+                        offs.append(i + 1)
+                    i += 2
+                    continue
+                if c == "$":
+                    flush()
+                    i = self.read_dollar(i, parts, quoted=True)
+                    continue
+                if c == "`":
+                    flush()
+                    close = self.find_backtick(i)
+                    parts.append(("unknown", text[i:close], i, close, True))
+                    i = close
+                    continue
+                buf.append(c)
+                offs.append(i)
+                i += 1
+            flush()
+        finally:
+            self.n = saved
 
     def read_default(self, start: int, end: int) -> tuple:
         """The default word of ${VAR:-word}: text between start and end, read as a double-quoted-like word."""

@@ -43,10 +43,11 @@ class Simple(Node):
     """Assignments (Word, or ("array", Word, elements, the offset after its closing parenthesis)) then the
     command's words."""
 
-    __slots__ = ("prefix", "words", "end")
+    __slots__ = ("prefix", "words", "end", "heredocs")
 
     def __init__(self, prefix: list, words: list, start: int, line: int, end: int):
         self.prefix, self.words, self.start, self.line, self.end = prefix, words, start, line, end
+        self.heredocs: list = []  # per here-document, a list holding its body's Word once read
 
 
 class Seq(Node):
@@ -143,6 +144,7 @@ class Parser(Lexer):
         self.in_test = False  # inside [[ ... ]]
         self.ahead: Optional[tuple] = None
         self.depth = 0
+        self.heredoc_holders: list = []  # per ``<<`` met, the list its body's Word goes in (Lexer.heredoc)
 
     # tokens: ("w", Word) | ("a", ("array", Word, elements, end)) | ("op", OP, offset) | ("arith", EXPR, start, end)
     # | ("eof", offset)
@@ -190,7 +192,8 @@ class Parser(Lexer):
                 self.i = self.after_target(i + 3)
                 continue
             if op == "<<":
-                self.i = self.heredoc(i + 2)
+                self.i, holder = self.heredoc(i + 2)
+                self.heredoc_holders.append(holder)
                 continue
             if op in _REDIRECTIONS:
                 self.i = self.after_target(i + len(op))
@@ -431,6 +434,7 @@ class Parser(Lexer):
         prefix: list = []
         words: list = []
         end = start
+        mark = len(self.heredoc_holders)
         while True:
             tok = self.peek()
             if tok[0] == "a":
@@ -461,7 +465,9 @@ class Parser(Lexer):
             raise self.fail("syntax error near unexpected token '(' (bash would not run this line; quote the word)", tok[2])
         if tok[0] == "arith":
             raise self.unexpected(tok)
-        return Simple(prefix, words, start, line, end)
+        node = Simple(prefix, words, start, line, end)
+        node.heredocs = self.heredoc_holders[mark:]
+        return node
 
     @staticmethod
     def is_assignment(w: Word) -> bool:

@@ -104,6 +104,8 @@ class Target:
     # The exported shell environment, when --env-from-shell asked for it. Never serialised: only the
     # launch variables a config names are ever shown.
     shell_env: Optional[dict] = None
+    # --set VAR=VALUE: the environment a launch script is read with (with --env-from-shell, over the shell's).
+    launch_vars: Optional[dict] = None
     settings_path: Optional[str] = None  # the pyproject.toml whose [tool.overlap] contributed, if any
     detection: Optional[dict] = None  # what --detect found and did not find (see detect.Detection.to_json)
     # How this target was built (flags, --settings, detection, shell), so that each config file can get
@@ -277,11 +279,20 @@ def build_target(
         if flags.get(name) is not None:
             t.set(name, flags[name], FLAG)
     apply_recipe(t)
+    if flags.get("set_vars"):
+        t.launch_vars = dict(flags["set_vars"])
     if t.extra.get("env_from_shell"):
         t.shell_env = dict(shell_env or {})
     else:
         t.set("env_from_shell", False, DEFAULT)
     return t
+
+
+def launch_sizes_apply(t: Target) -> bool:
+    """Whether a launch script's own sizes (torchrun's, srun's) give the world size of its run: they rank
+    as the recipe's launch does, below a flag, a ``# overlap: target`` directive and a per-file-target
+    entry (flag > file), above [tool.overlap] and defaults."""
+    return _RANK.get(t.source("world_size"), 0) <= _RANK[RECIPE]
 
 
 def apply_recipe(t: Target) -> None:

@@ -39,7 +39,9 @@ def render(results, out: IO[str], skipped=(), quiet: bool = False) -> None:
     if s["unreadable"]:
         line += f"; {s['unreadable']} file(s) could not be checked"
     if skipped:
-        line += f"; {len(skipped)} skipped"
+        from overlap_cli.report.text import skipped_counts
+
+        line += f"; {skipped_counts(skipped)}"
     out.write(line + ".\n")
     if fixable:
         out.write(f"[*] {fixable} fixable with `overlap fix --write`.\n")

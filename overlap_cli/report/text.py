@@ -19,6 +19,8 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import IO
 
+import re
+
 from overlap_cli.report.common import location, summary
 
 SEVERITY_ORDER = ("error", "warning", "info")
@@ -65,8 +67,11 @@ def merged_notes(results) -> list:
     file when one of several, with the count and a first file when some of several."""
     checked = [r for r in results if r.error is None]
     files_of: dict = {}
+    sized = [r for r in checked if any(_LAUNCH_SIZE_NOTE.match(n) for n in r.notes)]
     for r in checked:
         for note in r.notes:
+            if len(sized) > 1 and _LAUNCH_SIZE_NOTE.match(note):
+                continue  # one folder-level note below instead of one per file
             files_of.setdefault(note, [])
             if r.file not in files_of[note]:
                 files_of[note].append(r.file)
@@ -78,14 +83,33 @@ def merged_notes(results) -> list:
             out.append(f"{files[0]}: {note}")
         else:
             out.append(f"{note} ({len(files)} files, e.g. {files[0]})")
+    if len(sized) > 1:
+        out.append(f"{len(sized)} launch(es) run on the world size of their own torchrun / srun sizes; "
+                   "--world-size or --nodes/--gpus-per-node checks them at another scale")
     return out
+
+
+# The note a launch's own world size gives (check/engine_lm.py, check/engine_recipe_launch.py).
+_LAUNCH_SIZE_NOTE = re.compile(r"world size \d+ from the launch's ")
+
+
+def skipped_counts(skipped) -> str:
+    """``12 skipped (5 not a launch, 4 not a training run, ...)``: each kind of skip counted."""
+    from overlap_cli.check.discovery import skip_kind
+
+    counts: dict = {}
+    for _path, reason in skipped:
+        kind = skip_kind(reason)
+        counts[kind] = counts.get(kind, 0) + 1
+    kinds = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return f"{len(skipped)} skipped (" + ", ".join(f"{n} {k}" for k, n in kinds) + ")"
 
 
 def summary_line(s: dict, skipped) -> str:
     return (
         f"{s['files']} file(s): {s['error']} error(s), {s['warning']} warning(s), {s['info']} info"
         + (f", {s['unreadable']} could not be checked" if s["unreadable"] else "")
-        + (f", {len(skipped)} skipped (not training configs)" if skipped else "")
+        + (f", {skipped_counts(skipped)}" if skipped else "")
     )
 
 
@@ -213,7 +237,7 @@ def render_rich(results, skipped=(), *, show_info=False, show_effective=False, q
     if s["unreadable"]:
         line.append(f", {s['unreadable']} could not be checked", style="bold red")
     if skipped:
-        line.append(f", {len(skipped)} skipped (not training configs)")
+        line.append(f", {skipped_counts(skipped)}")
     console.print(line, overflow="fold")
     hidden = hidden_line(s, show_info, show_effective, s["files"] - s["unreadable"])
     if hidden:

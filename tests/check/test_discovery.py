@@ -166,7 +166,10 @@ def test_folder_with_launch_scripts(run_cli, tmp_path):
     code, out, err = run_cli("check", tmp_path / "runs", "--format", "json")
     doc = json.loads(out)
     assert [Path(r["file"]).name for r in doc["results"]] == ["train.sh"]
-    assert not doc.get("skipped") and "setup.sh" not in err  # passed over quietly
+    # not a launch: one line saying so (a folder run accounts for every file)
+    assert [(Path(s["file"]).name, s["reason"]) for s in doc["skipped"]] == [
+        ("setup.sh", "not a launch (no torchrun, python -m torch.distributed.run, pretrain_*.py or run_recipe.py line)")]
+    assert "setup.sh: skipped: not a launch" in err
     assert code == 1
 
 
@@ -184,3 +187,18 @@ def test_override_file_naming_its_recipe_is_found_whatever_it_sets(run_cli, tmp_
     first = json.loads(out)["results"][0]
     assert first["target"]["sources"]["world_size"] == "recipe"
     assert first["effective"]["model.tensor_model_parallel_size"]["layer"] == "recipe llama3_8b_pretrain_8gpu_h100_bf16_config"
+
+
+def test_override_file_without_a_recipe_says_what_it_needs(run_cli, tmp_path):
+    tree(tmp_path, {"conf/llama_override.yaml": "model:\n  tensor_model_parallel_size: 2\ntrain:\n  train_iters: 5\n",
+                    "conf/plain.yaml": CONFIG, "mine.yaml": CONFIG})
+    code, out, err = run_cli("check", tmp_path, "--format", "json")
+    doc = json.loads(out)
+    assert sorted(Path(r["file"]).name for r in doc["results"]) == ["mine.yaml"]
+    reasons = {Path(s["file"]).name: s["reason"] for s in doc["skipped"]}
+    assert reasons["llama_override.yaml"] == ("an override file: sets 2 keys of a ConfigContainer: name its recipe with "
+                                              "`# overlap: recipe=NAME` or in pyproject ([tool.overlap] recipe, or per-file-target)")
+    assert reasons["plain.yaml"].startswith("an override file: sets 3 keys")
+    # named explicitly, it is checked
+    code, out, err = run_cli("check", tmp_path / "conf" / "llama_override.yaml", "--format", "json")
+    assert len(json.loads(out)["results"]) == 1

@@ -241,3 +241,10 @@ def test_listing_names_every_edit_a_fix_makes(run_cli, tmp_path):
     assert removed == ["overlap_param_gather: true", "overlap_param_gather: true"], diff
     # both held the value that now lives in comm_overlap: each removal's note says where it went
     assert diff.count("# overlap: CFG005 moved overlap_param_gather: true to comm_overlap") == 2, diff
+
+
+def test_diff_names_the_fixes_left_for_unsafe_fixes_on_stderr(run_cli, tmp_path):
+    path = copy(EXAMPLES / "pp_without_vpp.yaml", tmp_path)
+    code, out, err = run_cli("fix", "--diff", path, "--severity-threshold", "info")
+    assert out.startswith("---") and "more with --unsafe-fixes" not in out  # stdout stays a patch
+    assert f"{path}: 3 more with --unsafe-fixes: PP201, ENV505, ENV506" in err

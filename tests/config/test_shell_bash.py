@@ -122,9 +122,24 @@ def test_the_generator_exercises_what_it_should():
     assert sum(1 for seed in SEEDS if generate(seed).env_domains) > len(SEEDS) // 2
 
 
+# Vendored for the folder-walk corpus (tests/check/test_upstream_trees.py), not launches bash runs here: a
+# template bash cannot parse, fragments other scripts source, a preprocessing script, inference launches,
+# and launches inside ``srun ... bash -c`` (srun is not shimmed) or behind a sourced file.
+NOT_ORACLE = frozenset((
+    "examples/academic_paper_scripts/sc21/SRUN.sh", "examples/academic_paper_scripts/sc21/CONFIG.sh",
+    "examples/academic_paper_scripts/sc21/run_figure_11.sh", "examples/academic_paper_scripts/msdp/prompt_knwl_gen.sh",
+    "examples/academic_paper_scripts/detxoify_lm/annotations/preprocess.sh", "examples/multimodal/nvlm/sft_34b_internvit.sh",
+    "examples/post_training/modelopt/train.sh", "examples/post_training/modelopt/conf/arguments.sh",
+    "examples/mamba/run_text_gen_server_8b.sh", "examples/inference/run_offline_inference.sh",
+    "examples/megatron_fsdp/sbatch_checkpoint_convert.sh",
+    "examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh",  # sbatch's here-document: test_shell_forms runs it
+))
+
+
 def _upstream_scripts():
     sources = json.loads((UPSTREAM / "SOURCES.json").read_text())
-    return [s for s in sources if s["repo"] == "NVIDIA/Megatron-LM" and s["path"].endswith(".sh")]
+    return [s for s in sources if s["repo"] == "NVIDIA/Megatron-LM" and s["path"].endswith(".sh")
+            and s["path"] not in NOT_ORACLE]
 
 
 # What a script needs to reach its launch in bash: its arguments (paths it does not default), the

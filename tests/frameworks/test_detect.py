@@ -30,7 +30,9 @@ def test_folder_walk_takes_launch_scripts_with_a_launch_line_only(tmp_path):
     found = discover([str(tmp_path)])
     names = sorted(p.rsplit("/", 1)[-1] for p in found.files)
     assert names == ["job.sbatch", "model_config.yaml", "train.sh"]
-    assert [p.rsplit("/", 1)[-1] for p, _ in found.skipped] == ["nemo.yaml"]  # noted; build.sh is not
+    # each noted: build.sh with the reason it is not checked (a folder run accounts for every file)
+    assert [p.rsplit("/", 1)[-1] for p, _ in found.skipped] == ["build.sh", "nemo.yaml"]
+    assert found.skipped[0][1].startswith("not a launch")
     assert discoverable(str(tmp_path / "build.sh")) is False
 
 

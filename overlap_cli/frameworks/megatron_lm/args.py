@@ -81,6 +81,7 @@ class Launch:
     tokens: list = field(default_factory=list)
     insert_at: Optional[tuple] = None  # (line, column) where a new flag goes on the launch (see LaunchText)
     defaults_taken: bool = False  # see LaunchText.defaults_taken
+    sourced: list = field(default_factory=list)  # see LaunchText.sourced
     # The effective keys whose printed value the launch's unknowns can change (engine_lm fills it; None: not
     # computed)
     changeable: Optional[list] = None
@@ -160,7 +161,7 @@ def flag_spellings() -> list:
 # --- loading ----------------------------------------------------------------------------------------
 
 
-def load_launch(path: str, text: Optional[str] = None, take_defaults: bool = True) -> Launch:
+def load_launch(path: str, text: Optional[str] = None, take_defaults: bool = True, env: Optional[dict] = None) -> Launch:
     """Read a launch script or a functional-test YAML and give its Megatron-LM arguments.
 
     Raises InputError (one line: file:line:col, flag, message) for input Megatron-LM or the reader
@@ -176,7 +177,7 @@ def load_launch(path: str, text: Optional[str] = None, take_defaults: bool = Tru
     else:
         from overlap_cli.config.shell import read_launch_script
 
-        found = read_launch_script(path, text, take_defaults)
+        found = read_launch_script(path, text, take_defaults, env)
     return launch_from_text(found)
 
 
@@ -200,7 +201,7 @@ def launch_from_text(found: LaunchText) -> Launch:
         file=found.file, text=found.text, kind=found.kind, script=found.script, launch_line=found.launch_line,
         args=args, env=found.env, world_size=found.world_size, world_size_line=found.world_size_line,
         argv=[t.text for t in tokens], unknowns=unknowns, tokens=tokens, insert_at=found.insert_at,
-        defaults_taken=found.defaults_taken,
+        defaults_taken=found.defaults_taken, sourced=list(found.sourced),
     )
 
 
@@ -402,12 +403,33 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, scrip
             key = first.text.partition("=")[0]
             import difflib
 
-            close = difflib.get_close_matches(key, list(by_flag), n=1, cutoff=0.6)
-            message = "no such Megatron-LM flag (argparse exits 2: unrecognized arguments)"
-            if close:
-                message += f"; did you mean {close[0]}?"
+            newer = newer_release(key)
+            if newer is not None:
+                message = (f"not a flag of megatron-core {table()['megatron_core']} (argparse exits 2: unrecognized arguments): it is "
+                           f"newer, first in {newer}")
+            else:
+                close = difflib.get_close_matches(key, list(by_flag), n=1, cutoff=0.6)
+                message = "no such Megatron-LM flag (argparse exits 2: unrecognized arguments)"
+                if close:
+                    message += f"; did you mean {close[0]}?"
         raise InputError(InputProblem(file, message, key=key, line=first.line, column=first.column))
     return out
+
+
+def newer_release(flag: str) -> Optional[str]:
+    """The newer release whose parser has ``flag`` (newer_flags.json, tools/build_mlm_newer_flags.py), as
+    'megatron-core 0.20.0 (in development; NVIDIA/Megatron-LM main d98e8a6)', or None."""
+    import os
+
+    with open(os.path.join(os.path.dirname(__file__), "newer_flags.json"), encoding="utf-8") as fh:
+        doc = json.load(fh)
+    for entry in doc["releases"]:
+        if flag in entry["flags"]:
+            project, ref, commit = entry["source"].split(" ")
+            release = entry["release"]
+            where = f"{project} {ref} {commit[:7]}"
+            return release[:-1] + f"; {where})" if release.endswith(")") else f"{release} ({where})"
+    return None
 
 
 def _value_by_any(rows: list, flag: str, values: list, previous: Optional[Arg]):

@@ -94,6 +94,10 @@ def resolve(launch, target) -> LMResolved:
 
     # -- world size, the GTP weight shards, the data-parallel size (arguments.py:144, 411-446) ------
     ws = launch.world_size if isinstance(launch.world_size, int) and not isinstance(launch.world_size, bool) else None
+    from overlap_cli.launch_profile.profile import launch_sizes_apply
+
+    if ws is not None and not launch_sizes_apply(target) and target.world_size is not None:
+        ws = None  # flag > file: --world-size / --nodes / a directive states the scale to check it at
     if ws is not None:
         target = copy.copy(target)
         target.world_size = ws

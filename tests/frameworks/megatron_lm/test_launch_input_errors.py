@@ -15,6 +15,9 @@ CASES = {
                           "train.sh:1:7: --nnodes: not an integer: 'two' (torchrun exits: unsupported value)"),
     "yaml_unknown_flag": ("model_config.yaml", "ENV_VARS:\n  A: 1\nMODEL_ARGS:\n  --sequence-paralel: true\n",
                           "model_config.yaml:4:3: --sequence-paralel: no such Megatron-LM flag (argparse exits 2: unrecognized arguments); did you mean --sequence-parallel?"),
+    "newer_flag": ("train.sh", "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --megatron-fsdp-version 2\n",
+                   "train.sh:1:60: --megatron-fsdp-version: not a flag of megatron-core 0.19.2 (argparse exits 2: unrecognized "
+                   "arguments): it is newer, first in megatron-core 0.20.0 (in development; NVIDIA/Megatron-LM main d98e8a6)"),
     "yaml_non_integer": ("model_config.yaml", "MODEL_ARGS:\n  --pipeline-model-parallel-size: two\n",
                          "model_config.yaml:2:35: --pipeline-model-parallel-size: invalid int value: 'two'"),
     "unterminated_quote": ("train.sh", "torchrun pretrain_gpt.py --data-path 'x\n",
@@ -48,3 +51,32 @@ def test_crlf_script_says_why_its_continuations_break(run_cli, tmp_path):
     code, out, err = run_cli("check", str(tmp_path / "train.sh"))
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "train.sh:2:45: unrecognized argument '\\r': the script has CRLF line ends" in err
+
+
+def test_newer_flags_table_holds_only_flags_the_supported_parser_lacks():
+    """newer_flags.json (tools/build_mlm_newer_flags.py): each flag is one megatron-core 0.19.2's parser does
+    not have, and, where the Megatron-LM mirror is present, one its newer source names (a literal spelling,
+    or the dataclass field ArgumentGroupFactory turns into it)."""
+    import json
+    import subprocess
+
+    from conftest import ROOT
+    from overlap_cli.frameworks.megatron_lm.args import table
+
+    doc = json.loads((ROOT / "overlap_cli" / "frameworks" / "megatron_lm" / "newer_flags.json").read_text())
+    assert doc["supported"] == f"megatron-core {table()['megatron_core']}"
+    flags = [f for entry in doc["releases"] for f in entry["flags"]]
+    assert flags and not set(flags) & set(table()["by_flag"])
+    gitdir = ROOT.parent / ".mirror" / "NVIDIA+Megatron-LM" / "repo"
+    if not gitdir.is_dir():
+        pytest.skip("no Megatron-LM mirror next to the repository")
+    for entry in doc["releases"]:
+        commit = entry["source"].split(" ")[2]
+        for flag in entry["flags"]:
+            names = [flag, flag[2:].replace("-", "_")]
+            for negation in ("--no-", "--disable-"):  # the negative spelling of a boolean field
+                if flag.startswith(negation):
+                    names.append(flag[len(negation):].replace("-", "_"))
+            found = subprocess.run(["git", "-C", str(gitdir), "grep", "-q", "-F", *sum((["-e", n] for n in names), []),
+                                    commit, "--", "megatron/"], capture_output=True)
+            assert found.returncode == 0, flag
