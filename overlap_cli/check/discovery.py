@@ -156,7 +156,7 @@ def discover(args, configs_only: bool = False, target=None) -> Discovered:
         if path.lower().endswith(".py") or ".py::" in path.lower():
             key = os.path.realpath(path)
             if key not in seen:
-                seen.add(key)
+                seen[key] = path
                 add_python(path, explicit)
             return
         key = os.path.realpath(path)

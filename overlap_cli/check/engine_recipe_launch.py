@@ -20,7 +20,8 @@ def lookup_recipe(name: str):
 def check_recipe_launch(result: FileResult, path: str, text: str, found, target, selection, overrides=None):
     """Fill ``result``; return the resolved view, or None on an input error."""
     from overlap_cli.check.selection import filter_findings
-    from overlap_cli.config.layers import COMMAND_LINE, Stack, load_layered
+    from overlap_cli.config.layers import COMMAND_LINE
+    from overlap_cli.frameworks.bridge.runs import recipe_run
     from overlap_cli.config.overrides import parse_override
     from overlap_cli.frameworks.bridge import run_recipe
     from overlap_cli.frameworks.bridge.launch_env import effective_entries
@@ -42,7 +43,7 @@ def check_recipe_launch(result: FileResult, path: str, text: str, found, target,
             except InputError as exc:
                 raise InputError(InputProblem(path, exc.problem.message, line=line)) from None
         target = _launch_target(target, name, found)
-        cfg = load_layered(None, Stack(recipe=name), [o for o, _ in dotlist] + list(overrides or ()))
+        cfg = recipe_run(name, None, [o for o, _ in dotlist] + list(overrides or ())).load()
         for layer in cfg.layer_list:  # the launch's words are the command line: name the script's lines
             if layer.kind == COMMAND_LINE:
                 layer.file, layer.label = path, path
