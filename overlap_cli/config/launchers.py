@@ -94,19 +94,9 @@ class LaunchFinder:
                     continue
                 return None
             base = t.rsplit("/", 1)[-1]
-            if base in _WRAPPERS and i + 1 < n:
-                i += 1
-                while i < n and (self.static_text(fields[i]) or "").startswith("-"):
-                    i += 1
-                continue
-            if base == "env":
-                i += 1
-                while i < n and (_ENV_ASSIGN.match(self.static_text(fields[i]) or "")
-                                 or (self.static_text(fields[i]) or "").startswith("-")):
-                    i += 1
-                continue
-            if base in ("srun", "numactl", "mpirun"):
-                i = self.skip_options(fields, i + 1, _SRUN_VALUE if base == "srun" else _NUMACTL_VALUE)
+            after = self.skip_prefix_command(fields, i, base)
+            if after is not None:
+                i = after
                 continue
             if base == "nsys" and i + 1 < n and self.static_text(fields[i + 1]) in ("profile", "launch"):
                 i = self.skip_nsys_options(fields, i + 2)
@@ -162,19 +152,9 @@ class LaunchFinder:
                     i += 1
                 continue
             base = t.rsplit("/", 1)[-1]
-            if base in _WRAPPERS and i + 1 < n:
-                i += 1
-                while i < n and (self.static_text(fields[i]) or "").startswith("-"):
-                    i += 1
-                continue
-            if base == "env":
-                i += 1
-                while i < n and (_ENV_ASSIGN.match(self.static_text(fields[i]) or "")
-                                 or (self.static_text(fields[i]) or "").startswith("-")):
-                    i += 1
-                continue
-            if base in ("srun", "numactl", "mpirun"):
-                i = self.skip_options(fields, i + 1, _SRUN_VALUE if base == "srun" else _NUMACTL_VALUE)
+            after = self.skip_prefix_command(fields, i, base)
+            if after is not None:
+                i = after
                 continue
             if base in ("bash", "sh"):
                 j = i + 1
@@ -198,6 +178,26 @@ class LaunchFinder:
                 break
             out.append(c)
         return "".join(out)
+
+    def skip_prefix_command(self, fields, i: int, base: str):
+        """The index after a command that runs the rest of the line (a wrapper such as ``uv run``,
+        ``env VAR=... -i``, ``srun`` / ``numactl`` / ``mpirun`` with their options) at ``fields[i]``,
+        whose basename is ``base``; None when ``fields[i]`` is no such prefix."""
+        n = len(fields)
+        if base in _WRAPPERS and i + 1 < n:
+            i += 1
+            while i < n and (self.static_text(fields[i]) or "").startswith("-"):
+                i += 1
+            return i
+        if base == "env":
+            i += 1
+            while i < n and (_ENV_ASSIGN.match(self.static_text(fields[i]) or "")
+                             or (self.static_text(fields[i]) or "").startswith("-")):
+                i += 1
+            return i
+        if base in ("srun", "numactl", "mpirun"):
+            return self.skip_options(fields, i + 1, _SRUN_VALUE if base == "srun" else _NUMACTL_VALUE)
+        return None
 
     def skip_options(self, fields: list, i: int, with_value: frozenset) -> int:
         n = len(fields)
