@@ -208,7 +208,7 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
         result.target = target.to_json(None)
         views, unknown_inputs = resolve_all(cfg, target)  # one view unless the run leaves inputs unknown
         view = views[0]
-        recipe_world = _recipe_world_does_not_hold(target, views)
+        recipe_world = _recipe_world_does_not_hold(target, views)  # (target, note) or None
         if recipe_world is not None:
             target, note = recipe_world
             views, unknown_inputs = resolve_all(cfg, target)
@@ -260,7 +260,7 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
         result.notes.append(note)
     if target.detection is not None and target.detection.get("not_found"):
         result.notes.append("--detect did not find: " + "; ".join(target.detection["not_found"]))
-    if target.world_size is None and not any(n.startswith("world size unknown: recipe") for n in result.notes):
+    if target.world_size is None and recipe_world is None:  # else its own note says why
         result.notes.append("world size not given: data-parallel-dependent values are reported as unknown")
     if target.source("transformer_engine") == "default":
         result.notes.append("Transformer Engine assumed present on the target (use --no-te to model its absence)")
