@@ -32,6 +32,7 @@ decompressing its group only (~2 ms), not the whole catalog.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import lzma
 import re
@@ -253,8 +254,8 @@ def from_source(texts: dict, launches: dict, how: dict, base_texts: dict) -> tup
     def read(name: str, known: dict, known_unknown: dict):
         mod = functions[name]
         path, text = modules[mod]
-        ctx = pr.Context(recipe=lambda n: (lambda k: (k, known[k], known_unknown.get(k, {})) if k in known else (
-                             (n, bases[n], {}) if n in bases else None))(resolve_name(n)),
+        ctx = pr.Context(recipe=lambda n: (lambda k: (k, copy.deepcopy(known[k]), known_unknown.get(k, {})) if k in known else (
+                             (n, copy.deepcopy(bases[n]), {}) if n in bases else None))(resolve_name(n)),
                          is_recipe=lambda n: resolve_name(n) in known or n in bases, sources=sources, module=mod)
         pr._READERS.clear()
         run = pr.read_runs(text, f"megatron/bridge/{path.relative_to(root)}", ctx, name)[0]

@@ -159,7 +159,7 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
             owner[q] = 1
         owner[p] = 1
     cfg.layers, cfg.top = owner, 1
-    cfg.lower_data = copy.deepcopy(run.base_data) if run.base_data is not None else None
+    cfg.lower_data = run.base_data  # read only (rules.cfg_layers, fix.loop), as the reader's states share it
     cfg.unknown = dict(run.unknown)
     cfg.python_run = run
     if overrides:

@@ -103,7 +103,8 @@ class BadPython(Exception):
 
 @dataclass
 class Context:
-    """``recipe(name)`` -> (catalog name, data, unknown) or None when ``name`` is no catalog recipe;
+    """``recipe(name)`` -> (catalog name, data, unknown) or None when ``name`` is no catalog recipe (``data``
+    a fresh copy: the run writes into it);
     ``from_yaml(path, line)`` -> data (InputError when unreadable); ``sources``: module name -> source
     text of Bridge modules (helpers read from Bridge itself); ``module``: this file's module name."""
 
@@ -1134,7 +1135,7 @@ class _Interp:
 
     def _recipe_start(self, hit: tuple, kwargs: dict, node):
         name, data, unknown = hit
-        state = _State(copy.deepcopy(data), dict(unknown))
+        state = _State(data, dict(unknown))  # Context.recipe hands a fresh copy
         if kwargs:
             # A recipe's keyword arguments change what it builds; the catalog holds the recipe as called
             # without them.
