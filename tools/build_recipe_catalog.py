@@ -27,6 +27,13 @@ Output (overlap_cli/frameworks/bridge/recipe_catalog/): ``recipes.xz``, groups o
 independent xz streams one after another, and ``index.json`` with each recipe's stream, offset and length
 in that stream's text, its launch and the Bridge / Megatron-Core versions. One recipe loads by reading and
 decompressing its group only (~2 ms), not the whole catalog.
+
+``values.xz`` holds the same recipes as values (what reading each text gives), for the Python reader, which
+needs the values but not the text's lines: a few base recipes in full, and every recipe as the changes from
+its nearest base, in small xz streams of JSON. Loading one recipe's values takes ~1 ms without PyYAML, where
+reading its text takes ~20 ms with it. It is derived from the texts alone; regenerate it after editing them:
+
+    python tools/build_recipe_catalog.py --values-only
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "overlap_cli" / "frameworks" / "bridge" / "recipe_catalog"
 GROUP = 64  # recipes per xz stream: 83 KB in all for Bridge 0.6.2's 456, ~3 ms to decompress one group
+VALUE_BASES = 8  # base recipes of values.xz: 8 bring the changes of all 727 recipes to ~2 MB of JSON (1 base: ~6 MB)
+VALUE_GROUP = 32  # recipes per values.xz stream: ~100 KB of JSON, well under 1 ms to decompress and read
 GPUS = ("h100", "h200", "a100", "b200", "b300", "gb200", "gb300", "vr200", "r100")
 
 
@@ -396,21 +405,107 @@ def write_catalog(texts: dict, versions: dict, launches: dict, how: dict | None 
     unknown_rows = {n: sorted([".".join(map(str, p)), r] for p, r in u.items()) for n, u in (unknown or {}).items() if u}
     (OUT / "unknown.json.xz").write_bytes(lzma.compress(json.dumps(unknown_rows, sort_keys=True).encode("utf-8"),
                                                        preset=9 | lzma.PRESET_EXTREME))
+    index = {"format": 1, "versions": versions, "streams": streams, "recipes": recipes, "aliases": aliases or {}}
+    index["values"] = write_values(texts)
+    for name, stream in index["values"]["of"].items():
+        recipes[name]["values"] = stream
+    del index["values"]["of"]
+    write_index(index)
+    print(f"{len(names)} recipes, {len(streams)} streams, {len(blob):,} bytes -> {OUT}")
+
+
+def write_index(index: dict) -> None:
     # One recipe a line: a new Bridge release shows up in review as the recipes it added or changed.
+    recipes = index["recipes"]
     lines = [
         "{",
-        '"format": 1,',
-        f'"versions": {json.dumps(versions, sort_keys=True)},',
-        f'"streams": {json.dumps(streams)},',
+        f'"format": {index["format"]},',
+        f'"versions": {json.dumps(index["versions"], sort_keys=True)},',
+        f'"streams": {json.dumps(index["streams"])},',
+        f'"values": {json.dumps(index["values"], sort_keys=True)},',
         '"recipes": {',
-        ",\n".join(f"{json.dumps(n)}: {json.dumps(recipes[n], sort_keys=True)}" for n in names),
+        ",\n".join(f"{json.dumps(n)}: {json.dumps(recipes[n], sort_keys=True)}" for n in sorted(recipes)),
         "},",
         '"aliases": {',
-        ",\n".join(f"{json.dumps(a)}: {json.dumps(t)}" for a, t in sorted((aliases or {}).items())),
+        ",\n".join(f"{json.dumps(a)}: {json.dumps(t)}" for a, t in sorted(index["aliases"].items())),
         "}}",
     ]
     (OUT / "index.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"{len(names)} recipes, {len(streams)} streams, {len(blob):,} bytes -> {OUT}")
+
+
+def _same(a, b) -> bool:
+    """Equal with the same types and the same key order (what the text reads as, exactly)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if type(a) is list:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b or (a != a and b != b)  # NaN
+
+
+def value_changes(base, value, path: list, out: list) -> list:
+    """[[path, new value], ...] turning ``base`` into ``value``; a mapping whose keys differ from the base's,
+    or are in another order, is replaced whole, so applying the changes keeps the text's key order."""
+    if type(base) is dict and type(value) is dict and list(base) == list(value):
+        for key in value:
+            value_changes(base[key], value[key], path + [key], out)
+    elif not _same(base, value):
+        out.append([path, value])
+    return out
+
+
+def write_values(texts: dict) -> dict:
+    """Write ``values.xz`` (streams 0..k-1: the base recipes' values, one each; then groups of
+    ``{name: [base, changes]}``)
+    and return its index: {"streams": [[offset, length], ...], "bases": [names], "of": {name: stream}}."""
+    sys.path.insert(0, str(ROOT))
+    from overlap_cli.config.yamlnodes import parse_nodes
+
+    names = sorted(texts)
+    values = {n: parse_nodes(texts[n], f"recipe {n}")[0] for n in names}
+    size = lambda base, name: len(json.dumps(value_changes(values[base], values[name], [], [])))  # noqa: E731
+    # Bases chosen greedily on a deterministic sample: each round adds the candidate that most shrinks the
+    # sample's changes from its nearest base.
+    sample, candidates = names[::5], names[::17]
+    nearest = {n: len(json.dumps(values[n])) for n in sample}
+    bases: list = []
+    for _ in range(min(VALUE_BASES, len(names))):
+        best = min(candidates, key=lambda c: (sum(min(nearest[n], size(c, n)) for n in sample), c))
+        bases.append(best)
+        nearest = {n: min(nearest[n], size(best, n)) for n in sample}
+    blob, streams, of = bytearray(), [], {}
+
+    def add(obj) -> None:
+        packed = lzma.compress(json.dumps(obj, separators=(",", ":")).encode("utf-8"), format=lzma.FORMAT_XZ,
+                               preset=9 | lzma.PRESET_EXTREME)
+        streams.append([len(blob), len(packed)])
+        blob.extend(packed)
+
+    for base in bases:  # stream i holds base i alone: a recipe needs only its own
+        add(values[base])
+    for g in range(0, len(names), VALUE_GROUP):
+        group = {}
+        for name in names[g : g + VALUE_GROUP]:
+            changes = [value_changes(values[b], values[name], [], []) for b in bases]
+            pick = min(range(len(bases)), key=lambda i: (len(json.dumps(changes[i])), i))
+            group[name] = [pick, changes[pick]]
+            of[name] = len(streams)
+        add(group)
+    (OUT / "values.xz").write_bytes(bytes(blob))
+    return {"streams": streams, "bases": bases, "of": of}
+
+
+def refresh_values() -> None:
+    """Rewrite values.xz (and the index's pointers into it) from the texts the catalog ships."""
+    texts = read_catalog()[0]
+    index = json.loads((OUT / "index.json").read_text(encoding="utf-8"))
+    index["values"] = write_values(texts)
+    for name, stream in index["values"].pop("of").items():
+        index["recipes"][name]["values"] = stream
+    write_index(index)
+    print(f"{len(texts)} recipes, {len(index['values']['streams'])} value streams, "
+          f"{(OUT / 'values.xz').stat().st_size:,} bytes -> {OUT / 'values.xz'}")
 
 
 def main() -> int:
@@ -419,9 +514,13 @@ def main() -> int:
     src.add_argument("--from-bridge", action="store_true")
     src.add_argument("--from-dumps", type=Path)
     src.add_argument("--from-source", action="store_true")
+    src.add_argument("--values-only", action="store_true", help="rewrite values.xz from the shipped texts")
     ap.add_argument("--bridge-version")
     ap.add_argument("--core-version")
     a = ap.parse_args()
+    if a.values_only:
+        refresh_values()
+        return 0
     if a.from_source:
         texts, launches, how, versions = read_catalog()
         try:

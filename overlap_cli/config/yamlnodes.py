@@ -232,21 +232,21 @@ def parse_nodes(text: str, file: str) -> tuple[Any, dict, int]:
         return _parse_nodes(text, file)
     if text in remembered:
         value, positions, interpolations = remembered[text]
-        return _copy(value), dict(positions), interpolations
+        return copy_values(value), dict(positions), interpolations
     value, positions, interpolations = _parse_nodes(text, file)
-    remembered[text] = (_copy(value), dict(positions), interpolations)
+    remembered[text] = (copy_values(value), dict(positions), interpolations)
     return value, positions, interpolations
 
 
-def _copy(value):
+def copy_values(value):
     """A copy of built values: mappings and lists are new, scalars shared (they are immutable). Nothing in
     the values is shared between two places (aliases are built as copies), so this is ``copy.deepcopy``'s
     result, without its per-object bookkeeping."""
     kind = type(value)
     if kind is dict:
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: copy_values(v) for k, v in value.items()}
     if kind is list:
-        return [_copy(v) for v in value]
+        return [copy_values(v) for v in value]
     return value
 
 

@@ -376,23 +376,86 @@ def preset_shapes() -> tuple:
     return _names_cached(_presets_folder())
 
 
+INDEX_FILE = "index.json"  # next to the preset files: each file's digest and its values (write_index)
+
+
+def _digest(data: bytes) -> str:
+    try:
+        from _blake2 import blake2b  # hashlib itself loads OpenSSL: ~5 ms of start-up
+    except ImportError:  # pragma: no cover - a Python built without it
+        from hashlib import blake2b
+    return blake2b(data, digest_size=16).hexdigest()
+
+
 @functools.lru_cache(maxsize=None)
-def _load_one(directory: str, name: str) -> Preset:
-    """One preset file, read and checked once per process (a fix naming a preset needs only that one)."""
+def _index(directory: str) -> dict:
+    """{name: {"digest", "body"}} of ``index.json`` in ``directory`` ({} without one): the values each
+    preset file held when the index was written, so a check reads them without PyYAML."""
+    import json
+
+    try:
+        with open(os.path.join(directory, INDEX_FILE), encoding="utf-8") as handle:
+            return json.load(handle).get("presets", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _read_body(directory: str, name: str) -> tuple:
+    """(body, path) of one preset file: from the index when the file is byte for byte the one indexed
+    (same digest), else read with PyYAML's safe loader."""
+    import sys
+
+    path = os.path.join(directory, f"{name}.yaml")
+    with open(path, "rb") as handle:
+        data = handle.read()
+    # One file, with PyYAML already imported (a YAML check's fix naming a preset): reading it costs less
+    # than importing json for the index. Either way gives the same values (tests/frameworks/bridge).
+    if "yaml" not in sys.modules or _index.cache_info().currsize:
+        known = _index(directory).get(name)
+        if known is not None and known.get("digest") == _digest(data):
+            return known["body"], path
     from overlap_cli.config.yamlnodes import pyyaml
 
     yaml = pyyaml()
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    path = os.path.join(directory, f"{name}.yaml")
-    with open(path, encoding="utf-8") as handle:
-        body = yaml.load(handle, Loader=loader)  # noqa: S506 - safe loader
+    return yaml.load(data.decode("utf-8"), Loader=loader), path  # noqa: S506 - safe loader
+
+
+def write_index(directory: Optional[str] = None) -> str:
+    """Write ``index.json`` for the preset files in ``directory`` (default: the shipped folder); returns
+    its path. Regenerate after editing a preset: ``python -m overlap_cli.frameworks.bridge.presets``."""
+    import json
+
+    from overlap_cli.config.yamlnodes import pyyaml
+
+    yaml = pyyaml()
+    directory = directory or _presets_folder()
+    rows = {}
+    for name, _ in _names_cached(directory):
+        with open(os.path.join(directory, f"{name}.yaml"), "rb") as handle:
+            data = handle.read()
+        rows[name] = {"digest": _digest(data), "body": yaml.load(data.decode("utf-8"), Loader=yaml.SafeLoader)}
+    path = os.path.join(directory, INDEX_FILE)
+    text = json.dumps({"format": 1, "presets": rows}, indent=1) + "\n"  # the files' key order
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+    _index.cache_clear()
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def _load_one(directory: str, name: str) -> Preset:
+    """One preset file, read and checked once per process (a fix naming a preset needs only that one)."""
+    body, path = _read_body(directory, name)
     gemms, defaulted = _check_preset_body(name, body, path)
     return Preset(name=name, fields=parse_preset_name(name), gemms=gemms, fp8_buf_defaulted=defaulted, path=path)
 
 
 @functools.lru_cache(maxsize=None)
 def _load_presets_cached(directory: str) -> dict:
+    _index(directory)  # all of them: the index is cheaper than PyYAML on 19 files
     return {name: _load_one(directory, name) for name, _ in _names_cached(directory)}
 
 
@@ -402,7 +465,7 @@ def load_presets() -> dict[str, Preset]:
 
 
 def _clear_caches() -> None:
-    for cached in (_load_presets_cached, _load_one, _names_cached, _presets_folder):
+    for cached in (_load_presets_cached, _load_one, _names_cached, _presets_folder, _index):
         cached.cache_clear()
 
 
@@ -655,3 +718,7 @@ def closest_names(name: str, n: int = 3) -> list[str]:
     by_lower = {candidate.lower(): candidate for candidate in names}
     hits = difflib.get_close_matches(name.strip().lower(), list(by_lower), n=n, cutoff=0.6)
     return [by_lower[hit] for hit in hits]
+
+
+if __name__ == "__main__":
+    print(write_index())

@@ -4,7 +4,9 @@ it (``ConfigContainer.to_yaml()``), shipped as data in ``recipe_catalog/``.
 ``recipes.xz`` holds groups of recipe texts as independent xz streams; ``index.json`` says where each
 recipe is (stream, offset and length in that stream's text), the launch it is tuned for (world size and
 GPU, from Bridge's own recipe name) and the Bridge / Megatron-Core versions. Loading one recipe reads the
-index and decompresses one group (~2 ms), never the whole catalog. ``tools/build_recipe_catalog.py``
+index and decompresses one group (~2 ms), never the whole catalog. ``values.xz`` holds the same recipes as
+values, for the readers that need no line numbers (the Python reader): a base recipe's values plus the
+recipe's changes, read without PyYAML. ``tools/build_recipe_catalog.py``
 regenerates both files from Bridge's code.
 """
 
@@ -78,10 +80,52 @@ def how(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def _data(key: str) -> tuple:
-    from overlap_cli.config.yamlnodes import parse_nodes
+def _value_text(number: int) -> bytes:
+    import lzma
 
-    data, _positions, _n = parse_nodes(text(key), f"recipe {key}")
+    offset, length = index()["values"]["streams"][number]
+    with open(os.path.join(_FOLDER, "values.xz"), "rb") as fh:
+        fh.seek(offset)
+        return lzma.decompress(fh.read(length))
+
+
+@functools.lru_cache(maxsize=8)
+def _value_group(number: int) -> dict:
+    import json
+
+    return json.loads(_value_text(number))
+
+
+def _values(key: str):
+    """The recipe's values from ``values.xz`` -- its base recipe's values with its changes applied --, equal
+    to what reading its text gives (tests/frameworks/bridge hold every entry to that); None when the
+    catalog has no values for it."""
+    import json
+
+    from overlap_cli.config.yamlnodes import copy_values
+
+    stream = index()["recipes"][key].get("values")
+    if stream is None:
+        return None
+    base, changes = _value_group(stream)[key]
+    value = json.loads(_value_text(base))  # a fresh copy: reading the text again is faster than copying
+    for path, new in changes:
+        if not path:
+            return copy_values(new)
+        where = value
+        for step in path[:-1]:
+            where = where[step]
+        where[path[-1]] = copy_values(new)
+    return value
+
+
+@functools.lru_cache(maxsize=8)
+def _data(key: str) -> tuple:
+    data = _values(key)
+    if data is None:
+        from overlap_cli.config.yamlnodes import parse_nodes
+
+        data, _positions, _n = parse_nodes(text(key), f"recipe {key}")
     unknown = {tuple(p.split(".")): reason for p, reason in _unknown_rows().get(key, [])}
     return data, unknown
 

@@ -587,3 +587,45 @@ def test_import_is_light():
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_preset_index_is_current_and_equals_the_files():
+    """presets/index.json holds each file's digest and values; it must be regenerated with the files
+    (``python -m overlap_cli.frameworks.bridge.presets``), and what it holds is what PyYAML reads."""
+    index = json.loads((PRESETS_DIR / P.INDEX_FILE).read_text(encoding="utf-8"))["presets"]
+    assert sorted(index) == sorted(p.stem for p in PRESETS_DIR.glob("userbuffers_*.yaml"))
+    for name, row in index.items():
+        data = (PRESETS_DIR / f"{name}.yaml").read_bytes()
+        assert row["digest"] == P._digest(data), f"{name}: presets/index.json is stale"
+        assert json.dumps(row["body"]) == json.dumps(yaml.safe_load(data)), name
+
+
+def test_an_edited_preset_file_is_read_from_the_file(tmp_path):
+    """A file that differs from the one indexed is read again, not served from the index."""
+    for path in PRESETS_DIR.iterdir():
+        shutil.copy(path, tmp_path / path.name)
+    P.write_index(str(tmp_path))
+    target = tmp_path / f"{LLAMA_PRESET}.yaml"
+    text = target.read_text(encoding="utf-8")
+    edited = re.sub(r"num_sm: (\d+)", lambda m: f"num_sm: {int(m.group(1)) + 7}", text, count=1)
+    assert edited != text
+    target.write_text(edited, encoding="utf-8")
+    assert LLAMA_PRESET in P._index(str(tmp_path))  # loaded: the index is consulted, and its digest differs
+    body, _ = P._read_body(str(tmp_path), LLAMA_PRESET)
+    assert body == yaml.safe_load(edited)
+    assert body != json.loads((tmp_path / P.INDEX_FILE).read_text())["presets"][LLAMA_PRESET]["body"]
+    P._index.cache_clear()
+
+
+def test_the_index_serves_an_unchanged_file(tmp_path):
+    for path in PRESETS_DIR.iterdir():
+        shutil.copy(path, tmp_path / path.name)
+    P.write_index(str(tmp_path))
+    index = json.loads((tmp_path / P.INDEX_FILE).read_text())["presets"]
+    index[LLAMA_PRESET]["body"]["marker"] = "from the index"  # only the index holds this
+    (tmp_path / P.INDEX_FILE).write_text(json.dumps({"format": 1, "presets": index}))
+    P._index.cache_clear()
+    assert P._index(str(tmp_path))
+    body, _ = P._read_body(str(tmp_path), LLAMA_PRESET)
+    assert body["marker"] == "from the index"
+    P._index.cache_clear()
