@@ -115,8 +115,12 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     cfg = Config(file=top_file, data=data, positions=top_positions, text=top_text)
     cfg.layer_list, cfg.layers, cfg.top = layers, owner, len(layers) - 1
     cfg.lower_data = lower_data
+    started: set = set()
     if overrides:
         from overlap_cli.config.overrides import apply_overrides
+
+        if stack.recipe_layer is not None and stack.recipe_layer.unknown:
+            cfg.unknown = dict(stack.recipe_layer.unknown)  # the dotlist may write under it (overrides._under_unknown)
 
         layers.append(Layer(COMMAND_LINE, COMMAND_LINE, None, {}))
         started = {p for ov in overrides if ov.op != "delete" for p in _started(cfg.data, ov.path)}
@@ -140,7 +144,8 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     if stack.recipe_layer is not None and stack.recipe_layer.unknown:
         # What the recipe leaves unknown stays so unless a file or the command line wrote that very key
         # (a value written under it is known by being there: Config.unknown).
-        cfg.unknown = {p: why for p, why in stack.recipe_layer.unknown if owner.get(p, 0) == 0}
+        # A mapping a dotlist only started, to write one key under it, stays unknown around that key.
+        cfg.unknown = {p: why for p, why in stack.recipe_layer.unknown if owner.get(p, 0) == 0 or p in started}
     from overlap_cli.config.loader import finish
 
     return finish(cfg, interpolations, overrides)

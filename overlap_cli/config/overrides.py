@@ -300,11 +300,26 @@ def _exists_in_struct(cfg: Config, node: Any, path: tuple) -> bool:
     part = path[-1]
     if isinstance(node, dict) and part in node and not _left_out(node[part], part):
         return True
+    if _under_unknown(cfg, path):
+        return True
+    if isinstance(node, dict) and isinstance(part, str) and not part.startswith("_"):
+        from overlap_cli.frameworks.bridge.recipes import config_fields
+
+        if part in config_fields(node.get("_target_")):
+            return True  # a field of the dataclass there: in the dict config, even where the values lack it
     if len(path) == 1:
         from overlap_cli.frameworks.bridge.schema import ALWAYS_PRESENT_SECTIONS, OPTIONAL_SECTIONS
 
         return part in ALWAYS_PRESENT_SECTIONS or part in OPTIONAL_SECTIONS
     return _container_default(cfg, path) is not _NONE
+
+
+def _under_unknown(cfg: Config, path: tuple) -> bool:
+    """Whether ``path`` lies under what the base recipe leaves unknown (an entry the catalog read from Bridge's
+    source, whose model a Hugging Face config describes): whether Bridge's config has such a key cannot be
+    known here, so an override of it is taken as written, never refused."""
+    unknown = cfg.unknown
+    return bool(unknown) and any(path[:i] in unknown for i in range(1, len(path) + 1))
 
 
 def _update(cfg: Config, ov: Override, force: bool, bad) -> bool:
@@ -318,7 +333,7 @@ def _update(cfg: Config, ov: Override, force: bool, bad) -> bool:
         here = ov.path[: i + 1]
         nxt = root.get(part) if isinstance(root, dict) else _child(root, part)
         if not isinstance(nxt, (dict, list)) or (isinstance(root, dict) and _left_out(nxt, part)):
-            if not force:
+            if not force and not (nxt is None and isinstance(root, dict) and part not in root and _under_unknown(cfg, here)):
                 from overlap_cli.frameworks.bridge.schema import ALWAYS_PRESENT_SECTIONS, OPTIONAL_SECTIONS
 
                 present = isinstance(root, dict) and part in root and not _left_out(nxt, part)

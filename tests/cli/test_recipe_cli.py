@@ -248,3 +248,47 @@ def test_a_resharded_recipe_run_does_not_inherit_the_recipe_gpu_count(tmp_path, 
     over.write_text("model:\n  tensor_model_parallel_size: 4\n")
     code, out, err = run_cli("check", "--recipe", L8, str(over), "--format", "json")
     assert json.loads(out)["results"][0]["target"]["data_parallel_size"] == 1
+
+
+# A catalog entry read from Bridge's source whose model a Hugging Face config describes: its model section
+# is unknown (recipes show lists it), and nothing about the model may be reported as a default.
+NANO_PEFT = "nemotron_3_nano_peft_8gpu_h100_bf16_config"
+
+
+def test_a_recipe_with_an_unknown_model_reports_nothing_from_model_defaults(run_cli):
+    result = results_of(run_cli, "--recipe", NANO_PEFT)[f"recipe {NANO_PEFT}"]
+    assert result["error"] is None
+    # model.seq_length is unknown: no seq-length mismatch against the class default 1024
+    assert [f for f in result["findings"] if f["code"] == "CFG010"] == []
+    assert result["effective"]["model.tensor_model_parallel_size"]["source"] == "unknown"
+    # nor a TP*PP*CP made of stand-in values
+    assert not any("TP*PP*CP =" in n for n in result["notes"])
+
+
+def test_a_dotlist_under_an_unknown_model_is_taken_as_written(run_cli):
+    """Bridge's config has the model's fields; whether it has this one cannot be known here, so the
+    override is not refused, and its value is the run's (the rest of the model stays unknown)."""
+    result = results_of(run_cli, "--recipe", NANO_PEFT, "model.calculate_per_token_loss=True",
+                        "model.tensor_model_parallel_size=2", "--show-effective")[f"recipe {NANO_PEFT}"]
+    assert result["error"] is None
+    tp = result["effective"]["model.tensor_model_parallel_size"]
+    assert (tp["value"], tp["source"]) == (2, "user")
+    assert result["effective"]["model.pipeline_model_parallel_size"]["source"] == "unknown"
+    # a key of a section the recipe knows is still refused as Bridge refuses it
+    code, _, err = run_cli("check", "--recipe", NANO_PEFT, "train.micro_batch_sizee=1")
+    assert code == 2 and "train.micro_batch_sizee" in err and "Could not override" in err
+
+
+@pytest.mark.parametrize("recipe, word", [
+    # a dataclass field to_yaml() leaves out (GPTDatasetConfig.to_cfg_dict skips it, config.py:287-296) but
+    # create_omegaconf_dict_config writes: Bridge's own nemotron_3 nano example sets it
+    ("nemotron_3_nano_pretrain_8gpu_h100_bf16_config", "dataset.sequence_length=512"),
+    # a CheckpointConfig(...) the recipe source writes with a few keywords: the class has the others
+    ("qwen2_audio_7b_sft_1gpu_h100_bf16_config", "checkpoint.save_optim=false"),
+])
+def test_a_field_of_the_dataclass_is_overridable_where_the_values_lack_it(run_cli, recipe, word):
+    code, _, err = run_cli("check", "--recipe", recipe, word)
+    assert code in (0, 1), err
+    section, key = word.split("=")[0].split(".")
+    code, _, err = run_cli("check", "--recipe", recipe, f"{section}.{key}x=1")
+    assert code == 2 and f"Could not override '{section}.{key}x'" in err

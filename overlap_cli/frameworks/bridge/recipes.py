@@ -142,6 +142,28 @@ def _unknown_rows() -> dict:
         return json.loads(lzma.decompress(fh.read()))
 
 
+@functools.lru_cache(maxsize=1)
+def _config_fields() -> dict:
+    import json
+    import lzma
+
+    path = os.path.join(_FOLDER, "config_fields.json.xz")
+    if not os.path.exists(path):
+        return {}
+    with open(path, "rb") as fh:
+        return json.loads(lzma.decompress(fh.read()))["fields"]
+
+
+def config_fields(target) -> frozenset:
+    """The field names of the dataclass a ``_target_`` names (empty if it names none the catalog holds):
+    what ``create_omegaconf_dict_config`` writes into the config a dotlist meets (omegaconf_utils.py:195-290),
+    also the fields a dump leaves out (``to_cfg_dict``) or a recipe read from source does not hold.
+    Written by tools/build_config_fields.py from megatron-bridge's classes."""
+    if not isinstance(target, str):
+        return frozenset()
+    return frozenset(_config_fields().get(target, ()))
+
+
 def data(name: str) -> tuple:
     """(values, unknown) of a catalog recipe: the values as Bridge's dump (or the source reading) holds
     them -- a fresh copy -- and, for an entry read from source, path tuple -> why it is unknown."""
