@@ -179,6 +179,8 @@ def _recipe_world_does_not_hold(target: Target, views: list):
     and so does the recipe's when it holds the run."""
     if target.source("world_size") != "recipe" or not any(v.dp_error for v in views):
         return None
+    if len({(v.tp, v.pp, v.cp) for v in views}) > 1:
+        return None  # the run's TP·PP·CP is unknown (sampled): what depends on it is unknown already
     import copy
 
     bad = next(v for v in views if v.dp_error)
@@ -220,32 +222,25 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
     except RecursionError:
         result.error = InputProblem(path, "config nesting is too deep to check")
         return None
-    result.target = target.to_json(view.dp)
+    # DP as the samples agree on it (a run whose TP/PP/CP is unknown has no known DP)
+    result.target = target.to_json(view.dp if len({v.dp for v in views}) == 1 else None)
     from overlap_cli.frameworks.bridge.launch_env import effective_entries
+    from overlap_cli.frameworks.bridge.unknowns import effective_and_findings
 
-    if len(views) == 1:
-        result.effective = {**view.effective, **effective_entries(view)}  # + env.<NAME>: the launch environment
-    else:
-        from overlap_cli.frameworks.bridge.unknowns import effective_of
-
-        result.effective = effective_of(views, unknown_inputs, cfg, effective_entries)
-        view.effective = {k: v for k, v in result.effective.items() if not k.startswith("env.")}
+    try:
+        # + env.<NAME>: the launch environment
+        result.effective, findings, some = effective_and_findings(
+            cfg, views, unknown_inputs, effective_entries,
+            lambda v: filter_findings(run_rules(v), cfg.file, cfg.text, selection))
+    except InputError as exc:  # an invalid [tool.overlap] selection table
+        result.error = exc.problem
+        return None
     if cfg.layered:  # every value names its layer: the resolver set the user's; the others name their source
         for key, v in result.effective.items():
             if v.layer is None:
                 v.layer = cfg.label(("env_vars", key[len("env."):])) if v.source == "env_vars" else v.source
-    try:
-        findings = filter_findings(run_rules(view), cfg.file, cfg.text, selection)
-        if len(views) > 1:
-            from overlap_cli.frameworks.bridge.unknowns import findings_of
-
-            others = [filter_findings(run_rules(v), cfg.file, cfg.text, selection) for v in views[1:]]
-            findings, some = findings_of([findings] + others)
-            if some:
-                result.notes.append("findings that depend on keys the run leaves unknown (not reported): " + ", ".join(some))
-    except InputError as exc:  # an invalid [tool.overlap] selection table
-        result.error = exc.problem
-        return None
+    if some:
+        result.notes.append("findings that depend on keys the run leaves unknown (not reported): " + ", ".join(some))
     result.findings = sorted(findings, key=finding_order)
     if cfg.unknown:
         shown = sorted(".".join(map(str, p)) or "the whole config" for p in cfg.unknown)

@@ -25,7 +25,7 @@ def check_recipe_launch(result: FileResult, path: str, text: str, found, target,
     from overlap_cli.config.overrides import parse_override
     from overlap_cli.frameworks.bridge import run_recipe
     from overlap_cli.frameworks.bridge.launch_env import effective_entries
-    from overlap_cli.frameworks.bridge.resolver import resolve
+    from overlap_cli.frameworks.bridge.unknowns import effective_and_findings, resolve_all
     from overlap_cli.rules import run_rules
 
     try:
@@ -49,12 +49,14 @@ def check_recipe_launch(result: FileResult, path: str, text: str, found, target,
                 layer.file, layer.label = path, path
                 layer.positions = {o.path: (line, 1) for o, line in dotlist}
         result.target = target.to_json(None)
-        view = resolve(cfg, target)
+        views, inputs = resolve_all(cfg, target)  # one view unless the recipe leaves keys unknown
+        view = views[0]
+        result.effective, findings, some = effective_and_findings(
+            cfg, views, inputs, effective_entries, lambda v: filter_findings(run_rules(v), path, text, selection))
     except InputError as exc:
         result.error = exc.problem
         return None
-    result.target = target.to_json(view.dp)
-    result.effective = {**view.effective, **effective_entries(view)}
+    result.target = target.to_json(view.dp if len({v.dp for v in views}) == 1 else None)
     for key, v in result.effective.items():
         if v.layer is None:
             v.layer = cfg.label(("env_vars", key[len("env."):])) if v.source == "env_vars" else v.source
@@ -64,11 +66,6 @@ def check_recipe_launch(result: FileResult, path: str, text: str, found, target,
         if env is not None and v.source == "shell" and env.how in ("export", "prefix"):
             v.reason = v.reason.replace("exported in the shell", f"exported by the launch (line {env.line})", 1)
             v.layer = f"{path}:{env.line}"
-    try:
-        findings = filter_findings(run_rules(view), path, text, selection)
-    except InputError as exc:
-        result.error = exc.problem
-        return None
     unknown = {k for k, v in result.effective.items() if v.source == UNKNOWN}
     lines = {o.path: line for o, line in dotlist}
     for f in findings:  # a finding is at the launch's word that set its key, else in the layer that did
@@ -81,6 +78,12 @@ def check_recipe_launch(result: FileResult, path: str, text: str, found, target,
     result.findings = sorted((f for f in findings if f.key not in unknown), key=finding_order)
     result.notes.append(f"read as a Megatron-Bridge run: {run_recipe.RUNNER} --recipe {name} (line {run.recipe_line}),"
                         f" {len(run.overrides)} override(s) from the launch")
+    if some:
+        result.notes.append("findings that depend on keys the run leaves unknown (not reported): " + ", ".join(some))
+    if cfg.unknown:
+        shown = sorted(".".join(map(str, p)) or "the whole config" for p in cfg.unknown)
+        result.notes.append(f"{len(shown)} key(s) the recipe leaves unknown: " + ", ".join(shown[:6])
+                            + (" ..." if len(shown) > 6 else ""))
     result.notes.extend(run.notes)
     result.notes.extend(s for s in found.unknowns if "is not known statically" in s or "placeholder" in s)
     result.notes.extend(cfg.warnings)

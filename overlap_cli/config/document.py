@@ -52,6 +52,8 @@ class Config:
     # What the run leaves unknown (a Python run's expression the reader cannot evaluate, a catalog recipe
     # read from Bridge's source): path tuple -> reason; everything at or under the path is unknown.
     unknown: dict = field(default_factory=dict)
+    # The unknown inputs a sample of the run set to stand-in values (frameworks/bridge/unknowns._sample).
+    sampled: frozenset = frozenset()
     python_run: Any = None  # frameworks.bridge.python_reader.PythonRun, for a run written in Python
 
     @property

@@ -44,7 +44,13 @@ _BLENDED_DATASETS = (_GPT_DATASET,)
 
 def value(view, section: str, key: str):
     """The value a launch sees, or UNKNOWN. The model, ddp and optimizer sections after mixed precision wrote
-    onto them (the resolver's ``final``); other sections as the file holds them."""
+    onto them (the resolver's ``final``); other sections as the file holds them. A key under what the run
+    leaves unknown (a recipe read from source: its model) is UNKNOWN, never the class default."""
+    from overlap_cli.frameworks.bridge.unknowns import unknown_reason
+
+    if view.cfg.unknown and ((section, key) in view.cfg.sampled
+                             or unknown_reason(view.cfg, (section, key)) is not None):
+        return UNKNOWN  # a sampled stand-in (frameworks/bridge/unknowns.py) is no value Bridge validates
     if section in view.final:
         sec = view.final[section]
         if key in sec:

@@ -114,6 +114,7 @@ def _sample(cfg, inputs: list, i: int):
             node[path[-1]] = copy.deepcopy(value)
     c = copy.copy(cfg)
     c.data = data
+    c.sampled = frozenset(path for path, _ in inputs)  # values set here, not by the run (cfg_validate.value)
     return c
 
 
@@ -174,3 +175,23 @@ def findings_of(finding_lists: list) -> tuple:
     kept = [f for f in finding_lists[0] if key(f) in common]
     some = sorted({f"{f.code} ({f.key})" if f.key else f.code for fl in finding_lists for f in fl if key(f) not in common})
     return kept, some
+
+
+def effective_and_findings(cfg, views: list, inputs: list, effective_entries, findings_for) -> tuple:
+    """(effective values, findings, the findings only some samples give) of a run's views: one view as it is
+    when the run leaves nothing unknown; otherwise what the samples disagree on, or the run left unknown
+    itself, is unknown, and a finding is kept only when every sample gives it and its own key is known
+    (a finding on ``env_vars.X`` where the recipe's ``env_vars`` is unknown is no fact)."""
+    view = views[0]
+    if not cfg.unknown:
+        return {**view.effective, **effective_entries(view)}, findings_for(view), []
+    effective = effective_of(views, inputs, cfg, effective_entries)
+    view.effective = {k: v for k, v in effective.items() if not k.startswith("env.")}
+    findings, some = findings_of([findings_for(v) for v in views])
+    kept = []
+    for f in findings:
+        if f.key and unknown_reason(cfg, tuple(f.key.split("."))) is not None:
+            some.append(f"{f.code} ({f.key})")
+        else:
+            kept.append(f)
+    return effective, kept, sorted(set(some))
