@@ -398,8 +398,22 @@ def srun_world_size(reader: "Reader", found: "LaunchText", words: list, upto: in
         return int(got[0]) if got and got[0].isdigit() and int(got[0]) > 0 else None
 
     tasks = number("ntasks")
+    where = sizes.get("ntasks")
     if tasks is None and number("nodes") is not None and number("ntasks-per-node") is not None:
         tasks = number("nodes") * number("ntasks-per-node")
+        where = sizes.get("ntasks-per-node")
+    from overlap_cli.frameworks.entry_points import BRIDGE_RECIPE, classify
+
+    if classify(found.script)[0] == BRIDGE_RECIPE:
+        # Bridge's initialize takes the world size from WORLD_SIZE, else from SLURM_NTASKS, which srun sets to
+        # its task count (megatron/core/_rank_utils.py:63-68, called at megatron/bridge/training/initialize.py:741)
+        if tasks:
+            found.world_size, found.world_size_line = tasks, where[1]
+        else:
+            found.unknowns.append(f"line {_line(reader, words[srun])}: srun starts the training script itself and its "
+                                  "task count is not in the script (--ntasks, or --nodes and --ntasks-per-node): "
+                                  "Bridge's world size is SLURM_NTASKS (megatron/core/_rank_utils.py:66); unknown")
+        return
     count = f" as {tasks} tasks" if tasks else ""
     found.unknowns.append(
         f"line {_line(reader, words[srun])}: srun starts the training script itself{count} and the script exports no "

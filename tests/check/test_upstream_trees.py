@@ -78,7 +78,7 @@ def test_every_file_is_checked_or_skipped_with_its_reason(walked):
     skipped = {s["file"]: s["reason"] for s in doc["skipped"]}
     on_disk = sorted(str(p.relative_to(root)) for p in root.rglob("*")
                      if p.is_file() and p.suffix in (".sh", ".yaml", ".yml"))
-    assert len(on_disk) == 35
+    assert len(on_disk) == 37
     dropped = [f for f in on_disk if f not in results and f not in skipped]
     assert dropped == []
     assert not set(results) & set(skipped)
@@ -242,3 +242,34 @@ def test_diff_of_scripts_ignores_moved_lines_and_takes_vs_world_size(run_cli, tm
     assert code == 0 and "no difference in the effective settings or findings" in out, out + err
     code, out, err = run_cli("diff", str(one), "--vs-world-size", "64")
     assert "target: world size 8 -> 64, DP 4 -> 32" in out, out + err
+
+
+def test_run_recipe_under_srun_runs_on_the_jobs_task_count(run_cli):
+    """Bridge's nemotron_3_omni SFT example: sbatch --nodes=2 --ntasks-per-node=8, ``srun ... bash -c "$CMD"``
+    with run_recipe.py. Bridge's world size is srun's SLURM_NTASKS (megatron/core/_rank_utils.py:63-68), 16,
+    not the 4 of the recipe's name, so EP 8 fits the expert grid and DP313 does not fire."""
+    script = BRIDGE / "models" / "nemotron" / "nemotron_3_omni" / "slurm_sft_cord_v2.sh"
+    code, out, err = run_cli("check", str(script), "--format", "json")
+    r = json.loads(out)["results"][0]
+    assert r["error"] is None, r["error"]
+    assert (r["target"]["world_size"], r["target"]["sources"]["world_size"]) == (16, "launch")
+    assert "world size 16 from the launch's sizes (line 33)" in r["notes"]
+    assert not [f for f in r["findings"] if f["code"] == "DP313"]
+
+
+def test_run_recipe_of_a_recipe_with_an_unknown_model_states_no_default(run_cli):
+    """nemotron_3_nano_peft's model comes from a Hugging Face config and its env_vars from a dict the tool
+    cannot read: under the launch, the model's overlap settings and the recipe's environment are unknown
+    with the reason, not class defaults, and no finding is made of them."""
+    script = BRIDGE / "models" / "nemotron" / "nemotron_3" / "nano" / "slurm_peft.sh"
+    code, out, err = run_cli("check", str(script), "--format", "json")
+    r = json.loads(out)["results"][0]
+    assert r["error"] is None, r["error"]
+    eff = r["effective"]
+    for key in ("model.tp_comm_overlap", "model.overlap_p2p_comm", "env.TORCH_NCCL_HIGH_PRIORITY",
+                "env.CUDA_DEVICE_MAX_CONNECTIONS"):
+        assert eff[key]["source"] == "unknown", key
+        assert "nemotron_3_nano.py:" in eff[key]["reason"], key
+    assert eff["ddp.overlap_grad_reduce"]["source"] == "user"  # what the recipe does set stays known
+    assert r["target"]["data_parallel_size"] is None  # TP and PP are the launch's $TP / $PP
+    assert not [f for f in r["findings"] if f["key"] and f["key"].startswith(("env_vars.", "model."))]
