@@ -49,6 +49,7 @@ def check_recipe_launch(result: FileResult, path: str, text: str, found, target,
                 layer.file, layer.label = path, path
                 layer.positions = {o.path: (line, 1) for o, line in dotlist}
         result.target = target.to_json(None)
+        _unknown_overrides(cfg, run.unknown_keys)
         views, inputs = resolve_all(cfg, target)  # one view unless the recipe leaves keys unknown
         view = views[0]
         result.effective, findings, some = effective_and_findings(
@@ -82,7 +83,7 @@ def check_recipe_launch(result: FileResult, path: str, text: str, found, target,
         result.notes.append("findings that depend on keys the run leaves unknown (not reported): " + ", ".join(some))
     if cfg.unknown:
         shown = sorted(".".join(map(str, p)) or "the whole config" for p in cfg.unknown)
-        result.notes.append(f"{len(shown)} key(s) the recipe leaves unknown: " + ", ".join(shown[:6])
+        result.notes.append(f"{len(shown)} key(s) the run leaves unknown: " + ", ".join(shown[:6])
                             + (" ..." if len(shown) > 6 else ""))
     result.notes.extend(run.notes)
     result.notes.extend(s for s in found.unknowns if "is not known statically" in s or "placeholder" in s)
@@ -137,6 +138,22 @@ def _launch_target(target, recipe: str, found):
             t.extra.pop(k, None)
             t.sources.pop(k, None)
     return t
+
+
+def _unknown_overrides(cfg, unknown_keys: list) -> None:
+    """An override whose value is not known statically (``model.tensor_model_parallel_size=$TP`` in a loop) is
+    a key the run leaves unknown: its value leaves the config and what Bridge derives from it is found by
+    resolving with it varied (frameworks/bridge/unknowns.py), never from the recipe's value it replaces."""
+    for key, why in unknown_keys:
+        if not key:
+            continue  # a word that may be any override: every value it could set is marked below
+        path = tuple(key.split("."))
+        node = cfg.data
+        for part in path[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(path[-1], None)
+        cfg.unknown = {**cfg.unknown, path: why}
 
 
 def _mark_unknown(effective: dict, unknown_keys: list) -> None:
