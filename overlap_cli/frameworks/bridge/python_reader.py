@@ -1306,12 +1306,40 @@ def _merge_states(a: _State, b: _State, reason: str) -> _State:
         for p, why in src.unknown.items():
             if p not in out.unknown:
                 out.unknown[p] = why
-                _remove(out.data, p)
+            # Under an unknown path a branch keeps only what it wrote afterwards (``cfg.model = f();
+            # cfg.model.x = 2``); the merge keeps no more than that.
+            _keep_only(out.data, p, src.data)
     for p in set(a.written) | set(b.written):
         site = a.written.get(p) or b.written.get(p)
         if out.unknown_reason(p) is None:
             out.written[p] = site
     return out
+
+
+def _keep_only(data: dict, path: tuple, src: dict) -> None:
+    """Drop from ``data`` at ``path`` what ``src`` does not hold there."""
+    node, other = data, src
+    for part in path[:-1] if path else ():
+        if not isinstance(node, dict) or part not in node:
+            return
+        node = node[part]
+        other = other.get(part) if isinstance(other, dict) else None
+    if not path:
+        mine, theirs, holder, key = data, src, None, None
+    else:
+        if not isinstance(node, dict) or path[-1] not in node:
+            return
+        theirs = other.get(path[-1], _MISSING) if isinstance(other, dict) else _MISSING
+        mine, holder, key = node[path[-1]], node, path[-1]
+    if theirs is _MISSING:
+        del holder[key]
+        return
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        for k in list(mine):
+            if k not in theirs:
+                del mine[k]
+            else:
+                _keep_only(mine, (k,), theirs)
 
 
 def _merge_data(x: dict, y: dict, path: tuple, out: _State, reason: str) -> dict:
