@@ -85,6 +85,9 @@ class Finding:
     origin: Optional[str] = None
     # Structured detail a rule gives beside its message (JSON ``details``), e.g. LM002's every unknown.
     details: Optional[dict] = None
+    # In a run with unknown keys: the unknown keys the rule read to produce it (their class defaults stood
+    # in), so the finding is no fact (frameworks/bridge/unknowns.effective_and_findings).
+    depends_on: Optional[tuple] = None
 
     def to_json(self) -> dict:
         out = {

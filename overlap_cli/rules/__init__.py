@@ -56,16 +56,32 @@ def run_rules(view) -> list:
 
     framework = getattr(view, "framework", "bridge")
     findings: list[Finding] = []
-    for r in all_rules().values():
-        if framework not in r.frameworks:
-            continue
-        try:
-            for f in r.check(view) or ():
+    watch = None
+    if framework == "bridge" and getattr(getattr(view, "cfg", None), "unknown", None):
+        # A run with unknown keys: a finding that read one of them (its class default stands in) is marked
+        # with what it read (Finding.depends_on); the Bridge engine reports it as depending on them.
+        from overlap_cli.frameworks.bridge.unknowns import ReadWatch
+
+        watch = ReadWatch(view)
+    try:
+        for r in all_rules().values():
+            if framework not in r.frameworks:
+                continue
+            if watch is not None:
+                watch.reads.clear()
+            try:
+                produced = list(r.check(view) or ())
+            except RecursionError:
+                raise
+            except Exception as exc:
+                raise RuleCrashed(r.code, exc) from exc
+            for f in produced:
                 if not f.code:
                     f.code = r.code
+                if watch is not None and watch.reads:
+                    f.depends_on = tuple(sorted(watch.reads))
                 findings.append(f)
-        except RecursionError:
-            raise
-        except Exception as exc:
-            raise RuleCrashed(r.code, exc) from exc
+    finally:
+        if watch is not None:
+            watch.restore()
     return findings

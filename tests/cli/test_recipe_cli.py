@@ -260,20 +260,36 @@ def test_a_recipe_with_an_unknown_model_reports_nothing_from_model_defaults(run_
     assert result["error"] is None
     # model.seq_length is unknown: no seq-length mismatch against the class default 1024
     assert [f for f in result["findings"] if f["code"] == "CFG010"] == []
-    assert result["effective"]["model.tensor_model_parallel_size"]["source"] == "unknown"
-    # nor a TP*PP*CP made of stand-in values
-    assert not any("TP*PP*CP =" in n for n in result["notes"])
+    # what the recipe's helper sets on the unknown model is known (model.tensor_model_parallel_size = 1 on
+    # the provider it gets from the Hugging Face config); what the provider itself holds is not
+    tp = result["effective"]["model.tensor_model_parallel_size"]
+    assert (tp["value"], tp["source"]) == (1, "user"), tp
+    assert result["effective"]["model.tp_comm_overlap"]["source"] == "unknown"
+
+
+def test_a_rule_reading_a_key_of_the_unknown_model_reports_no_finding(run_cli):
+    # Moonlight's model comes from its Hugging Face config; the recipe asks for EP overlap. Bridge's
+    # EP-overlap pre-check reads num_moe_experts, which only that config holds: the view's class default
+    # (null) is no reason for "num_moe_experts is null".
+    name = "moonlight_16b_pretrain_16gpu_h100_bf16_config"
+    result = results_of(run_cli, "--recipe", name)[f"recipe {name}"]
+    assert result["error"] is None
+    assert "EP701" not in {f["code"] for f in result["findings"]}, result["findings"]
+    assert any("EP701 (comm_overlap.overlap_moe_expert_parallel_comm)" in n for n in result["notes"]), result["notes"]
+    # the layout the recipe writes on that model is known
+    ep = result["effective"]["model.tensor_model_parallel_size"]
+    assert ep["source"] == "user", ep
 
 
 def test_a_dotlist_under_an_unknown_model_is_taken_as_written(run_cli):
     """Bridge's config has the model's fields; whether it has this one cannot be known here, so the
     override is not refused, and its value is the run's (the rest of the model stays unknown)."""
-    result = results_of(run_cli, "--recipe", NANO_PEFT, "model.calculate_per_token_loss=True",
+    result = results_of(run_cli, "--recipe", NANO_PEFT, "model.hybrid_override_pattern=M-M-",
                         "model.tensor_model_parallel_size=2", "--show-effective")[f"recipe {NANO_PEFT}"]
     assert result["error"] is None
     tp = result["effective"]["model.tensor_model_parallel_size"]
     assert (tp["value"], tp["source"]) == (2, "user")
-    assert result["effective"]["model.pipeline_model_parallel_size"]["source"] == "unknown"
+    assert result["effective"]["model.tp_comm_overlap"]["source"] == "unknown"
     # a key of a section the recipe knows is still refused as Bridge refuses it
     code, _, err = run_cli("check", "--recipe", NANO_PEFT, "train.micro_batch_sizee=1")
     assert code == 2 and "train.micro_batch_sizee" in err and "Could not override" in err

@@ -190,8 +190,89 @@ def effective_and_findings(cfg, views: list, inputs: list, effective_entries, fi
     findings, some = findings_of([findings_for(v) for v in views])
     kept = []
     for f in findings:
-        if f.key and unknown_reason(cfg, tuple(f.key.split("."))) is not None:
-            some.append(f"{f.code} ({f.key})")
+        if f.depends_on or (f.key and unknown_reason(cfg, tuple(f.key.split("."))) is not None):
+            some.append(f"{f.code} ({f.key})" if f.key else f.code)
         else:
             kept.append(f)
     return effective, kept, sorted(set(some))
+
+
+class _Watched(dict):
+    """A section of a view that records the keys a rule reads which the run leaves unknown and the view
+    only holds as the class default (a key under an unknown ``model`` the recipe never wrote)."""
+
+    def __init__(self, data: dict, section: str, written: frozenset, reason, defaults: dict, reads: set):
+        super().__init__(data)
+        self._section, self._written, self._reason, self._defaults, self._reads = section, written, reason, defaults, reads
+
+    def _note(self, key) -> None:
+        if key in self._written or not isinstance(key, str):
+            return
+        reason = self._reason(key)
+        if reason is not None and dict.get(self, key) == self._defaults.get(key):
+            self._reads.add(f"{self._section}.{key}")
+
+    def __getitem__(self, key):
+        self._note(key)
+        return dict.__getitem__(self, key)
+
+    def get(self, key, default=None):
+        self._note(key)
+        return dict.get(self, key, default)
+
+    def __contains__(self, key):
+        self._note(key)
+        return dict.__contains__(self, key)
+
+
+class ReadWatch:
+    """While active, the sections rules read from a view (``final``, the sections as comm_overlap's setup
+    reads them, the run's own data) record reads of keys the run leaves unknown (``reads``), so that a
+    finding built on a class default standing in for an unknown value is not reported as a fact."""
+
+    def __init__(self, view):
+        from overlap_cli.frameworks.bridge import facts
+
+        self.view, self.reads, self._restore = view, set(), []
+        cfg = view.cfg
+        unknown = cfg.unknown
+        data = cfg.data
+
+        def watched(section: str, value):
+            if not isinstance(value, dict) or isinstance(value, _Watched):
+                return value
+            own = data.get(section)
+            written = frozenset(dict.keys(own)) if isinstance(own, dict) else frozenset()
+            whole = unknown.get((section,)) or unknown.get(())
+
+            def reason(key):
+                return unknown.get((section, key)) or whole
+
+            return _Watched(value, section, written, reason, facts.SECTION_DEFAULTS.get(section, {}), self.reads)
+
+        sections = [s for s in {p[0] for p in unknown if p} if s]
+        if () in unknown:
+            sections = list(data)
+        final = getattr(view, "final", None) or {}
+        for section in sections:
+            if section in final:
+                self._swap(final, section, watched(section, final[section]))
+            if isinstance(data.get(section), dict):
+                self._swap(data, section, watched(section, data[section]))
+        for attr, section in (("model_at_setup", "model"), ("ddp_at_setup", "ddp")):
+            value = getattr(view, attr, None)
+            if section in sections and isinstance(value, dict) and value:
+                self._restore.append((view, attr, value))
+                setattr(view, attr, watched(section, value))
+
+    def _swap(self, holder: dict, key: str, new) -> None:
+        self._restore.append((holder, key, holder[key]))
+        holder[key] = new
+
+    def restore(self) -> None:
+        for holder, key, old in reversed(self._restore):
+            if isinstance(holder, dict):
+                holder[key] = old
+            else:
+                setattr(holder, key, old)
+        self._restore.clear()
