@@ -251,8 +251,9 @@ def joined(verbose: bool = False) -> tuple:
 # ------------------------------------------------------------------------------------------- fit
 
 FREE = ("eff:h100", "eff:b200", "eff:b300", "eff:gb200", "eff:gb300",
-        "prec:fp8cs", "prec:mxfp8", "prec:nvfp4", "mem_bytes_per_element", "moe_permute_weight")
-BOUNDS = {"eff": (0.05, 1.0), "prec": (0.2, 1.5), "mem_bytes_per_element": (0.0, 400.0), "moe_permute_weight": (0.0, 10.0)}
+        "prec:fp8cs", "prec:mxfp8", "prec:nvfp4", "mem_bytes_per_element", "moe_bytes_per_element", "moe_sync_s")
+BOUNDS = {"eff": (0.05, 1.0), "prec": (0.2, 1.5), "mem_bytes_per_element": (0.0, 400.0), "moe_bytes_per_element": (0.0, 400.0),
+          "moe_sync_s": (0.0, 0.02)}
 
 
 def _get(const: dict, key: str) -> float:

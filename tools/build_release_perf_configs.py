@@ -15,8 +15,9 @@ values; nothing is imported or run) and writes every config's fields with the Wo
 that tag beside them (a field a config does not set has that default).
 
 Release -> tag: the container's Megatron-Bridge version (docs/releases/software-versions.md: 25.11 = 0.2.0,
-26.02 = 0.3.0, 26.04 = 0.4.0, 26.06 = 0.5.0); the ``.01`` containers are not listed there and are taken to be
-the first patch release after them (26.02.01 = 0.3.1, 26.04.01 = 0.4.1, 26.06.01 = 0.5.1).
+26.02 = 0.3.0, 26.04 = 0.4.0, 26.06 = 0.5.0). The ``.01`` containers are not listed there; each is taken to be
+the patch release whose configs hold its rows' parallel layouts: 26.02.01 = 0.3.1 (15 of its 20 rows; 0.3.0: 12),
+26.04.01 = 0.4.2 (21 of 21; 0.4.1: 19 -- the DeepSeek-V3 B200/B300 layouts arrive in 0.4.2), 26.06.01 = 0.5.1.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIRROR = "/work/.mirror/NVIDIA-NeMo+Megatron-Bridge/repo"
 RELEASE_TAG = {"25.11": "v0.2.0", "26.02": "v0.3.0", "26.02.01": "v0.3.1", "26.04": "v0.4.0",
-               "26.04.01": "v0.4.1", "26.06": "v0.5.0", "26.06.01": "v0.5.1"}
+               "26.04.01": "v0.4.2", "26.06": "v0.5.0", "26.06.01": "v0.5.1"}
 # The families of the models the calibration joins (bench/estimate_data.py MODEL_PREFIX).
 FAMILIES = ("deepseek", "gpt_oss", "llama", "llama3", "nemotronh", "qwen", "qwen3")
 # Config-name prefixes of those models (the table's model -> bench/estimate_data.py RELEASE_MODEL_TOKEN).
