@@ -9,6 +9,14 @@ precision when possible) with the row's parallel sizes, batch, sequence length a
 dotlist overrides -- the same path ``overlap estimate CONFIG OVERRIDES`` takes. Rows of models without a
 shipped recipe (Kimi K2, Nemotron 3 Super/Ultra, DeepSeek V4) and rows without a precision (25.09) are
 left out, with the count printed.
+
+Each row is also given the performance settings of its own release (``release_overrides``): Bridge's
+benchmark scripts apply a ``WorkloadBaseConfig`` per model x task x GPU x precision over the recipe, and those
+settings moved between releases (a whole-iteration CUDA graph, EP overlap, Transformer Engine's fused grouped
+MLP, recomputation). ``data/release_perf_configs.json`` holds them for every release tag
+(tools/build_release_perf_configs.py); a row takes the config whose parallel layout, batch and micro-batch
+equal its own (else the first of its model x task x GPU x precision) and the settings it states are applied as
+dotlist overrides. Fields it leaves unset keep the 0.6.2 recipe's value.
 """
 
 from __future__ import annotations
@@ -97,6 +105,103 @@ def overrides_for(row: dict, exact: bool, base_precision: str = None) -> list:
     return out
 
 
+RELEASE_MODEL_TOKEN = {"DeepSeekV3": "DEEPSEEK_V3", "GPT OSS 120B": "GPT_OSS_120B", "LLAMA3_70B": "LLAMA3_70B",
+                       "LLAMA3_8B": "LLAMA3_8B", "Nemotron_3_Nano": "NEMOTRON_3_NANO", "Qwen3_30B_a3B": "QWEN3_30B_A3B"}
+RELEASE_PRECISION_TOKEN = {"BF16": "BF16", "FP8": "FP8_CS", "FP8-CS": "FP8_CS", "MXFP8": "FP8_MX", "FP8-MX": "FP8_MX", "NVFP4": "NVFP4"}
+RELEASE_TASK_TOKEN = {"pretrain": "PRETRAIN", "sft": "SFT", "peft": "LORA"}
+_LAYOUT = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+           "virtual_pipeline_model_parallel_size", "expert_model_parallel_size", "global_batch_size", "micro_batch_size")
+
+
+def _release_configs() -> dict:
+    path = DATA / "release_perf_configs.json"
+    return json.loads(path.read_text())["releases"] if path.exists() else {}
+
+
+def _row_layout(row: dict) -> tuple:
+    vp = row.get("vp")
+    return (row["tp"], row["pp"], row["cp"], vp if vp and vp > 1 else None, row.get("ep") or 1, row["gbs"], row["mbs"])
+
+
+def _config_layout(c: dict) -> tuple:
+    vp = c.get("virtual_pipeline_model_parallel_size")
+    return tuple(c.get(k) for k in _LAYOUT[:3]) + (vp if vp and vp > 1 else None, c.get("expert_model_parallel_size") or 1,
+                                                   c.get("global_batch_size"), c.get("micro_batch_size"))
+
+
+def release_config(row: dict, table: dict) -> tuple:
+    """(name, fields, layout matched?) of the WorkloadBaseConfig the row's release benchmarked it with, or
+    (None, None, False)."""
+    rel = table.get(row["release"])
+    model = RELEASE_MODEL_TOKEN.get(row["model"])
+    if rel is None or model is None or row.get("precision") not in RELEASE_PRECISION_TOKEN:
+        return None, None, False
+    gpu, prec, task = row["gpu"].upper(), RELEASE_PRECISION_TOKEN[row["precision"]], RELEASE_TASK_TOKEN[row["task"]]
+    found = []
+    for name in sorted(rel["configs"]):
+        if not name.startswith(model + "_"):
+            continue
+        toks = name[len(model) + 1:].split("_")
+        if gpu not in toks or f"_{prec}_" not in "_" + "_".join(toks) + "_":
+            continue
+        fine_tuning = [t for t in toks if t in ("SFT", "LORA", "PEFT")]
+        if (task == "PRETRAIN" and fine_tuning) or (task != "PRETRAIN" and task not in toks):
+            continue
+        found.append((name, {**rel["defaults"], **rel["configs"][name]}))
+    for name, fields in found:
+        if _config_layout(fields) == _row_layout(row):
+            return name, fields, True
+    return (found[0][0], found[0][1], False) if found else (None, None, False)
+
+
+def _dot(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def release_overrides(fields: dict, recipe_text: str = "") -> list:
+    """Dotlist overrides for what a release's WorkloadBaseConfig sets that the model reads, applied as that
+    release's scripts/performance/utils/overrides.py:set_workload_base_configs does (a key the recipe lacks is
+    added with ``+``; EP overlap is left alone on a recipe without ``comm_overlap``, which the scripts only
+    create to turn it on)."""
+    if not fields:
+        return []
+    has_comm_overlap = "\ncomm_overlap: null" not in recipe_text
+    out = []
+    impl, scope = fields.get("cuda_graph_impl"), fields.get("cuda_graph_scope")
+    scope = [scope] if isinstance(scope, str) else scope
+    if impl is None and not scope:
+        # Up to 0.5.x the scripts took CUDA graphs from the WorkloadBaseConfig alone; the library recipes
+        # they ran over set none (0.6.x moved the scripts' settings into the recipes, which is why the
+        # 0.6.2 recipe may have one the older release did not run with).
+        out.append("model.cuda_graph_impl=none")
+    else:
+        if (impl == "full_iteration") or (scope and "full_iteration" in scope and impl not in ("none",)):
+            out += ["model.cuda_graph_impl=full_iteration", "model.cuda_graph_modules=[]"]
+        elif impl == "none":
+            out += ["model.cuda_graph_impl=none"]
+        else:
+            if impl is not None:
+                out.append(f"model.cuda_graph_impl={impl}")
+            if scope is not None:
+                out.append(f"model.cuda_graph_modules={_dot(list(scope))}")
+    a2a = bool(fields.get("moe_a2a_overlap"))
+    if has_comm_overlap:
+        out.append(f"comm_overlap.overlap_moe_expert_parallel_comm={_dot(a2a)}")
+        if a2a:
+            out.append("comm_overlap.delay_wgrad_compute=true")
+    cute = bool(fields.get("cutedsl_fused_grouped_mlp"))
+    env_key = "env_vars.NVTE_CUTEDSL_FUSED_GROUPED_MLP"
+    out += [f"model.use_transformer_engine_op_fuser={_dot(cute)}",
+            f"{'' if 'NVTE_CUTEDSL_FUSED_GROUPED_MLP:' in recipe_text else '+'}{env_key}={int(cute)}"]
+    if fields.get("recompute_modules") is not None:
+        out += ["model.recompute_granularity=selective", f"model.recompute_modules={_dot(fields['recompute_modules'])}"]
+    return out
+
+
 def joined(verbose: bool = False) -> tuple:
     """([(row, shape, recipe, exact)], skipped counts by reason)."""
     from overlap_cli.problems import InputError
@@ -108,6 +213,7 @@ def joined(verbose: bool = False) -> tuple:
     from overlap_cli.cli.check import parse_overrides
 
     catalog = _catalog()
+    releases = _release_configs()
     out, skipped = [], {}
     for row in rows():
         if not row.get("precision"):
@@ -123,8 +229,11 @@ def joined(verbose: bool = False) -> tuple:
         target.set("gpu", row["gpu"], "flag")
         # The resolver alone (no rules): calibration needs the effective settings, not the findings.
         base_prec = _NAME.match(name).group("prec") if _NAME.match(name) else None
+        rel_name, rel_fields, rel_exact = release_config(row, releases)
+        words = overrides_for(row, exact, base_prec) + release_overrides(rel_fields, text(name))
+        row = dict(row, release_config=rel_name, release_config_layout=rel_exact)
         try:
-            cfg = load_config(f"{name}.yaml", parse_overrides(overrides_for(row, exact, base_prec)), text=text(name))
+            cfg = load_config(f"{name}.yaml", parse_overrides(words), text=text(name))
             view = resolve(cfg, target)
         except InputError as exc:
             key = f"input error: {exc.problem.one_line()}"
@@ -142,8 +251,9 @@ def joined(verbose: bool = False) -> tuple:
 # ------------------------------------------------------------------------------------------- fit
 
 FREE = ("eff:h100", "eff:b200", "eff:b300", "eff:gb200", "eff:gb300",
-        "prec:fp8cs", "prec:mxfp8", "prec:nvfp4", "mem_bytes_per_element", "moe_permute_weight")
-BOUNDS = {"eff": (0.05, 1.0), "prec": (0.2, 1.5), "mem_bytes_per_element": (0.0, 400.0), "moe_permute_weight": (0.0, 10.0)}
+        "prec:fp8cs", "prec:mxfp8", "prec:nvfp4", "mem_bytes_per_element", "moe_bytes_per_element", "moe_sync_s")
+BOUNDS = {"eff": (0.05, 1.0), "prec": (0.2, 1.5), "mem_bytes_per_element": (0.0, 400.0), "moe_bytes_per_element": (0.0, 400.0),
+          "moe_sync_s": (0.0, 0.02)}
 
 
 def _get(const: dict, key: str) -> float:

@@ -5,8 +5,12 @@
 
 The free parameters are an achieved Tensor Core efficiency per GPU type (h100, b200, b300, gb200, gb300),
 a factor per precision (FP8 current scaling, MXFP8, NVFP4 relative to each GPU's own peak for that
-precision; BF16 = 1), the bytes moved per hidden element per token per sub-layer by memory-bound work, and
-the weight of the MoE permute copies in it: ten numbers for 125 measured rows. The releases enter as one
+precision; BF16 = 1), the bytes moved per hidden element per token per sub-layer by memory-bound work, the
+bytes per routed-expert element of an MoE layer (top-k copies of the hidden state permuted and back, and the
+activation on top-k x moe_ffn unless the fused grouped MLP does it), and the host time a dropless MoE layer's
+device-to-host sync exposes per micro-batch (none under a whole-iteration CUDA graph): eleven numbers for 125
+measured rows of six models. Each row is estimated with its own release's benchmark settings
+(bench/estimate_data.py ``release_overrides``). The releases enter as one
 factor per release x GPU family x dense/MoE for every release older than the group's newest (set to the mean
 log ratio of its rows at each step, not searched), so the constants predict the newest measured software.
 A100 has no measured row: its efficiency is the published fraction of peak Megatron-LM reached (Narayanan
@@ -39,7 +43,8 @@ START = {
                                       "163 TFLOP/s per A100 = 52 % of the 312 TFLOP/s peak (1T GPT, 3072 GPUs)"}},
     "precision_factor": {"bf16": 1.0, "fp8cs": 1.0, "mxfp8": 1.0, "nvfp4": 0.6},
     "mem_bytes_per_element": 100.0,
-    "moe_permute_weight": 1.0,
+    "moe_bytes_per_element": 50.0,
+    "moe_sync_s": 0.002,
 }
 
 
@@ -86,6 +91,17 @@ def main() -> None:
                                   for (g, rel), f in sorted(E.release_factors(data, preds).items())},
     }
     const["intervals"] = intervals(data, const)
+    const["meaning"] = {
+        "efficiency": "achieved BF16 Tensor Core fraction of the GPU's dense peak on the GEMMs (fitted per GPU type)",
+        "precision_factor": "achieved fraction relative to BF16 at the precision's own dense peak (FP8 / FP4 GEMMs, casts)",
+        "mem_bytes_per_element": "HBM bytes moved per hidden element per token per sub-layer by element-wise kernels "
+                                 "(norms, residual adds, dropout, casts, the dense MLP's activation), at the GPU's HBM bandwidth",
+        "moe_bytes_per_element": "HBM bytes per routed-expert element per token of an MoE layer: top-k x hidden (permute / "
+                                 "unpermute of each copy, forward and backward) plus top-k x moe_ffn (x2 gated) for the "
+                                 "experts' activation unless the fused grouped MLP does it in the GEMM epilogue",
+        "moe_sync_s": "seconds of host time exposed per dropless MoE layer per micro-batch (the device-to-host sync of the "
+                      "experts' token counts for the grouped GEMM empties the GPU queue); 0 under a full-iteration CUDA graph",
+    }
     const["how"] = (
         f"tools/fit_estimate.py: coordinate descent on the mean squared log error of step time over {len(data)} rows of "
         "Megatron-Bridge's published performance tables (bench/data/bridge_throughput.jsonl, 067f987d) joined to the shipped "

@@ -244,6 +244,8 @@ def shape_from_view(view, step_time: bool = True) -> Shape:
         overlap_param_gather=bool(view.value("ddp.overlap_param_gather")),
         bucket_size=bucket, grad_fp32=bool(view.value("ddp.grad_reduce_in_fp32")),
         fp8_param_gather=bool(view.value("ddp.fp8_param_gather")), fsdp=fsdp,
+        cuda_graph=_cuda_graph(model), fused_grouped_mlp=_fused_grouped_mlp(model, env, cfg),
+        dropless=model.get("moe_expert_capacity_factor") is None and not model.get("moe_pad_expert_input_to_capacity"),
         cdmc=None if env.get("CUDA_DEVICE_MAX_CONNECTIONS") is None else str(env["CUDA_DEVICE_MAX_CONNECTIONS"]),
         ln_margin_fwd=_int_env(env.get("NVTE_FWD_LAYERNORM_SM_MARGIN")),
         ln_margin_bwd=_int_env(env.get("NVTE_BWD_LAYERNORM_SM_MARGIN")),
@@ -264,6 +266,43 @@ def shape_from_view(view, step_time: bool = True) -> Shape:
     )
     _ = optimizer
     return shape
+
+
+def _cuda_graph(model: dict):
+    """What CUDA graphs capture, as Megatron-Core 0.19.2 reads ``cuda_graph_impl`` / ``cuda_graph_modules``
+    (transformer_config.py:1032-1064; Bridge's is_full_iteration_cuda_graph, utils/cuda_graph.py:121):
+    "full_iteration" (the whole forward-backward of the step), a frozenset of per-layer modules (attn, mlp,
+    moe, moe_router, moe_preprocess, mamba; "layer" for the whole layer), or None (no graph)."""
+    impl = model.get("cuda_graph_impl") or "none"
+    if model.get("enable_cuda_graph") and impl == "none":
+        impl = "local"
+    mods = model.get("cuda_graph_modules")
+    if mods is None:
+        mods = model.get("cuda_graph_scope")
+    if isinstance(mods, (str, dict)):
+        mods = [mods]
+    names = []
+    for m in mods or []:
+        name = m.get("_name_") if isinstance(m, dict) else m
+        if isinstance(name, str):
+            names.append(name.rsplit(".", 1)[-1])
+    if impl == "full_iteration" or (impl == "local" and "full_iteration" in names):
+        return "full_iteration"
+    if impl in ("local", "transformer_engine"):
+        names = [n for n in names if n != "full"]
+        return frozenset(names) if names else frozenset(["layer"])
+    return None
+
+
+def _fused_grouped_mlp(model: dict, env: dict, cfg) -> bool:
+    """Transformer Engine's CuTe DSL fused grouped MLP for the routed experts: the op fuser path of the
+    experts (``use_transformer_engine_op_fuser``) with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1, as Bridge's
+    performance scripts set them together (scripts/performance/utils/overrides.py, set_workload_base_configs)."""
+    value = env.get("NVTE_CUTEDSL_FUSED_GROUPED_MLP")
+    if value is None:
+        value = cfg.get(("env_vars", "NVTE_CUTEDSL_FUSED_GROUPED_MLP"))
+    flag = str(value if value is not None else 0).strip().lower()
+    return bool(model.get("use_transformer_engine_op_fuser")) and flag in ("1", "true", "yes", "on")
 
 
 def _activation_name(value):

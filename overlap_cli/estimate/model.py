@@ -4,9 +4,18 @@ hide or expose, on the critical path of one GPU of the first pipeline stage.
     step = compute + tp_exposed + cp_exposed + ep_exposed + dp_exposed + pp_bubble + p2p_exposed
 
 - compute: hardware FLOPs per GPU (recompute included) at the GPU's dense peak times an achieved
-  efficiency fitted per GPU and precision (constants.json), plus memory-bound element-wise work (norms,
-  activations, residuals, MoE permutes: bytes per hidden element fitted once, at the HBM bandwidth),
-  plus the optimizer step (memory-bound), plus SM time lost to userbuffers kernels and LayerNorm SM margins.
+  efficiency fitted per GPU and precision (constants.json), plus memory-bound element-wise work at the
+  GPU's own HBM bandwidth (gpus.py: 3.35 TB/s H100, 8 TB/s B200/B300/GB200/GB300), plus the optimizer step
+  (memory-bound), plus exposed host time of dropless MoE layers, plus SM time lost to userbuffers kernels
+  and LayerNorm SM margins. The memory-bound work has two fitted byte counts: ``mem_bytes_per_element``
+  per hidden element per sub-layer (norms, residuals, dropout, casts, the dense activation), and
+  ``moe_bytes_per_element`` per routed-expert element of an MoE layer: top-k x hidden (permute and
+  unpermute of every token copy) plus top-k x moe_ffn (x2 gated: the activation on the experts' output),
+  the latter left out when Transformer Engine's fused grouped MLP does the activation in the GEMM epilogue.
+  Host time: a dropless MoE layer needs each expert's token count on the host for its grouped GEMM, a
+  device-to-host sync in every micro-batch that empties the GPU's queue; ``moe_sync_s`` (fitted) per MoE
+  layer per micro-batch, none under a whole-iteration CUDA graph (Megatron-Core's full_iteration graph
+  with the sync-free paged-stash MoE it requires). Per-layer TE graphs of the router/preprocess keep the sync.
 - TP: with sequence parallelism one all-gather and one reduce-scatter of the full activation per transformer
   (attention or MLP) block forward and the same backward -- 4 per layer each way (Korthikanti et al. 2022,
   Sec. 4.2.2), ring cost (t-1)/t, the volume of Narayanan et al. 2021's 4 all-reduces per layer (Sec. 3.2);
@@ -197,18 +206,31 @@ def estimate(shape, const: dict = None) -> Estimate:
     if s.tp > 1 and not s.sp:
         tokens_local *= (24 + 10 * s.tp) / 34
     sublayers = (s.layers if s.mixer_per_layer else 2 * s.layers) + 2 * s.mtp
-    moe_copies = s.kinds["moe"] * s.topk if s.kinds["moe"] else 0
-    mem_elems = tokens_local / s.pp * s.hidden * (sublayers + moe_copies * const["moe_permute_weight"])
-    t_mem = mem_elems * const["mem_bytes_per_element"] / (gpu["hbm"] * 1e9)
+    moe_layers_all = s.kinds["moe"] + (s.mtp if s.kinds["moe"] else 0)
+    # Routed experts: each token's top-k copies are permuted to the experts and back (hidden wide) and the
+    # activation runs on top-k x moe_ffn elements; Transformer Engine's fused grouped MLP does the
+    # activation (and the quantization of the second GEMM's input) in the GEMM epilogue, not in HBM.
+    moe_elems = 0.0
+    if moe_layers_all:
+        act = 0.0 if s.fused_grouped_mlp else (s.moe_ffn * (2 if s.gated else 1))
+        moe_elems = moe_layers_all * s.topk * (s.hidden + act)
+    t_mem = tokens_local / s.pp * (s.hidden * sublayers * const["mem_bytes_per_element"]
+                                   + moe_elems * const["moe_bytes_per_element"]) / (gpu["hbm"] * 1e9)
+    # Host time a dropless MoE layer exposes in every micro-batch: the grouped GEMM needs each expert's token
+    # count on the host, a device-to-host sync that drains the GPU's queue, so the CPU's launch of what
+    # follows is on the critical path. A whole-iteration CUDA graph (sync-free paged-stash MoE) removes it.
+    t_host = 0.0
+    if moe_layers_all and s.dropless and s.cuda_graph != "full_iteration":
+        t_host = const.get("moe_sync_s", 0.0) * moe_layers_all / s.pp * m
     dense_p, expert_p = F.parameters(s)
     p_local_dense = dense_p / (s.tp * s.pp)
     p_local_expert = expert_p / (s.ep * s.etp * s.pp) if expert_p else 0.0
     shard = max(1, s.dp * s.cp) if s.distopt else 1
     t_opt = (p_local_dense + p_local_expert) / shard * 32 / (gpu["hbm"] * 1e9)  # Adam: ~32 bytes per param
-    compute = t_gemm + t_mem + t_opt
+    compute = t_gemm + t_mem + t_opt + t_host
     t_mb = compute / m  # one micro-batch, forward + backward, on this stage
     t_bwd_mb, t_fwd_mb = t_mb * 2 / 3, t_mb / 3
-    details.update(t_gemm=t_gemm, t_mem=t_mem, t_opt=t_opt, efficiency=eff)
+    details.update(t_gemm=t_gemm, t_mem=t_mem, t_opt=t_opt, t_host=t_host, efficiency=eff)
 
     # ---------------- TP
     tp_exposed = 0.0
