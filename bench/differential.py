@@ -4,7 +4,7 @@ Megatron-Bridge, over the seeded generated sets of tests/frameworks/*/test_*diff
     python bench/differential.py [--framework mlm|bridge|both] [--examples N] [--limit N] [--json FILE]
                                  [--results bench/results.md]
 
-Needs the environment with the real packages (OVERLAP_BRIDGE_ENV, ../shared/bridge-env or /tmp/bridge-env)
+Needs the environment with the real packages (OVERLAP_BRIDGE_ENV, or bridge-env in the temp dir where ../shared/bridge-env/setup.sh builds it)
 and bash. For each framework: how many cases the real code launches and refuses, how many the tool gets
 right, and the disagreements grouped by key and by cause, with the first example ids of each group, then
 the outcome disagreements grouped by the real message. The reference results (minutes to compute) are

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-_ENVS = [os.environ.get("OVERLAP_BRIDGE_ENV"), str(ROOT.parent / "shared" / "bridge-env"), "/tmp/bridge-env"]
+# OVERLAP_BRIDGE_ENV, else where ../shared/bridge-env/setup.sh builds it by default (the temp dir).
+_ENVS = [os.environ.get("OVERLAP_BRIDGE_ENV"), os.path.join(tempfile.gettempdir(), "bridge-env")]
 OUTCOME, DP = "(outcome)", "(data_parallel_size)"
 
 

@@ -1,7 +1,7 @@
 """Regenerate bench/data/release_perf_configs.json: the performance settings each NeMo container release's
 Megatron-Bridge ran its published benchmark rows with.
 
-    python tools/build_release_perf_configs.py [--mirror DIR]
+    python tools/build_release_perf_configs.py --mirror DIR   # a git clone of NVIDIA-NeMo/Megatron-Bridge with its tags
 
 Bridge's throughput tables (bench/data/bridge_throughput.jsonl) were measured with the performance scripts of
 that release (``scripts/performance/configs/<family>/*workload_base_configs.py``: one ``WorkloadBaseConfig``
@@ -30,7 +30,6 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MIRROR = "/work/.mirror/NVIDIA-NeMo+Megatron-Bridge/repo"
 RELEASE_TAG = {"25.11": "v0.2.0", "26.02": "v0.3.0", "26.02.01": "v0.3.1", "26.04": "v0.4.0",
                "26.04.01": "v0.4.2", "26.06": "v0.5.0", "26.06.01": "v0.5.1"}
 # The families of the models the calibration joins (bench/estimate_data.py MODEL_PREFIX).
@@ -98,7 +97,7 @@ def build(mirror: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mirror", default=MIRROR, help="a Megatron-Bridge git directory with the release tags")
+    ap.add_argument("--mirror", required=True, help="a Megatron-Bridge git directory with the release tags")
     args = ap.parse_args()
     data = build(args.mirror)
     path = os.path.join(ROOT, "bench", "data", "release_perf_configs.json")

@@ -14,8 +14,8 @@ stdin:
 Prints a marker line and one JSON list: per case ``{"weights_and_optimizer_bytes", "activation_bytes",
 "facts"}`` or ``{"error": "Type: message"}``.
 
-    /tmp/bridge-env/bin/python tools/memory_reference.py < cases.json
-    /tmp/bridge-env/bin/python tools/memory_reference.py --recipes DIR > out.json   # every dump of a folder
+    $OVERLAP_BRIDGE_ENV/bin/python tools/memory_reference.py < cases.json
+    $OVERLAP_BRIDGE_ENV/bin/python tools/memory_reference.py --recipes DIR > out.json   # every dump of a folder
 """
 
 import contextlib
