@@ -155,30 +155,99 @@ def _recipe_modules(root: Path) -> dict:
     return out
 
 
+def _absolute_module(node, module: str, is_package: bool) -> str | None:
+    if not node.level:
+        return node.module
+    parts = module.split(".")
+    base = parts if is_package else parts[:-1]
+    if node.level > 1:
+        base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def recipe_functions_and_aliases(modules: dict) -> tuple:
-    """({function: module}, {alias: function}) read from the source with ``ast`` (no import): every public
-    ``*_config`` function, every public name a module imports under another name or assigns from one."""
+    """What each recipe name means, read from the source with ``ast`` (no import). Returns (functions,
+    aliases, bindings, function_names):
+
+    - ``functions``: catalog key -> module of every public ``*_config`` function returning a ConfigContainer.
+      A name defined in two modules is two recipes (Bridge 0.6.2 has ten: a library recipe and a performance
+      recipe of the same name with other settings); the one of ``megatron.bridge.recipes`` keeps the name,
+      the other is ``perf__NAME``;
+    - ``aliases``: a public name no function has, which a module binds to a recipe (``from X import F as
+      NAME``, ``NAME = F``, re-exports followed), resolved as ``megatron.bridge.recipes`` (else
+      ``perf_recipes``) exports it;
+    - ``bindings``: module -> {name: key} where a module binds a name to another recipe than the name means
+      on its own (``perf_recipes.nemotronh.common`` imports the 16-GPU recipe as
+      ``nemotron_3_super_pretrain_config``, which ``recipes.nemotronh`` defines as the 64-GPU one);
+    - ``function_names``: key -> the function's name in its module."""
     import ast
 
-    functions: dict = {}
-    for mod, (_path, text) in modules.items():
-        for node in ast.parse(text).body:
+    trees = {mod: ast.parse(text) for mod, (_path, text) in modules.items()}
+    defs: dict = {}
+    for mod, tree in trees.items():
+        for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name.endswith("_config") and not node.name.startswith("_"):
                 returns = ast.unparse(node.returns) if node.returns is not None else "ConfigContainer"
                 if "ConfigContainer" in returns:  # not the dataset / PEFT config helpers named *_config
-                    functions.setdefault(node.name, mod)
-    aliases: dict = {}
-    for mod, (_path, text) in modules.items():
-        for node in ast.parse(text).body:
+                    defs.setdefault(node.name, []).append(mod)
+    functions, function_names, key_of = {}, {}, {}
+    for name, mods in defs.items():
+        mods = sorted(mods, key=lambda m: (not m.startswith("megatron.bridge.recipes."), m))
+        for i, mod in enumerate(mods):
+            key = name if i == 0 else (f"perf__{name}" if ".perf_recipes." in mod + "." else f"{mod}:{name}")
+            functions[key], function_names[key], key_of[(mod, name)] = mod, name, key
+
+    def binding(mod: str, name: str, seen: frozenset = frozenset()):
+        if (mod, name) in key_of:
+            return key_of[(mod, name)]
+        tree = trees.get(mod)
+        if tree is None or (mod, name) in seen:
+            return None
+        seen = seen | {(mod, name)}
+        is_package = str(modules[mod][0]).endswith("__init__.py")
+        found = None
+        for node in tree.body:  # the last binding of the name wins, as at import
             if isinstance(node, ast.ImportFrom):
+                src = _absolute_module(node, mod, is_package)
                 for a in node.names:
-                    if a.asname and a.asname != a.name and not a.asname.startswith("_") and a.name in functions:
-                        aliases[a.asname] = a.name
-            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in functions:
-                for t in node.targets:
-                    if isinstance(t, ast.Name) and not t.id.startswith("_") and t.id not in functions:
-                        aliases[t.id] = node.value.id
-    return functions, aliases
+                    if a.name == "*" and src in trees:
+                        hit = binding(src, name, seen)
+                        found = hit if hit is not None else found
+                    elif (a.asname or a.name) == name and src is not None:
+                        found = binding(src, a.name, seen)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
+                if any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                    found = binding(mod, node.value.id, seen)
+        return found
+
+    bound: dict = {}
+    for mod, tree in trees.items():
+        names = set()
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom):
+                names |= {a.asname or a.name for a in node.names if a.name != "*"}
+            elif isinstance(node, ast.Assign):
+                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+            elif isinstance(node, ast.FunctionDef):
+                names.add(node.name)
+        for name in names:
+            if name.startswith("_"):
+                continue
+            key = binding(mod, name)
+            if key is not None:
+                bound[(mod, name)] = key
+    aliases: dict = {}
+    for (mod, name), key in sorted(bound.items()):
+        if name in defs or name == key:
+            continue
+        public = binding("megatron.bridge.recipes", name) or binding("megatron.bridge.perf_recipes", name)
+        aliases.setdefault(name, public or key)
+    bindings: dict = {}
+    for (mod, name), key in sorted(bound.items()):
+        meaning = name if name in functions else aliases.get(name)
+        if key != meaning:
+            bindings.setdefault(mod, {})[name] = key
+    return functions, aliases, bindings, function_names
 
 
 def _helper_bases() -> dict:
@@ -232,16 +301,14 @@ def from_source(texts: dict, launches: dict, how: dict, base_texts: dict) -> tup
         texts.pop(name), launches.pop(name), how.pop(name)
     root = _bridge_root()
     modules = _recipe_modules(root)
-    functions, aliases = recipe_functions_and_aliases(modules)
+    functions, aliases, bindings, function_names = recipe_functions_and_aliases(modules)
     bases = {n: yaml.safe_load(t) for n, t in base_texts.items()}
     data = {n: yaml.safe_load(t) for n, t in texts.items()}
     unknown: dict = {n: {} for n in texts}
 
-    def resolve_name(name: str) -> str:
-        return aliases.get(name, name)
-
-    def is_recipe(name: str) -> bool:
-        return resolve_name(name) in data or name in bases
+    def resolve_name(name: str, module: str | None = None) -> str:
+        bound = bindings.get(module, {}).get(name) if module else None
+        return bound or aliases.get(name, name)
 
     def recipe(name: str):
         if name in bases:
@@ -260,14 +327,20 @@ def from_source(texts: dict, launches: dict, how: dict, base_texts: dict) -> tup
         consulted.setdefault(module, set()).add(name)
         return module, hit[1]
 
-    def read(name: str, known: dict, known_unknown: dict):
-        mod = functions[name]
+    def read(key: str, known: dict, known_unknown: dict):
+        mod = functions[key]
         path, text = modules[mod]
-        ctx = pr.Context(recipe=lambda n: (lambda k: (k, copy.deepcopy(known[k]), known_unknown.get(k, {})) if k in known else (
-                             (n, copy.deepcopy(bases[n]), {}) if n in bases else None))(resolve_name(n)),
-                         is_recipe=lambda n: resolve_name(n) in known or n in bases, sources=sources, module=mod)
+
+        def recipe(n, module=None):
+            k = resolve_name(n, module)
+            if k in known:
+                return k, copy.deepcopy(known[k]), known_unknown.get(k, {})
+            return (n, copy.deepcopy(bases[n]), {}) if n in bases else None
+
+        ctx = pr.Context(recipe=recipe, is_recipe=lambda n, module=None: resolve_name(n, module) in known or n in bases,
+                         sources=sources, module=mod)
         pr._READERS.clear()
-        run = pr.read_runs(text, f"megatron/bridge/{path.relative_to(root)}", ctx, name)[0]
+        run = pr.read_runs(text, f"megatron/bridge/{path.relative_to(root)}", ctx, function_names[key])[0]
         return run
 
     # Fixpoint: a recipe that calls another (perf recipes call the model recipes) waits for it.
@@ -320,6 +393,7 @@ def from_source(texts: dict, launches: dict, how: dict, base_texts: dict) -> tup
         how[name] = "helper"
     alias_ok = {a: t for a, t in aliases.items() if t in texts}
     report["helpers"] = _helper_sources(modules, consulted)
+    report["bindings"] = {m: {n: k for n, k in b.items() if k in texts} for m, b in bindings.items()}
     return texts, launches, how, unknown, alias_ok, report, functions, aliases
 
 
@@ -383,7 +457,7 @@ def write_helpers(helpers: dict, versions: dict) -> None:
 
 
 def write_catalog(texts: dict, versions: dict, launches: dict, how: dict | None = None, unknown: dict | None = None,
-                  aliases: dict | None = None) -> None:
+                  aliases: dict | None = None, bindings: dict | None = None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     names = sorted(texts)
     blob = bytearray()
@@ -405,7 +479,8 @@ def write_catalog(texts: dict, versions: dict, launches: dict, how: dict | None 
     unknown_rows = {n: sorted([".".join(map(str, p)), r] for p, r in u.items()) for n, u in (unknown or {}).items() if u}
     (OUT / "unknown.json.xz").write_bytes(lzma.compress(json.dumps(unknown_rows, sort_keys=True).encode("utf-8"),
                                                        preset=9 | lzma.PRESET_EXTREME))
-    index = {"format": 1, "versions": versions, "streams": streams, "recipes": recipes, "aliases": aliases or {}}
+    index = {"format": 1, "versions": versions, "streams": streams, "recipes": recipes, "aliases": aliases or {},
+             "bindings": {m: b for m, b in (bindings or {}).items() if b}}
     index["values"] = write_values(texts)
     for name, stream in index["values"]["of"].items():
         recipes[name]["values"] = stream
@@ -428,6 +503,9 @@ def write_index(index: dict) -> None:
         "},",
         '"aliases": {',
         ",\n".join(f"{json.dumps(a)}: {json.dumps(t)}" for a, t in sorted(index["aliases"].items())),
+        "},",
+        '"bindings": {',
+        ",\n".join(f"{json.dumps(m)}: {json.dumps(b, sort_keys=True)}" for m, b in sorted(index.get("bindings", {}).items())),
         "}}",
     ]
     (OUT / "index.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -533,7 +611,7 @@ def main() -> int:
             print(f"note: the base helpers cannot be called here ({type(exc).__name__}: {exc}); using the "
                   f"{len(bases)} the catalog ships", file=sys.stderr)
         texts, launches, how, unknown, aliases, report, functions, all_aliases = from_source(texts, launches, how, bases)
-        write_catalog(texts, versions, launches, how, unknown, aliases)
+        write_catalog(texts, versions, launches, how, unknown, aliases, report["bindings"])
         write_helpers(report["helpers"], versions)
         print(f"functions: {len(functions)} in Bridge's source, {sum(1 for f in functions if f in texts)} in the catalog "
               f"({sum(1 for f in functions if how.get(f) == 'built')} built, {len(report['source_read'])} read from source); "

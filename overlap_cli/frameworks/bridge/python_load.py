@@ -39,15 +39,15 @@ def context(file: str):
     from overlap_cli.frameworks.bridge import recipes
     from overlap_cli.frameworks.bridge.python_reader import Context
 
-    def recipe(name: str):
-        key = recipes.canonical(name)
+    def recipe(name: str, module: Optional[str] = None):
+        key = recipes.canonical(name, module)
         if key is None:
             return None
         data, unknown = recipes.data(key)
         return key, data, unknown
 
-    def is_recipe(name: str) -> bool:
-        return recipes.canonical(name) is not None
+    def is_recipe(name: str, module: Optional[str] = None) -> bool:
+        return recipes.canonical(name, module) is not None
 
     def from_yaml(path: str, line: int):
         import os

@@ -326,7 +326,7 @@ class ModuleReader:
     def recipe_names(self) -> tuple:
         out = []
         for name, v in self.names.items():
-            if isinstance(v, _Import) and _bridge_module(v.module) and v.name and self.ctx.is_recipe(v.name):
+            if isinstance(v, _Import) and _bridge_module(v.module) and v.name and self.ctx.is_recipe(v.name, v.module):
                 out.append(v.name)
         return tuple(out)
 
@@ -383,7 +383,7 @@ def _is_start_call(node, reader: ModuleReader) -> bool:
         return False
     bound = reader.names.get(name) if isinstance(node.func, ast.Name) else None
     if isinstance(bound, _Import) and _bridge_module(bound.module):
-        return reader.ctx.is_recipe(bound.name) or _names_a_recipe_module(bound)
+        return reader.ctx.is_recipe(bound.name, bound.module) or _names_a_recipe_module(bound)
     if isinstance(node.func, ast.Attribute):  # recipes.llama3_8b_pretrain_config()
         root = node.func.value
         while isinstance(root, ast.Attribute):
@@ -1097,9 +1097,9 @@ class _Interp:
             value = pv.mixed_precision_value(args[0]) if isinstance(args[0], str) else None
             return value if value is not None else Unknown(f"get_mixed_precision_config({args[0]!r}) at {self._at(node)}: not a recipe overlap-cli knows")
         target = pv.config_class_target(func.module, name)
-        if target is not None or (pv.looks_like_config_class(func.module, name) and not ctx.is_recipe(name)):
+        if target is not None or (pv.looks_like_config_class(func.module, name) and not ctx.is_recipe(name, func.module)):
             return self._config_object(func, target, args, kwargs, node)
-        hit = ctx.recipe(name) if ctx.is_recipe(name) else None
+        hit = ctx.recipe(name, func.module) if ctx.is_recipe(name, func.module) else None
         if hit is not None and args:
             return self._start_unknown(node, f"{name}(...) at {self._at(node)} is called with positional arguments")
         if hit is not None and not args:
@@ -1109,7 +1109,7 @@ class _Interp:
         source = self._bridge_source(func)
         if source is not None:
             return self._call_function(source, args, kwargs, node)
-        if _names_a_recipe_module(func) and not ctx.is_recipe(name):
+        if _names_a_recipe_module(func) and not ctx.is_recipe(name, func.module):
             near = ctx.closest(name) if ctx.closest is not None else []
             hint = f"; did you mean {', '.join(near)}?" if near else " (overlap recipes list shows them all)"
             raise BadPython(f"unknown recipe {name!r} imported from {func.module}: not a recipe of the catalog{hint}",

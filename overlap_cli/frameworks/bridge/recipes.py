@@ -47,11 +47,18 @@ def aliases() -> dict:
     return dict(index().get("aliases", {}))
 
 
-def canonical(name: str) -> Optional[str]:
+def canonical(name: str, module: Optional[str] = None) -> Optional[str]:
     """The catalog's name for ``name`` (Bridge's function name or a public alias, with or without
-    ``_config``), or None."""
+    ``_config``), or None. ``module``: the Bridge module ``name`` is imported from, where that module binds
+    it to another recipe than the name means on its own (index.json ``bindings``: Bridge 0.6.2 has ten
+    performance recipes named like a library recipe, and perf_recipes/nemotronh/common.py imports the
+    16-GPU Nemotron 3 Super recipe as the name recipes/nemotronh/nemotron_3_super.py gives the 64-GPU one)."""
     recipes = index()["recipes"]
     alias = index().get("aliases", {})
+    if module is not None:
+        bound = index().get("bindings", {}).get(module, {}).get(name)
+        if bound is not None:
+            return bound
     for candidate in (name, name + "_config"):
         if candidate in recipes:
             return candidate

@@ -319,3 +319,36 @@ def test_megatron_fsdp_refusals_a_python_run_meets(tmp_path, run_cli):
     found = {f["code"]: f for f in results[0]["findings"]}
     assert found["DP312"]["severity"] == "error" and "fsdp_dtensor" in found["DP312"]["message"]
     assert found["ENV503"]["line"] == 5 and code == 1
+
+
+@pytest.mark.parametrize("module, recipe", [
+    # Bridge 0.6.2 defines a library recipe and a performance recipe under this one name: the module
+    # imported from decides which runs (the performance one turns DP grad-reduce overlap off).
+    ("megatron.bridge.perf_recipes.deepseek.h100.deepseek_v3", "perf__deepseek_v3_pretrain_1024gpu_h100_bf16_config"),
+    ("megatron.bridge.perf_recipes.deepseek", "perf__deepseek_v3_pretrain_1024gpu_h100_bf16_config"),
+    ("megatron.bridge.recipes.deepseek.h100.deepseek_v3", "deepseek_v3_pretrain_1024gpu_h100_bf16_config"),
+    ("megatron.bridge.recipes", "deepseek_v3_pretrain_1024gpu_h100_bf16_config"),
+])
+def test_a_recipe_name_means_what_the_module_it_is_imported_from_binds(tmp_path, run_cli, module, recipe):
+    path = tmp_path / "run.py"
+    path.write_text(f"from {module} import deepseek_v3_pretrain_1024gpu_h100_bf16_config\n"
+                    "cfg = deepseek_v3_pretrain_1024gpu_h100_bf16_config()\n")
+    code, out, err = run_cli("check", str(path), "--format", "json", "--world-size", "1024")
+    r = json.loads(out)["results"][0]
+    assert r["error"] is None, r["error"]
+    reduce = r["effective"]["ddp.overlap_grad_reduce"]
+    assert f"recipe {recipe}" in json.dumps(r["effective"]), r["effective"]["ddp.use_distributed_optimizer"]
+    assert reduce["value"] is (not recipe.startswith("perf__")), reduce
+
+
+def test_a_name_a_perf_module_imports_as_another_recipe_is_that_recipe(tmp_path, run_cli):
+    # perf_recipes/nemotronh/common.py imports the 16-GPU recipe as nemotron_3_super_pretrain_config;
+    # recipes/nemotronh/nemotron_3_super.py defines that name as the 64-GPU one (TP 1).
+    for module, tp in (("megatron.bridge.perf_recipes.nemotronh.common", 8),
+                       ("megatron.bridge.recipes.nemotronh.nemotron_3_super", 1)):
+        path = tmp_path / "run.py"
+        path.write_text(f"from {module} import nemotron_3_super_pretrain_config\ncfg = nemotron_3_super_pretrain_config()\n")
+        code, out, err = run_cli("check", str(path), "--format", "json", "--world-size", "64")
+        r = json.loads(out)["results"][0]
+        assert r["error"] is None, r["error"]
+        assert r["effective"]["model.tensor_model_parallel_size"]["value"] == tp, (module, r["effective"]["model.tensor_model_parallel_size"])
