@@ -432,8 +432,12 @@ def test_ctrl_c_prints_interrupted_on_both_paths(code, tmp_path):
     for i in range(6000):
         (tmp_path / f"c{i}.yaml").write_text(text)
     for _attempt in range(3):
+        # Ctrl-C reaches a process whose SIGINT is not ignored; a background job of a non-interactive shell
+        # (``bash -c "... &"``) starts with it ignored and Python then installs no handler: start as a
+        # terminal's foreground process would.
         proc = subprocess.Popen([sys.executable, "-c", code, "check", "-q", str(tmp_path)], cwd=ROOT, env=environment(),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         # The signal must arrive inside the check, not during interpreter start-up: wait until the process holds
         # a file of the folder open (discovery's scandir or a read), which a loaded machine may take seconds to
         # reach. Each file is open only briefly: on a loaded machine the polling can miss them all and the
