@@ -157,9 +157,10 @@ def _unknown_overrides(cfg, unknown_keys: list) -> None:
 
 
 def _mark_unknown(effective: dict, unknown_keys: list) -> None:
-    """An override the launch gives with a value not known statically: its key is unknown; a word that may be
-    any override makes every value it could set unknown (all of them)."""
+    """A word of the launch that may be any override (``$EXTRA_ARGS``) makes every value it could set unknown
+    (all of them); an override of a known key with an unknown value is unknown through ``cfg.unknown``
+    (_unknown_overrides)."""
     for key, why in unknown_keys:
-        for k, v in list(effective.items()):
-            if key == "" or k == key or k.startswith(key + "."):
+        if key == "":
+            for k, v in list(effective.items()):
                 effective[k] = Value(UNKNOWN, UNKNOWN, why, layer=v.layer)
