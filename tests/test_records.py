@@ -121,7 +121,7 @@ def test_a_class_making_many_instances_compiles_its_init():
 
 def test_pickle_and_copy_round_trip():
     """--jobs sends results between processes by pickle."""
-    from overlap_cli.check.results import Edit, FileResult, Finding, Fix, Value
+    from overlap_cli.results import Edit, FileResult, Finding, Fix, Value
     from overlap_cli.problems import InputProblem
 
     fix = Fix("safe", "m", (Edit("set", "a.b", 1),))

@@ -10,7 +10,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any, Optional
 
-    from overlap_cli.check.results import FileResult, Finding, Value
+    from overlap_cli.results import FileResult, Finding, Value
 
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 

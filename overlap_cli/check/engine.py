@@ -9,7 +9,7 @@ if TYPE_CHECKING:
 
     from overlap_cli.frameworks.bridge.view import Resolved
 
-from overlap_cli.check.results import FileResult, finding_order
+from overlap_cli.results import FileResult, finding_order
 from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 from overlap_cli.launch_profile.profile import Target

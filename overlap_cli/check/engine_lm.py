@@ -7,7 +7,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import FileResult, finding_order
+from overlap_cli.results import FileResult, finding_order
 from overlap_cli.problems import InputError
 
 

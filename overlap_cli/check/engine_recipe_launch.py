@@ -5,7 +5,7 @@ or directive wins) — checked by the Bridge resolver and rules like any merged 
 
 from __future__ import annotations
 
-from overlap_cli.check.results import UNKNOWN, FileResult, Value, finding_order
+from overlap_cli.results import UNKNOWN, FileResult, Value, finding_order
 from overlap_cli.problems import InputError, InputProblem
 
 

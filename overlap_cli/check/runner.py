@@ -99,7 +99,7 @@ def check_files_with_views(files: list, target, overrides=None, selection=None, 
 def gather(args, configs_only: bool = False, target=None):
     """(files to check, skipped [(path, reason)], FileResults for arguments that are input errors)."""
     from overlap_cli.check.discovery import discover
-    from overlap_cli.check.results import FileResult
+    from overlap_cli.results import FileResult
 
     found = discover(args, configs_only=configs_only, target=target)
     problems = [FileResult(file=p.file, error=p) for p in found.problems]

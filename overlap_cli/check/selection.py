@@ -26,7 +26,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Iterable, Optional
 
-from overlap_cli.check.results import Finding
+from overlap_cli.results import Finding
 from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 

@@ -182,7 +182,7 @@ def check_one_config(opts, too_many: str):
 
 
 def exit_code(results, threshold: str = "warning") -> int:
-    from overlap_cli.check.results import SEVERITY_RANK
+    from overlap_cli.results import SEVERITY_RANK
 
     if any(r.error is not None for r in results):
         return EXIT_INPUT

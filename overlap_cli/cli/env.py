@@ -29,7 +29,7 @@ def env(opts) -> int:
     if opts.format == "json":
         import json
 
-        from overlap_cli.check.results import json_document
+        from overlap_cli.results import json_document
 
         doc = json_document(file=result.file, target=result.target, env={name: v.to_json() for name, v in entries})
         if notes:

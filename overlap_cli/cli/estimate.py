@@ -63,7 +63,7 @@ def estimate_command(opts) -> int:
     if opts.format == "json":
         import json
 
-        from overlap_cli.check.results import json_document
+        from overlap_cli.results import json_document
 
         doc = json_document(results=[{"file": p, "estimate": e.to_json() if e else None, "error": err} for p, e, err in results])
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")

@@ -160,7 +160,7 @@ def _unified_diff(o) -> str:
 
 def _write_all(outcomes, out, threshold: str = "warning") -> int:
     from overlap_cli.config.safe_read import read_text
-    from overlap_cli.check.results import SEVERITY_RANK
+    from overlap_cli.results import SEVERITY_RANK
     from overlap_cli.problems import InputError
     from overlap_cli.fix.write import atomic_write
 

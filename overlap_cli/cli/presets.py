@@ -39,7 +39,7 @@ def _json(doc) -> None:
     """Every JSON document overlap prints opens with the format version, as check's does."""
     import json
 
-    from overlap_cli.check.results import json_document
+    from overlap_cli.results import json_document
 
     sys.stdout.write(json.dumps(json_document(**doc), indent=2, default=list) + "\n")
 

@@ -31,7 +31,7 @@ def list_recipes(opts) -> None:
     if opts.format == "json":
         import json
 
-        from overlap_cli.check.results import json_document
+        from overlap_cli.results import json_document
 
         doc = json_document(versions=versions, recipes=rows, aliases=recipes.aliases())
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")

@@ -114,7 +114,7 @@ def rules_command(opts) -> None:
     if opts.format == "json":
         import json
 
-        from overlap_cli.check.results import json_document
+        from overlap_cli.results import json_document
 
         sys.stdout.write(json.dumps(json_document(rules=rules_json()), indent=2, ensure_ascii=False) + "\n")
         return

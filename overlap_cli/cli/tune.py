@@ -54,7 +54,7 @@ def tune_command(opts) -> int:
     if opts.format == "json":
         import json
 
-        from overlap_cli.check.results import json_document
+        from overlap_cli.results import json_document
 
         doc = json_document(file=name, base=base.to_json(), evaluated=found["evaluated"], checked=found["checked"],
                             dropped_memory=found["dropped_memory"], memory_limit_bytes=found["memory_limit"],
@@ -130,7 +130,7 @@ def _cand_json(c, base) -> dict:
 def _write(path: str, cand) -> None:
     """Apply the candidate's edits to the file the way ``overlap fix`` writes: plain-text edits when they
     can be made on the text, else on the round-trip tree with only the changed lines carried over."""
-    from overlap_cli.check.results import Edit
+    from overlap_cli.results import Edit
     from overlap_cli.config.safe_read import read_text
     from overlap_cli.fix import fast as fixfast
     from overlap_cli.fix import text as fixtext

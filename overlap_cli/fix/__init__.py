@@ -6,7 +6,7 @@ from __future__ import annotations
 def fixable(findings: list, unsafe: bool, threshold: str) -> list:
     """The findings whose fix a round applies: edits to make, safe (or any with ``unsafe``), at or above
     ``threshold`` (the bar `overlap check` fails on, so fix never edits a file check passes)."""
-    from overlap_cli.check.results import SEVERITY_RANK
+    from overlap_cli.results import SEVERITY_RANK
 
     bar = SEVERITY_RANK[threshold]
     return [

@@ -22,7 +22,7 @@ from overlap_cli.fix import text as fixtext
 from overlap_cli.fix import tree as fixtree
 from overlap_cli.config import yamlrt
 from overlap_cli.fix.tree import split_key
-from overlap_cli.check.results import Edit, FileResult, Finding
+from overlap_cli.results import Edit, FileResult, Finding
 from overlap_cli.problems import InputError, InputProblem
 
 MAX_ROUNDS = 5
@@ -60,7 +60,7 @@ class Outcome:
 
     def unsafe_pending(self) -> list:
         """Findings at or above the threshold left with an unsafe fix that was not applied (needs --unsafe-fixes)."""
-        from overlap_cli.check.results import SEVERITY_RANK
+        from overlap_cli.results import SEVERITY_RANK
 
         if self.result is None:
             return []

@@ -13,7 +13,7 @@ from typing import Any
 
 from overlap_cli.fix import text as fixtext
 from overlap_cli.config import yamlrt
-from overlap_cli.check.results import Edit
+from overlap_cli.results import Edit
 
 
 def split_key(key: str) -> tuple:

@@ -1,5 +1,5 @@
 """Writers of check results: this module picks the writer of a format and imports it when asked for it.
-The result objects (check.results.FileResult) know nothing about them; what several writers share
+The result objects (results.FileResult) know nothing about them; what several writers share
 (counts, findings per code) is ``common``.
 
 Formats: ``text`` (warnings and errors first; info and the effective settings on request; rich on a

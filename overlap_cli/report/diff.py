@@ -10,7 +10,7 @@ _LABELS = dict(TARGET_FIELDS)
 def to_json(c) -> dict:
     """{"version": 1, "old": {file, target}, "new": {...}, "effective": [{key, old, new}],
     "findings": {"appeared": [...], "disappeared": [...]}}; a side of a change is null where the key is absent."""
-    from overlap_cli.check.results import json_document
+    from overlap_cli.results import json_document
 
     return json_document(
         old={"file": c.old.file, "target": c.old.target},

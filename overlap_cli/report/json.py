@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from overlap_cli.check.results import json_document
+from overlap_cli.results import json_document
 from overlap_cli.report.common import by_code, summary
 
 

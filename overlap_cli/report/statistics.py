@@ -70,7 +70,7 @@ def render_text(results, out: IO[str], skipped=(), *, show_info=False, quiet=Fal
 def render_json(results, skipped=()) -> str:
     import json
 
-    from overlap_cli.check.results import json_document
+    from overlap_cli.results import json_document
 
     doc = json_document(statistics=statistics(results, True), summary=summary(results))
     if skipped:

@@ -52,7 +52,7 @@ def run_rules(view) -> list:
     """The findings of every rule for the view's framework (``view.framework``, Bridge when it has none:
     see ``Rule.frameworks``). A check that raises stops the run for this view with RuleCrashed: its
     file gets one internal-error line instead of a report built on a partial rule set."""
-    from overlap_cli.check.results import Finding
+    from overlap_cli.results import Finding
 
     framework = getattr(view, "framework", "bridge")
     findings: list[Finding] = []

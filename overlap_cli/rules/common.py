@@ -9,7 +9,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any, Optional
 
-from overlap_cli.check.results import Edit, Finding, Fix
+from overlap_cli.results import Edit, Finding, Fix
 from overlap_cli.frameworks.bridge import facts as bridge
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from overlap_cli import lazyre
 from overlap_cli.frameworks.bridge import facts as bridge
-from overlap_cli.check.results import Edit
+from overlap_cli.results import Edit
 from overlap_cli.rules.registry import rule
 from overlap_cli.rules.common import finding, fmt, remove, unsafe
 

@@ -8,7 +8,7 @@ comm_overlap.setup and after the ddp / optimizer / model configs were finalized.
 
 from __future__ import annotations
 
-from overlap_cli.check.results import Edit
+from overlap_cli.results import Edit
 from overlap_cli.rules.registry import rule
 from overlap_cli.rules.common import finding, safe, unsafe
 

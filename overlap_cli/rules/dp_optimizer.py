@@ -8,7 +8,7 @@ Source: megatron-core 0.19.2 ``OptimizerConfig.__post_init__`` (``megatron/core/
 
 from __future__ import annotations
 
-from overlap_cli.check.results import Edit
+from overlap_cli.results import Edit
 from overlap_cli.rules.registry import rule
 from overlap_cli.rules.common import finding, safe
 

@@ -8,7 +8,7 @@ what the process gets: the config's ``env_vars`` or, with ``--env-from-shell``, 
 from __future__ import annotations
 
 from overlap_cli.frameworks.bridge import launch_env as le
-from overlap_cli.check.results import Edit, Fix
+from overlap_cli.results import Edit, Fix
 from overlap_cli.rules.registry import rule
 from overlap_cli.rules.common import finding
 from overlap_cli.rules.env_common import one_is_fatal, one_serialises_dp

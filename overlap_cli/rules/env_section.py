@@ -5,7 +5,7 @@ Bridge rejects, and (with ``--env-from-shell``) exported variables that override
 from __future__ import annotations
 
 from overlap_cli.frameworks.bridge import launch_env as le
-from overlap_cli.check.results import Edit, Fix
+from overlap_cli.results import Edit, Fix
 from overlap_cli.rules.registry import rule
 from overlap_cli.rules.common import finding
 from overlap_cli.rules.env_common import one_is_fatal, one_serialises_dp, shorten

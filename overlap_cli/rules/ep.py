@@ -10,7 +10,7 @@ crash log can be matched to the rule with ``overlap explain``.
 
 from __future__ import annotations
 
-from overlap_cli.check.results import Edit
+from overlap_cli.results import Edit
 from overlap_cli.rules.registry import BOTH, rule
 from overlap_cli.launch_profile import versions
 from overlap_cli.rules.common import as_int, finding, fmt, model_key, model_value, safe, set_, torch_version, unknown_version_text, unsafe

@@ -9,7 +9,7 @@ only when ``comm_overlap.delay_wgrad_compute: true``); megatron-core 0.19.2
 from __future__ import annotations
 
 from overlap_cli.launch_profile import versions
-from overlap_cli.check.results import Edit
+from overlap_cli.results import Edit
 from overlap_cli.rules.registry import BOTH, rule
 from overlap_cli.rules.common import finding, has_graph_module, model_key, model_value, safe, set_, te_version, unknown_version_text, unsafe
 from overlap_cli.rules.ep import ep_overlap_effective

@@ -12,7 +12,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import Edit, Finding, Fix
+from overlap_cli.results import Edit, Finding, Fix
 from overlap_cli.rules.registry import MEGATRON_LM, rule
 
 LM = (MEGATRON_LM,)

@@ -7,7 +7,7 @@ asserts the combinations it cannot run.
 
 from __future__ import annotations
 
-from overlap_cli.check.results import Fix
+from overlap_cli.results import Fix
 from overlap_cli.rules.lm import LM, add_flag, assertion_findings, lm_finding, remove_flag
 from overlap_cli.rules.registry import rule
 

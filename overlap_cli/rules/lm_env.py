@@ -11,7 +11,7 @@ Megatron-FSDP or MoE EP overlap is on (then it only warns); both FSDPs assert it
 
 from __future__ import annotations
 
-from overlap_cli.check.results import Edit, Fix
+from overlap_cli.results import Edit, Fix
 from overlap_cli.rules.lm import LM, assertion_findings, lm_finding
 from overlap_cli.rules.registry import rule
 

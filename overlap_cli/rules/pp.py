@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from overlap_cli.check.results import Edit
+from overlap_cli.results import Edit
 from overlap_cli.rules.registry import BOTH, rule
 from overlap_cli.rules.common import finding, remove, safe, set_, unsafe
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from overlap_cli.frameworks.bridge import preset_fit
 from overlap_cli.frameworks.bridge import presets
-from overlap_cli.check.results import Edit
+from overlap_cli.results import Edit
 from overlap_cli.rules.registry import rule
 from overlap_cli.rules.common import finding, safe, set_, te_version, unsafe
 from overlap_cli.launch_profile import versions

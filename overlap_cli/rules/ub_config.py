@@ -5,7 +5,7 @@ and GEMM names or fields nobody reads. UB601-UB605 are in ``ub``.
 
 from __future__ import annotations
 
-from overlap_cli.check.results import Edit
+from overlap_cli.results import Edit
 from overlap_cli.frameworks.bridge import preset_fit
 from overlap_cli.rules.common import finding, set_, unsafe
 from overlap_cli.rules.registry import rule

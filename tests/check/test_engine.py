@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from overlap_cli.check.engine import CheckedFile, check, check_file
-from overlap_cli.check.results import FileResult
+from overlap_cli.results import FileResult
 from overlap_cli.check.runner import check_files, check_files_with_views, effective_jobs
 from overlap_cli.frameworks.bridge.view import Resolved
 from overlap_cli.launch_profile.profile import Target

@@ -248,7 +248,7 @@ def test_directive_inside_a_string_is_not_a_comment(run_cli, tmp_path):
 
 def test_filter_findings_is_usable_without_the_cli(tmp_path):
     """The fixer calls the same function: selection applies to whatever produced the findings."""
-    from overlap_cli.check.results import Finding
+    from overlap_cli.results import Finding
     from overlap_cli.check.selection import cli_selection, filter_findings
 
     path = write(tmp_path, sp="  # overlap: ignore[TP102]")

@@ -128,7 +128,7 @@ def extra_rules():
 
 
 def _flip(key: str, to):
-    from overlap_cli.check.results import Edit, Fix
+    from overlap_cli.results import Edit, Fix
     from overlap_cli.rules.common import finding
 
     def check(view):
@@ -152,7 +152,7 @@ def test_fixes_that_undo_each_other_are_reported_not_looped(extra_rules, run_cli
 
 def test_rounds_are_capped(extra_rules, run_cli, tmp_path):
     from overlap_cli.fix.loop import MAX_ROUNDS
-    from overlap_cli.check.results import Edit, Fix
+    from overlap_cli.results import Edit, Fix
     from overlap_cli.rules.common import finding
 
     def count_up(view):  # never satisfied: every round sets a new value
@@ -169,7 +169,7 @@ def test_rounds_are_capped(extra_rules, run_cli, tmp_path):
 
 def test_a_fix_that_needs_another_round_gets_it(extra_rules, run_cli, tmp_path):
     """The second rule only fires once the first one's fix is in: both land, with their notes."""
-    from overlap_cli.check.results import Edit, Fix
+    from overlap_cli.results import Edit, Fix
     from overlap_cli.rules.common import finding
 
     def first(view):

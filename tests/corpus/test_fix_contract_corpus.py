@@ -58,7 +58,7 @@ def _plain(value):
 
 
 def violations(name: str, before, after, outcome, original_env: dict, fixed_env: dict) -> list:
-    from overlap_cli.check.results import SEVERITY_RANK
+    from overlap_cli.results import SEVERITY_RANK
     from overlap_cli.rules import SAFE_FIX_CLASSES, get_rule
 
     out = []

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 from overlap_cli.frameworks.bridge import facts as bridge
-from overlap_cli.check.results import BRIDGE_AUTO, DEFAULT, FORCED_OFF, UNKNOWN, USER, Value
+from overlap_cli.results import BRIDGE_AUTO, DEFAULT, FORCED_OFF, UNKNOWN, USER, Value
 from overlap_cli.frameworks.bridge.view import Overwrite, Resolved, user_wrote
 
 def setup_comm_overlap(r: Resolved, co: dict, prov: dict) -> None:

@@ -15,7 +15,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any, Optional
 
-from overlap_cli.check.results import Value
+from overlap_cli.results import Value
 from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 from overlap_cli.launch_profile.profile import HOPPER_OR_OLDER, SM100_OR_NEWER

@@ -19,7 +19,7 @@ from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.frameworks.bridge import pipeline_layout
 from overlap_cli.frameworks.bridge.comm_overlap_setup import setup_comm_overlap
 from overlap_cli.config.document import Config
-from overlap_cli.check.results import BRIDGE_AUTO, DEFAULT, FORCED_OFF, MIXED_PRECISION, UNKNOWN, USER, Value
+from overlap_cli.results import BRIDGE_AUTO, DEFAULT, FORCED_OFF, MIXED_PRECISION, UNKNOWN, USER, Value
 from overlap_cli.frameworks.bridge.schema import validate_types
 from overlap_cli.frameworks.bridge.view import Overwrite, Resolved, user_wrote
 from overlap_cli.launch_profile.profile import Target

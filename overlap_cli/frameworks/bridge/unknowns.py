@@ -141,7 +141,7 @@ def resolve_all(cfg, target) -> list:
 def effective_of(views: list, inputs: list, cfg, effective_entries) -> dict:
     """The effective values: the first view's, with what the samples disagree on (or the run left
     unknown itself) unknown."""
-    from overlap_cli.check.results import UNKNOWN, Value
+    from overlap_cli.results import UNKNOWN, Value
 
     effective = [{**v.effective, **effective_entries(v)} for v in views]
     out = dict(effective[0])

@@ -9,7 +9,7 @@ Bridge's resolver uses) and the launch environment (``env.*``).
 
 from __future__ import annotations
 
-from overlap_cli.check.results import DEFAULT, UNKNOWN as UNKNOWN_SOURCE, USER, Value
+from overlap_cli.results import DEFAULT, UNKNOWN as UNKNOWN_SOURCE, USER, Value
 from overlap_cli.frameworks.megatron_lm import facts as lm
 
 DERIVED = "derived"

@@ -9,7 +9,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.check.results import Edit, Fix
+from overlap_cli.results import Edit, Fix
 
 
 def flag_edit(edit: Edit, launch) -> Optional[Edit]:

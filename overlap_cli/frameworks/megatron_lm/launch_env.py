@@ -8,7 +8,7 @@ other variable the launch sets is listed as it sets it.
 
 from __future__ import annotations
 
-from overlap_cli.check.results import Value
+from overlap_cli.results import Value
 
 MAX_CONNECTIONS = "CUDA_DEVICE_MAX_CONNECTIONS"
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 
-from overlap_cli.check.results import DEFAULT, FORCED_OFF, UNKNOWN as UNKNOWN_SOURCE, USER, Value
+from overlap_cli.results import DEFAULT, FORCED_OFF, UNKNOWN as UNKNOWN_SOURCE, USER, Value
 from overlap_cli.frameworks.megatron_lm import facts as lm
 from overlap_cli.frameworks.megatron_lm.configs import DERIVED, MAX_CONNECTIONS, build_configs, how_set
 from overlap_cli.frameworks.megatron_lm.view import Assertion, Forcing, LaunchConfig, LMResolved

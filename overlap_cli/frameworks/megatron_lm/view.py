@@ -101,7 +101,7 @@ class EnvSetting:
     """One launch variable in the shape of launch_env.EnvEntry's readers: ``name`` and ``effective()``."""
 
     name: str
-    value: Any  # check.results.Value
+    value: Any  # results.Value
 
     def effective(self):
         return self.value
