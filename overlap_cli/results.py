@@ -124,6 +124,56 @@ class Value:
         return out
 
 
+def show_value(value: Any, spell: str = "yaml", missing: str = "null") -> str:
+    """An effective value as every report writes it, spelled the way the input writes values: ``yaml``
+    (a Bridge config, a launch: ``null`` / ``true`` / ``false``) or ``python`` (``None`` / ``True`` /
+    ``'text'``). A userbuffers preset (a mapping naming it) is ``preset NAME``, another mapping ``{...}``;
+    ``missing`` is what None reads as (``unknown`` where None means "not known")."""
+    if value is None:
+        return "None" if spell == "python" and missing == "null" else missing
+    if isinstance(value, dict):
+        preset = value.get("preset")
+        return f"preset {preset}" if preset else "{...}"
+    if spell == "python":
+        return repr(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, str)):
+        return str(value)
+    import json  # floats and lists only: most reports never need it
+
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+class Note(str):
+    """A note of a file's result: its text (what every report prints, so a Note compares and serialises as
+    that string) and its ``kind`` (one of NOTE_KINDS), which a writer that treats some notes differently
+    reads instead of matching the prose."""
+
+    def __new__(cls, text: str, kind: str = "general"):
+        self = super().__new__(cls, text)
+        self.kind = kind
+        return self
+
+    def __reduce__(self):  # --jobs workers send results back pickled: keep the kind
+        return (Note, (str(self), self.kind))
+
+
+# The kinds of note (Note.kind). ``launch-world-size``: the world size is the launch's own torchrun / srun
+# sizes (the text report says it once for a folder of launches).
+NOTE_KINDS = (
+    "general", "read-as", "launch-world-size", "world-size", "target", "unknown-keys", "depends-on-unknown",
+    "environment", "warning", "transformer-engine", "gpu", "sourced", "left-off",
+)
+
+
+def note(text: str, kind: str = "general") -> Note:
+    return Note(text, kind)
+
+
 @dataclass
 class FileResult:
     file: str
@@ -131,7 +181,7 @@ class FileResult:
     effective: Optional[dict[str, Value]] = None
     findings: list[Finding] = field(default_factory=list)
     error: Optional[InputProblem] = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)  # plain strings are read as kind "general"
 
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in ("error", "warning", "info")}

@@ -1,4 +1,6 @@
-"""Turn FILE/DIR arguments into the list of configs to check.
+"""Turn FILE/DIR arguments into the list of configs to check. Each file is asked of the form that reads it
+(forms.form_of, then the form's ``discover``: check it, skip it with the reason, pass over it quietly); what
+concerns the walk itself — the order, links, hidden folders, fragments sourced by another script — is here.
 
 - A directory is walked for ``*.yaml`` / ``*.yml`` and Megatron-LM launch scripts (``*.sh``, ``*.bash``,
   ``*.slurm``, ``*.sbatch``: only those with a launch line, the others passed over quietly; see
@@ -25,36 +27,12 @@ from __future__ import annotations
 import os
 import re
 
-from overlap_cli import lazyre
 from overlap_cli.problems import InputProblem
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
-CONFIG_SECTIONS = ("model", "ddp", "comm_overlap", "mixed_precision", "optimizer")
 YAML_SUFFIXES = (".yaml", ".yml")
+_SNIFF_BYTES = 1024 * 1024  # a fragment's head, read to find who sources it
 SKIPPED_DIRS = frozenset(("__pycache__", "node_modules", "site-packages"))
-
-# A top-level key in block style, optionally quoted: `model:` at column 0. Bridge's dumps and recipes
-# are block style; a flow-style file (`{model: ...}`) is skipped with a note and can be named explicitly.
-_SECTION_RE = lazyre.compile(
-    r"^(?:['\"]?)(?:" + "|".join(CONFIG_SECTIONS) + r")(?:['\"]?)[ \t]*:(?:[ \t\r]|$)", re.MULTILINE
-)
-# An override file that names its recipe (``# overlap: recipe=NAME``, or ``recipe=`` in a target directive)
-# is a run to check whatever sections it sets (config.layers merges it onto the recipe).
-_RECIPE_DIRECTIVE_RE = lazyre.compile(r"^[ \t]*#[ \t]*overlap[ \t]*:[ \t]*(?:target\b[^\n]*)?\brecipe[ \t]*=", re.MULTILINE | re.IGNORECASE)
-# Every top-level field of Bridge's ConfigContainer (megatron/bridge/training/config.py:962), as its
-# serializer writes them: a file named explicitly with any of them is a (partial) training config.
-CONTAINER_SECTIONS = CONFIG_SECTIONS + (
-    "env_vars", "dist", "train", "dataset", "checkpoint", "logger", "tokenizer", "scheduler", "rng",
-    "validation", "profiling", "peft", "ft", "straggler", "nvrx_straggler", "rerun_state_machine",
-    "tensor_inspect", "inprocess_restart", "optimizer_config_override_provider",
-)
-_CONTAINER_RE = lazyre.compile(
-    r"^(?:['\"]?)(?:" + "|".join(CONTAINER_SECTIONS) + r")(?:['\"]?)[ \t]*:(?:[ \t\r]|$)", re.MULTILINE
-)
-# Reading this much is enough to find a top-level section in any real config (Bridge dumps are ~30 KB).
-_SNIFF_BYTES = 1024 * 1024
-
-NOT_A_CONFIG = "not a training config (no top-level " + "/".join(CONFIG_SECTIONS) + " section)"
 
 
 # The kinds of skipped file, each with the start of its reason (the summary counts them; skip_kind).
@@ -84,36 +62,6 @@ class Discovered:
     problems: list = field(default_factory=list)  # model.InputProblem: a folder without any YAML (exit 2)
 
 
-def looks_like_config(path: str, pattern=None) -> bool:
-    """True if the file has a top-level training-config section, or cannot be read (so the check reports why)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-    except OSError:
-        return True
-    text = head.decode("utf-8", errors="replace")
-    return bool((pattern or _SECTION_RE).search(text)) or bool(_RECIPE_DIRECTIVE_RE.search(text))
-
-
-# A top-level key in block style: the shape of a YAML mapping file.
-_TOP_KEY_RE = lazyre.compile(r"^(?:'[^'\n]*'|\"[^\"\n]*\"|[A-Za-z_][\w.\-]*)[ \t]*:(?:[ \t\r]|$)", re.MULTILINE)
-
-
-def _looks_like_other_yaml(path: str) -> bool:
-    """A file named explicitly is skipped as not a training config only when it is plainly some other
-    YAML mapping: text, top-level block keys, none of them a ConfigContainer section. Anything else (a
-    flow-style config, a list, an empty or binary file) is checked, and the check says what is wrong."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-    except OSError:
-        return False
-    if b"\0" in head:
-        return False
-    text = head.decode("utf-8", errors="replace")
-    return bool(_TOP_KEY_RE.search(text)) and not _CONTAINER_RE.search(text)
-
-
 def _walk(folder: str):
     from overlap_cli.frameworks.detect import SHELL_SUFFIXES
 
@@ -127,75 +75,36 @@ def _walk(folder: str):
 
 def discover(args, configs_only: bool = False, target=None) -> Discovered:
     """``target``: the command's target, to find an override file's recipe in [tool.overlap]."""
+    from overlap_cli.forms.base import DiscoveryContext
+
     out = Discovered()
     seen: dict = {}  # real path -> the path it was first reached as
+    context = DiscoveryContext(configs_only, target)
 
     no_launch: list = []  # launch scripts found in a folder without a launch line: fragments or not a launch
 
-    def add_python(path: str, explicit: bool) -> None:
-        from overlap_cli.frameworks.bridge.python_load import list_runs, not_a_run_problem, split_spec
-
-        file, function = split_spec(path)
-        if function is not None or not os.path.isfile(file):
-            out.files.append(path)  # one run named, or a missing file: the check says what is wrong
-            return
-        try:
-            with open(file, "rb") as fh:
-                text = fh.read(_SNIFF_BYTES * 4).decode("utf-8", errors="replace")
-        except OSError:
-            out.files.append(path)
-            return
-        runs = list_runs(file, text)
-        if runs:
-            out.files.extend(runs)
-        elif explicit:
-            problem = not_a_run_problem(file, text)
-            out.skipped.append((file, problem.message if problem else "builds no ConfigContainer"))
-
     def add(path: str, explicit: bool) -> None:
-        if path.lower().endswith(".py") or ".py::" in path.lower():
-            key = os.path.realpath(path)
-            if key not in seen:
-                seen[key] = path
-                add_python(path, explicit)
-            return
-        key = os.path.realpath(path)
+        from overlap_cli import forms
+        from overlap_cli.frameworks.bridge.python_load import split_spec
+
+        file, function = split_spec(path) if forms.module("python_run").recognise(path, None) else (path, None)
+        key = os.path.realpath(path if function is None else file) + ("::" + function if function else "")
         if key in seen:
             first = seen[key]
             if os.path.normpath(first) != os.path.normpath(path):  # a link to a file already listed: say so
                 out.skipped.append((path, f"the same file as {first} (a link), checked once"))
             return
         seen[key] = path
-        if os.path.isfile(path):
-            from overlap_cli.frameworks.detect import MEGATRON_LM, discoverable, framework_of, is_shell_name
-
-            if is_shell_name(path) or (explicit and framework_of(path) == MEGATRON_LM):
-                verdict, reason = _script_verdict(path)
-                if verdict == "skip":
-                    out.skipped.append((path, reason))
-                elif verdict == "none" and not explicit:
-                    no_launch.append(path)
-                else:  # named: checked, and a script without a launch line says so
-                    out.files.append(path)
-                return
-            verdict = None if explicit else discoverable(path)  # a functional-test YAML
-            if verdict is not None:
-                if verdict:
-                    out.files.append(path)
-                return
-            if path.lower().endswith(YAML_SUFFIXES) and not configs_only:
-                reason = _yaml_skip(path, target, explicit)
-                if reason is not None:
-                    out.skipped.append((path, reason))
-                    return
-        if os.path.isfile(path) and not looks_like_config(path):
-            # Named explicitly, a file with any ConfigContainer section (an env_vars-only override file)
-            # or in flow style (`{model: ...}`, which the sniff cannot read) is still checked. Anything
-            # else (a CI workflow) is noted and skipped, as in a folder.
-            if not explicit or configs_only or _looks_like_other_yaml(path):
-                out.skipped.append((path, NOT_A_CONFIG))
-                return
-        out.files.append(path)
+        if function is not None or not os.path.isfile(file):
+            out.files.append(path)  # one run named, or a missing file: the check says what is wrong
+            return
+        verdict, value = forms.form_of(path).discover(path, explicit, context)
+        if verdict == "check":
+            out.files.extend(value)
+        elif verdict == "skip":
+            out.skipped.append((file, value))
+        elif verdict == "no-launch":
+            no_launch.append(path)
 
     for arg in args:
         if os.path.isdir(arg):
@@ -225,55 +134,6 @@ def discover(args, configs_only: bool = False, target=None) -> Discovered:
                                           "pretrain_*.py or run_recipe.py line)"))
         out.skipped.sort(key=lambda item: item[0])
     return out
-
-
-# A template's placeholder: ``<PATH_OF_VOCAB_FILE>``, ``<some dir>``.
-_PLACEHOLDER_RE = re.compile(r"<[A-Za-z][^<>\n]{0,60}>")
-
-
-def _script_verdict(path: str) -> tuple:
-    """("check", None) | ("skip", reason) | ("none", None): a launch script without a launch line."""
-    head = _read_head(path)
-    if head is None:
-        return "check", None  # the check says why it cannot be read
-    if b"\0" in head[:8192]:
-        return "skip", "not a launch (a binary file)"
-    text = head.decode("utf-8", "replace")
-    from overlap_cli.config.shell import launch_summary
-
-    kind, detail = launch_summary(text)
-    if kind == "error":
-        m = _PLACEHOLDER_RE.search(text)
-        if m is not None:
-            line = text.count("\n", 0, m.start()) + 1
-            return "skip", (f"a template with placeholders to fill in ({m.group(0)}, line {line}): bash cannot "
-                            f"run it as written ({detail})")
-        return "check", None
-    if kind == "none":
-        return "none", None
-    from overlap_cli.frameworks.entry_points import NOT_TRAINING, classify
-
-    what, sentence = classify(detail)
-    if what == NOT_TRAINING:
-        return "skip", f"not a training run: {sentence}"
-    bridge_script = _bridge_python(path, detail)
-    if bridge_script is not None:
-        return "skip", (f"a Megatron-Bridge training script in Python ({bridge_script}): the launch's words are that "
-                        "script's own arguments, not Megatron-LM's; not read from the launch")
-    return "check", None
-
-
-def _bridge_python(script: str, launched) -> "str | None":
-    """The launched ``.py`` when it sits beside the script (or one folder up) and imports megatron.bridge: a
-    Bridge training script of its own, whose arguments Megatron-LM's parser does not describe."""
-    if not launched or not launched.endswith(".py") or re.fullmatch(r"pretrain_\w*\.py", launched):
-        return None
-    here = os.path.dirname(os.path.abspath(script))
-    for folder in (here, os.path.dirname(here)):
-        head = _read_head(os.path.join(folder, launched))
-        if head is not None:
-            return launched if b"megatron.bridge" in head[:65536] else None
-    return None
 
 
 def _read_head(path: str):
@@ -345,71 +205,3 @@ def _known_folder(head: str, text: str) -> bool:
         return False
     values = re.findall(r"^[ \t]*(?:export[ \t]+)?" + var.group(1) + r"=(.*)$", text, re.MULTILINE)
     return len(values) == 1 and bool(DIR_OF.match(norm(values[0].split(" #")[0])))
-
-
-def _yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
-    """Why a YAML file is not checked, or None: a file whose top-level keys are mostly not
-    ConfigContainer sections (a model card: ``title``, ``summary``, ``items`` beside a ``model:``), or an
-    override file (ConfigContainer sections, no ``_target_``, so not a config Bridge can build alone, and
-    presented as one: ``_says_override``) whose recipe nothing names."""
-    head = _read_head(path)
-    if head is None or b"\0" in head:
-        return None
-    text = head.decode("utf-8", "replace")
-    keys = [m.group(0).split(":")[0].strip("'\" \t") for m in _TOP_KEY_RE.finditer(text)]
-    if not keys:
-        return None
-    container = [k for k in keys if k in CONTAINER_SECTIONS]
-    other = [k for k in keys if k not in CONTAINER_SECTIONS and not k.startswith("_") and k != "defaults"]
-    if explicit and (len(head) >= _SNIFF_BYTES or _ANCHOR_RE.search(text)):
-        return None  # named: a file too large to sniff or built from anchors is read, and the reader judges it
-    if container and len(other) > len(container):
-        shown = ", ".join(other[:4]) + (", ..." if len(other) > 4 else "")
-        return (f"not a training config: its top-level keys ({shown}) are not ConfigContainer sections "
-                f"(only {', '.join(container)} is)")
-    if explicit or not container or "_target_" in text or _RECIPE_DIRECTIVE_RE.search(text):
-        return None  # named explicitly, an override file is checked (and the check says what it lacks)
-    if not _says_override(path, text):
-        return None  # a hand-written partial config is checked against Bridge's defaults, as always
-    if target is not None and _recipe_of(target, path, text):
-        return None
-    leaves = _count_leaves(text)
-    return (f"an override file: sets {leaves} keys of a ConfigContainer: name its recipe with "
-            "`# overlap: recipe=NAME` or in pyproject ([tool.overlap] recipe, or per-file-target)")
-
-
-_ANCHOR_RE = re.compile(r"(?::|-)[ \t]+[&*][A-Za-z0-9_]")
-_OVERRIDE_WORD = re.compile(r"^[ \t]*#.*\boverrides?\b", re.MULTILINE | re.IGNORECASE)
-
-
-def _says_override(path: str, text: str) -> bool:
-    """The file presents itself as an override file for a recipe: its name says so (Bridge's
-    ``*_override_example.yaml``), it sits in a ``conf/`` or ``overrides/`` folder (where Bridge's examples keep
-    the files their ``--config-file`` takes), or a comment says it is one."""
-    name = os.path.basename(path).lower()
-    folder = os.path.basename(os.path.dirname(os.path.abspath(path))).lower()
-    return "override" in name or folder in ("conf", "confs", "overrides") or bool(_OVERRIDE_WORD.search(text))
-
-
-def _recipe_of(target, path: str, text: str) -> bool:
-    try:
-        t = target.for_file(path, text)
-    except Exception:  # an invalid settings file: the check reports it
-        return True
-    return bool(t.get("recipe") or t.get("base"))
-
-
-def _count_leaves(text: str) -> int:
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return 0
-
-    def leaves(v) -> int:
-        if isinstance(v, dict):
-            return sum(leaves(x) for x in v.values()) if v else 1
-        return 1
-
-    return leaves(data) if isinstance(data, dict) else 0

@@ -314,7 +314,7 @@ def gather_inputs(files, opts, discover: bool = True, target=None):
 def _write_annotated(checked, files, output, quiet=False, errors_to_stderr=True) -> int:
     """The config back with effective values and provenance comments: --annotate prints it (or writes it to
     -o FILE), --annotate-output FILE writes it beside the report. One input file when written to a file."""
-    from overlap_cli.report.annotate import annotate_text
+    from overlap_cli.report.annotate import annotate
 
     if output is not None and len(files) != 1:
         raise UsageError("-o/--output-file with --annotate takes one input file")
@@ -325,7 +325,7 @@ def _write_annotated(checked, files, output, quiet=False, errors_to_stderr=True)
             if errors_to_stderr:  # with --annotate-output the report says it
                 sys.stderr.write(c.result.error.one_line() + "\n")
             continue
-        chunks.append(annotate_text(c))
+        chunks.append(annotate(c))
     text = "".join(chunks)
     if output is not None:
         if not chunks:

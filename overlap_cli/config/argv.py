@@ -114,7 +114,7 @@ class LaunchText:
     paths: list = field(default_factory=list)
     forks: dict = field(default_factory=dict)
     # A ``${VAR:-default}`` of a variable the script never sets was read as its default: the caller's
-    # environment can change what is printed (engine_lm finds which values by reading it without them).
+    # environment can change what is printed (forms.megatron_lm finds which values by reading it without them).
     defaults_taken: bool = False
     sourced: list = field(default_factory=list)  # sentences: the files read where the script sources them
 

@@ -1,44 +1,27 @@
-"""``overlap fix``: apply the fixes that rules attach to findings, then check again until nothing changes.
+"""``overlap fix``: apply the fixes that rules attach to findings, then check again until nothing changes —
+one loop for every input form.
 
-One round: check the text, take every finding's fix (safe ones; unsafe ones only when asked), apply its
-edits to the round-trip tree, carry ruamel's changed lines onto the original text (``fixtext``), and
-prove the result: it must parse to exactly the data the edits describe and keep every user comment,
-also those on the lines of a removed key (they move to a comment line where the key was, after a note
-saying what was removed and why). Anything that cannot be proven is refused for the whole file, which
-is then left as it was. Rounds repeat (a fix can make another rule fire) up to ``MAX_ROUNDS``; a text seen
-before is a cycle and is reported, not looped.
-
-A value written as a ``${...}`` interpolation is never edited, nor is a node shared through a YAML
-anchor or inherited through a ``<<`` merge key: the fix is reported as skipped.
+A round checks the text, takes every finding's fix (safe ones; unsafe ones only when asked, at or above
+the severity threshold), and asks the file's form to place the edits (``edit_round``: fix.yaml_edit on the
+YAML tree, fix.script on a launch's words, fix.python on a Python run — each proves its own edit by reading
+the text again). Rounds repeat (a fix can make another rule fire) up to ``MAX_ROUNDS``; a text seen before is
+a cycle and is reported, not looped; a text that no longer checks is never kept. Anything refused leaves
+the whole file as it was. The form's ``fix_session`` says how its text is worked on (line ends, a final
+newline, notes written beside the changed keys) and put back.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from overlap_cli.fix import text as fixtext
-from overlap_cli.fix import tree as fixtree
-from overlap_cli.config import yamlrt
-from overlap_cli.fix.tree import split_key
-from overlap_cli.results import Edit, FileResult, Finding
+from overlap_cli.fix.common import Applied, Refused, Skipped
 from overlap_cli.problems import InputError, InputProblem
+from overlap_cli.results import FileResult
 
 MAX_ROUNDS = 5
 
-
-@dataclass
-class Applied:
-    finding: Finding
-    edits: list  # the Edits that changed the file (an edit already satisfied is left out)
-    round: int
-
-
-@dataclass
-class Skipped:
-    finding: Finding
-    why: str
+__all__ = ("MAX_ROUNDS", "Applied", "Skipped", "Outcome", "fix_file", "fix_text")
 
 
 @dataclass
@@ -80,29 +63,21 @@ def fix_file(
     path: str, target, unsafe: bool = False, comments: bool = True, selection=None, threshold: str = "warning",
     lower: tuple = (),
 ) -> Outcome:
+    """Fix the file ``path`` names (a Python run's ``FILE::FUNCTION`` edits FILE). The file's byte-order
+    mark is remembered so that a write keeps it."""
     from overlap_cli.config.safe_read import read_text
     from overlap_cli.frameworks.bridge.python_load import is_python, split_spec
 
-    if is_python(path):  # a Python run (FILE or FILE::FUNCTION): fix.python edits its file
-        from overlap_cli.fix.python import fix_python_text
-
-        file = split_spec(path)[0]
-        try:
-            text = read_text(file)
-        except InputError as exc:
-            return Outcome(file, "", "", error=exc.problem)
-        done = fix_python_text(path, text, target, unsafe, comments, selection, threshold)
-        out = Outcome(file, text, done.fixed, problem=done.problem, result=done.result, error=done.error, threshold=threshold)
-        out.applied = [Applied(f, edits, rnd) for f, edits, rnd in done.applied]
-        out.skipped = [Skipped(f, why) for f, why in done.skipped]
-        return out
+    file = split_spec(path)[0] if is_python(path) else path
     try:
-        text = read_text(path)
+        text = read_text(file)
     except InputError as exc:
-        return Outcome(path, "", "", error=exc.problem)
-    out = fix_text(path, text, target, unsafe=unsafe, comments=comments, selection=selection, threshold=threshold, lower=lower)
+        return Outcome(file, "", "", error=exc.problem)
+    out = fix_text(path, text, target, unsafe=unsafe, comments=comments, selection=selection, threshold=threshold,
+                   lower=lower)
+    out.path = file
     try:
-        with open(path, "rb") as fh:
+        with open(file, "rb") as fh:
             out.bom = fh.read(3) == b"\xef\xbb\xbf"
     except OSError:
         pass
@@ -113,8 +88,9 @@ def fix_text(
     path: str, text: str, target, unsafe: bool = False, comments: bool = True, selection=None, threshold: str = "warning",
     lower: tuple = (),
 ) -> Outcome:
-    """Fix ``text``. Only findings at or above ``threshold`` have their fixes applied: the same bar that
-    makes ``overlap check`` exit 1, so ``fix`` never edits a file that ``check`` passes.
+    """Fix ``text`` (the content of ``path``). Only findings at or above ``threshold`` have their fixes
+    applied: the same bar that makes ``overlap check`` exit 1, so ``fix`` never edits a file that ``check``
+    passes.
 
     In a merged run (a recipe or base under the file, ``lower`` override files between), ``text`` is the top
     override file and the only one edited: a key the recipe holds is changed by writing it here (Bridge
@@ -122,56 +98,37 @@ def fix_text(
     from overlap_cli.config.yamlnodes import remembered_parses
 
     with remembered_parses():  # the rounds read the same texts again (checks, edit bases, proofs)
-        return _fix_text(path, text, target, unsafe, comments, selection, threshold, lower)
+        return _rounds(path, text, target, unsafe, comments, selection, threshold, lower)
 
 
-def _fix_text(path, text, target, unsafe, comments, selection, threshold, lower) -> Outcome:
-    from overlap_cli.check.engine import CheckedFile, check as check_text
-    from overlap_cli.check.engine_lm import framework_of
+def _rounds(path, text, target, unsafe, comments, selection, threshold, lower) -> Outcome:
+    from overlap_cli.check.engine import check as check_text
     from overlap_cli.fix import fixable
 
-    if framework_of(path, text, target) == "megatron-lm":  # a launch script / functional-test YAML: fix.script
-        from overlap_cli.fix.script import fix_launch_text
-
-        done = fix_launch_text(path, text, target, unsafe, comments, selection, threshold)
-        out = Outcome(path, text, done.fixed, problem=done.problem, result=done.result, error=done.error,
-                      threshold=threshold)
-        out.applied = [Applied(f, edits, rnd) for f, edits, rnd in done.applied]
-        out.skipped = [Skipped(f, why) for f, why in done.skipped]
-        return out
-    def check(t: str) -> CheckedFile:
+    def check(t: str):
         return check_text(path, target, None, text=t, selection=selection, lower=lower)
 
-    # Work on "\n" line ends and a final newline (what ruamel writes); put the file's own style back last.
-    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
-    work = text.replace("\r\n", "\n") if crlf else text
-    add_newline = bool(work) and not work.endswith("\n")
-    if add_newline:
-        work += "\n"
-
     out = Outcome(path, text, text, threshold=threshold)
+    from overlap_cli import forms
+
+    session = forms.form_of(path, text, target.get("framework")).fix_session(text)
+    work = session.work
     checked = check(work)
-    result = checked.result
-    if result.error is not None:
-        out.error, out.result = result.error, result
+    if checked.result.error is not None:
+        out.error, out.result = checked.result.error, checked.result
         return out
-    cfg = checked.view.cfg  # the parsed config the round's edits apply to
+    form = checked.form  # the form that loaded it (a launch script may be a run_recipe.py launch)
     seen = {work}
-    notes: dict = {}  # path tuple -> "CODE reason" of the last change there
     current = work
     skipped_keys: set = set()
     for rnd in range(1, MAX_ROUNDS + 2):
-        wanted = fixable(result.findings, unsafe, threshold)
+        wanted = fixable(checked.result.findings, unsafe, threshold)
         if not wanted:
             break
         try:
-            new, applied, skipped = apply_round(current, wanted, cfg, comments)
-        except fixtext.Unmappable as exc:
-            out.problem = f"not fixed: {exc}; the file is left untouched"
-            break
-        except Exception as exc:  # ruamel refuses some texts PyYAML reads (an impossible date, a stray BOM)
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            out.problem = f"not fixed: the round-trip YAML parser cannot read this file ({first}); the file is left untouched"
+            new, applied, skipped = form.edit_round(current, wanted, checked, comments)
+        except Refused as exc:
+            out.problem = str(exc)
             break
         for s in skipped:
             k = (s.finding.code, s.finding.key, s.why)
@@ -188,253 +145,23 @@ def _fix_text(path, text, target, unsafe, comments, selection, threshold, lower)
             out.problem = f"fixes undo each other ({codes}); the file is left untouched"
             break
         after = check(new)
-        if after.result.error is not None:  # cannot happen when the edits are type-correct; never write it
-            out.problem = f"a fix produced a config that does not check ({after.result.error.message}); the file is left untouched"
+        if after.result.error is not None:  # cannot happen when the edits are proven; never write it
+            out.problem = (f"a fix produced a file that does not check ({after.result.error.message}); "
+                           "the file is left untouched")
             break
         for a in applied:
             a.round = rnd
             out.applied.append(a)
-            for e in a.edits:
-                p = split_key(e.key)
-                for old in [q for q in notes if q[: len(p)] == p]:
-                    del notes[old]  # a later edit of the same place supersedes an earlier note
-                if e.op != "remove":
-                    why = _own_words(getattr(e, "comment", None)) or reason(a.finding.fix.message)
-                    notes[p] = f"{a.finding.code} {why}"
+            session.applied(a)
         seen.add(new)
-        current, result, cfg = new, after.result, after.view.cfg
+        current, checked = new, after
 
     if out.problem is not None:
         out.applied = []
         out.result = check(work).result
         return out
-    if comments and notes and current != work:
-        noted = fixtext.add_notes(current, sorted(notes.items(), key=lambda kv: kv[0]))
-        noted_data = _parse(noted)
-        if noted_data is not None and fixtext.same(noted_data, _parse(current)):
-            current = noted
-            result = check(current).result
-    if current != work:
-        if add_newline:
-            current = current[:-1] if current.endswith("\n") else current
-        out.fixed = current.replace("\n", "\r\n") if crlf else current
-    out.result = result
+    fixed, result = session.finish(current, comments, lambda t: check(t).result)
+    if fixed is not None:
+        out.fixed = fixed
+    out.result = result if result is not None else checked.result
     return out
-
-
-def reason(message: str) -> str:
-    """The few words of a fix message that say why: its last parenthesised part, else the message."""
-    m = re.search(r"\(([^()]*)\)\s*$", message)
-    return (m.group(1) if m else message).strip()
-
-
-def _own_words(comment: Optional[str]) -> str:
-    """An edit's own comment without a tool prefix (our note starts with "overlap: CODE" already)."""
-    return re.sub(r"^\s*#?\s*overlap(-cli)?\s*:\s*", "", comment or "").strip()
-
-
-def _parse(text: str):
-    from overlap_cli.config.yamlnodes import parse_yaml
-
-    try:
-        return parse_yaml(text, "<fix>")[0]
-    except InputError:
-        return None
-
-
-# ----------------------------------------------------------------------------------------------
-# One round
-# ----------------------------------------------------------------------------------------------
-
-
-def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str, list, list]:
-    """(new text, Applied list, Skipped list). Raises fixtext.Unmappable when the text cannot be proven.
-
-    Lines an edit takes away (a removed key, a block value replaced) lose no user comment: before the
-    edit, ``fixtext.keep_comments`` moves their comments to comment lines just after them (with
-    ``notes``, a note saying what was removed and why); the edit then runs on that text. Scalar edits in
-    plain block style are made on the text directly (``fixfast``); the rest, and anything the proof
-    refuses there, on ruamel's round-trip tree, whose changed lines are carried onto the text.
-    """
-    import copy
-
-    from overlap_cli.fix import fast as fixfast
-    from overlap_cli.config.yamlnodes import parse_yaml
-
-    plain = parse_yaml(text, "<fix>")[0]
-    fast = fixfast.possible(text)
-    if fast:  # no anchors or merges: plain data answers "does this edit change anything"
-        y, data, before = None, copy.deepcopy(plain), None
-    else:
-        y, data = fixtree.load(text)
-        before = yamlrt.dump(y, data)  # ruamel's own rendering of the unedited tree (dumping does not change it)
-    touched: dict = {}
-    applied, skipped = [], []
-    removals: list = []
-    # An "add" only fills a gap; let explicit "set"s of the same round go first.
-    ordered = sorted(findings, key=lambda f: all(e.op == "add" for e in f.fix.edits))
-    for f in ordered:
-        edits = f.fix.edits
-        if cfg.wrapped_model_keys:  # the GPTModelConfig form: model.X is written under model.transformer
-            edits = tuple(Edit(e.op, cfg.file_key(e.key), e.value, e.comment) for e in edits)
-        why = _blocked(edits, cfg, data)
-        if why is None and cfg.layered:
-            edits, why = _for_top_file(edits, cfg, data)
-        if why:
-            skipped.append(Skipped(f, why))
-            continue
-        if _conflicts(edits, touched):
-            continue  # another fix changed this key this round; the next round decides again
-        changed = []
-        for e in edits:
-            path = split_key(e.key)
-            old = yamlrt.get_node(data, path)
-            if old is not None and fast:
-                old = copy.deepcopy(old)
-            if fixfast.apply_plain_edit(data, e) if fast else fixtree.apply_edit(data, e):
-                changed.append(e)
-                if e.op == "remove" or isinstance(old, (dict, list)):
-                    place = fixtext.key_place(text, path)
-                    if place is not None:
-                        why_words = _own_words(e.comment) or reason(f.fix.message)
-                        removals.append(fixtext.Removal(
-                            *place, key_too=e.op == "remove", key=path[-1], code=f.code, why=why_words,
-                            moved_to=_moved_to(e, old, edits),
-                        ))
-            fixtext.apply_plain(plain, e.op, path, e.value)
-            touched[path] = (e.op, e.value)
-        if changed:
-            applied.append(Applied(f, changed, 0))
-    if not applied:
-        return text, [], skipped
-    base = fixtext.keep_comments(text, removals, notes)
-    edits_made = [e for a in applied for e in a.edits]
-    if fast:
-        new = fixfast.apply(base, edits_made)
-        if new is not None and _proven(text, new, plain) is None:
-            return new, applied, skipped
-    if y is None or base != text:  # the same edits on the tree of the text whose comments are out of their way
-        y, data = fixtree.load(base)
-        before = yamlrt.dump(y, data)
-        for e in edits_made:
-            fixtree.apply_edit(data, e)
-    new = fixtext.transplant(base, before, yamlrt.dump(y, data))
-    problem = _proven(text, new, plain)
-    if problem:
-        raise fixtext.Unmappable(problem)
-    return new, applied, skipped
-
-
-def _proven(text: str, new: str, plain) -> Optional[str]:
-    """None when ``new`` means exactly ``plain`` and keeps every comment of ``text``; else why not."""
-    got = _parse(new)
-    if got is None or not fixtext.same(got, plain):
-        return "the edited text would not mean what the fix says (unusual layout)"
-    lost = fixtext.lost_comments(text, new)
-    if lost:
-        return f"the edit would drop the comment {lost[0]!r}"
-    return None
-
-
-def _moved_to(e, old, edits) -> str:
-    """The section a removed key goes to when the same fix writes it there with the same value, else ""."""
-    if e.op != "remove":
-        return ""
-    leaf, value = split_key(e.key)[-1], fixtree.plain(old)
-    for o in edits:
-        p = split_key(o.key)
-        if o.op == "remove":
-            continue
-        if len(p) > 1 and p[-1] == leaf and fixtext.same(o.value, value):
-            return ".".join(p[:-1])
-        if isinstance(o.value, dict) and leaf in o.value and fixtext.same(o.value[leaf], value):
-            return o.key  # a section written out whole (a recipe name spelled as a mapping)
-    return ""
-
-
-def _conflicts(edits, touched: dict) -> bool:
-    for e in edits:
-        p = split_key(e.key)
-        for q, (op, value) in touched.items():
-            if q == p:
-                if (op, value) != (e.op, e.value) or not fixtext.same(value, e.value):
-                    return True
-            elif q[: len(p)] == p or p[: len(q)] == q:
-                return True
-    return False
-
-
-def _for_top_file(edits, cfg, data) -> tuple:
-    """(edits, None) as they are written into the top file of a merged run, or (edits, why not).
-
-    A removal of a key a lower layer holds cannot be said by a file merged on top (OmegaConf.merge has no
-    deletion), so it is refused. A mapping started in a section the layers below leave null (or hold as a
-    recipe name) gets its class's ``_target_`` too, or Bridge would set it as a plain dict (CFG006)."""
-    from overlap_cli.config.layers import DATACLASS_SECTIONS
-
-    lower = cfg.lower_data or {}
-    out = list(edits)
-    for e in edits:
-        p = split_key(e.key)
-        if e.op == "remove":
-            found, below = _lookup(lower, p)
-            if found and not _is_class_default(p, below):
-                return edits, (f"{e.key} is also set in {cfg.layer_list[0].label if len(cfg.layer_list) < 3 else 'a layer below'}; "
-                               "a file merged on top cannot remove it: set it by hand")
-            continue  # the layers below hold nothing, or the class default a plain config falls back to
-        section = p[0]
-        if section in DATACLASS_SECTIONS and len(p) > 1 and not isinstance(lower.get(section), dict):
-            top = data.get(section) if isinstance(data, dict) else None
-            if not (isinstance(top, dict) and "_target_" in top) and not any(o.key == f"{section}._target_" for o in out):
-                out.insert(0, Edit("set", f"{section}._target_", DATACLASS_SECTIONS[section][0]))
-    return tuple(out), None
-
-
-def _lookup(data, path: tuple) -> tuple:
-    node = data
-    for part in path:
-        if not isinstance(node, dict) or part not in node:
-            return False, None
-        node = node[part]
-    return True, node
-
-
-def _is_class_default(path: tuple, value) -> bool:
-    """Whether ``value`` at ``path`` is what the key falls back to when no file sets it (a dump writes every
-    field; removing the top file's value then leaves the same as removing it from a single config)."""
-    from overlap_cli.frameworks.bridge import facts as bridge
-
-    if len(path) != 2:
-        return False
-    defaults = bridge.SECTION_DEFAULTS.get(path[0], {})
-    return path[1] in defaults and fixtext.same(defaults[path[1]], value)
-
-
-def _blocked(edits, cfg, data) -> Optional[str]:
-    """Why the edits must not be applied to this file, or None."""
-    for e in edits:
-        p = split_key(e.key)
-        for ip in getattr(cfg, "interpolated_paths", ()):
-            if ip[: len(p)] == p or p[: len(ip)] == ip:
-                return f"{'.'.join(map(str, ip))} comes from a ${{...}} interpolation; edit it by hand"
-        node = data
-        for i, part in enumerate(p[:-1]):
-            if fixtree.anchored(node):
-                return f"{'.'.join(p[:i]) or 'the document'} is shared through a YAML anchor; edit it by hand"
-            if not isinstance(node, dict) or part not in node or fixtree.is_null(node[part]):
-                break  # the rest of the path is created
-            if fixtree.merged(node, part):
-                return f"{'.'.join(p[: i + 1])} is inherited through a << merge key; edit it by hand"
-            node = node[part]
-            if not isinstance(node, dict):
-                return f"{'.'.join(p[: i + 1])} is not a mapping"
-        else:
-            if fixtree.anchored(node):
-                return f"{'.'.join(p[:-1])} is shared through a YAML anchor; edit it by hand"
-            leaf = p[-1]
-            if isinstance(node, dict) and leaf in node:
-                if fixtree.merged(node, leaf):
-                    return f"{e.key} is inherited through a << merge key; edit it by hand"
-                if fixtree.anchored(node[leaf]):
-                    return f"{e.key} is shared through a YAML anchor; edit it by hand"
-    return None

@@ -9,7 +9,7 @@ character of the file (its formatting and comments).
   inside a Bridge helper or an ``if``, a removal, a value that is no Python literal.
 
 Every candidate text is proven by reading it again: the key has the new value and nothing else the run
-gives changed. Rounds repeat as in ``fix.loop`` until nothing changes.
+gives changed. fix.loop drives the rounds.
 """
 
 from __future__ import annotations
@@ -18,9 +18,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.fix.script import LaunchFix, Unplaceable
-
-MAX_ROUNDS = 5
+from overlap_cli.fix.script import Unplaceable
 
 
 def _literal(value) -> str:
@@ -104,62 +102,32 @@ def _flat(data, path=()):
     return out
 
 
-def fix_python_text(spec: str, text: str, target, unsafe: bool = False, comments: bool = True, selection=None,
-                    threshold: str = "warning") -> LaunchFix:
-    from overlap_cli.check.engine import check as check_text
-    from overlap_cli.fix import fixable
+def apply_round(spec: str, current: str, findings: list, run) -> tuple:
+    """(new text, [Applied], [Skipped]): each finding's edits made in turn, each proven by reading the
+    file again (``run``: the PythonRun of ``current``)."""
+    from overlap_cli.fix.common import Applied, Skipped
     from overlap_cli.frameworks.bridge.python_load import read_run
 
-    out = LaunchFix(text)
-
-    def check(t: str):
-        return check_text(spec, target, None, text=t, selection=selection)
-
-    checked = check(text)
-    if checked.result.error is not None:
-        out.error, out.result = checked.result.error, checked.result
-        return out
-    current, result = text, checked.result
-    run = checked.view.cfg.python_run
-    skipped: set = set()
-    for rnd in range(1, MAX_ROUNDS + 2):
-        wanted = fixable(result.findings, unsafe, threshold)
-        new, applied = current, []
-        for f in wanted:
-            try:
-                candidate = new
-                for e in f.fix.edits:
-                    if _get(run.data, tuple(e.key.split("."))) == e.value and e.op != "remove":
-                        continue
-                    step = apply_edit(candidate, run, e)
-                    after, _ = read_run(spec, step)
-                    why = _prove(run, after, e)
-                    if why is not None:
-                        raise Unplaceable(f"not proven: {why}")
-                    candidate, run = step, after
-            except Unplaceable as exc:
-                key = (f.code, f.key, str(exc))
-                if key not in skipped:
-                    skipped.add(key)
-                    out.skipped.append((f, str(exc)))
-                continue
-            except Exception as exc:  # the edited text does not read back: refuse this fix
-                key = (f.code, f.key, str(exc))
-                if key not in skipped:
-                    skipped.add(key)
-                    out.skipped.append((f, f"the edited file does not read back ({exc})"))
-                continue
-            if candidate != new:
-                applied.append((f, list(f.fix.edits), rnd))
-                new = candidate
-        if new == current or rnd > MAX_ROUNDS:
-            break
-        after = check(new)
-        if after.result.error is not None:
-            out.problem = f"a fix produced a run that does not check ({after.result.error.message}); the file is left untouched"
-            out.applied, out.result = [], result
-            return out
-        out.applied.extend(applied)
-        current, result, run = new, after.result, after.view.cfg.python_run
-    out.fixed, out.result = current, result
-    return out
+    new, applied, skipped = current, [], []
+    for f in findings:
+        try:
+            candidate, now = new, run
+            for e in f.fix.edits:
+                if _get(now.data, tuple(e.key.split("."))) == e.value and e.op != "remove":
+                    continue
+                step = apply_edit(candidate, now, e)
+                after, _ = read_run(spec, step)
+                why = _prove(now, after, e)
+                if why is not None:
+                    raise Unplaceable(f"not proven: {why}")
+                candidate, now = step, after
+        except Unplaceable as exc:
+            skipped.append(Skipped(f, str(exc)))
+            continue
+        except Exception as exc:  # the edited text does not read back: refuse this fix
+            skipped.append(Skipped(f, f"the edited file does not read back ({exc})"))
+            continue
+        if candidate != new:
+            applied.append(Applied(f, list(f.fix.edits), 0))
+            new, run = candidate, now
+    return new, applied, skipped

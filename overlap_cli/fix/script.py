@@ -7,8 +7,8 @@ as its words when it shares the line), and ``CUDA_DEVICE_MAX_CONNECTIONS`` is ex
 launch line (or its literal ``NAME=value`` rewritten). Every candidate text is proven by reading it again
 with the launch reader: exactly the intended flags and variables differ, everything else the launch
 gives is unchanged (script_place.py makes the candidates). A flag that arrives through a variable whose words cannot be edited exactly, or an
-edit no candidate proves, is skipped with the reason, and the file is not written. Rounds repeat as in
-``fix.loop`` (a fix can make another rule fire) until nothing changes. Scripts get no ``# overlap:``
+edit no candidate proves, is skipped with the reason, and the file is not written. fix.loop drives the
+rounds. Scripts get no ``# overlap:``
 comments: a comment after a ``\\`` continuation would end the command.
 """
 
@@ -16,12 +16,9 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Optional
 
 from overlap_cli.fix.script_place import candidates, flag_row
-from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
-
-MAX_ROUNDS = 5
 
 
 class Unplaceable(Exception):
@@ -29,79 +26,26 @@ class Unplaceable(Exception):
 
 
 # ----------------------------------------------------------------------------------------------
-# The rounds
+# One round
 # ----------------------------------------------------------------------------------------------
 
 
-@dataclass
-class LaunchFix:
-    """What fix_launch_text did; fix.loop turns it into its Outcome."""
+def apply_round(current: str, findings: list, view) -> tuple:
+    """(new text, [Applied], [Skipped]): each finding's fix made on the launch in turn, each proven."""
+    from overlap_cli.fix.common import Applied, Skipped
 
-    fixed: str
-    applied: list = field(default_factory=list)  # (finding, edits, round)
-    skipped: list = field(default_factory=list)  # (finding, why)
-    problem: Optional[str] = None  # the file was refused as a whole (and left untouched)
-    result: Any = None  # the check of the fixed text (or of the original on a problem)
-    error: Any = None  # the launch could not be read
-
-
-def fix_launch_text(path: str, text: str, target, unsafe: bool = False, comments: bool = True, selection=None,
-                    threshold: str = "warning") -> LaunchFix:
-    """fix.loop.fix_text for a launch."""
-    from overlap_cli.check.engine import check as check_text
-    from overlap_cli.fix import fixable
-
-    out = LaunchFix(text)
-
-    def check(t: str):
-        return check_text(path, target, None, text=t, selection=selection)
-
-    checked = check(text)
-    if checked.result.error is not None:
-        out.error, out.result = checked.result.error, checked.result
-        return out
-    current, view, result = text, checked.view, checked.result
-    seen = {text}
-    skipped_keys: set = set()
-    for rnd in range(1, MAX_ROUNDS + 2):
-        wanted = fixable(result.findings, unsafe, threshold)
-        if not wanted:
-            break
-        new, applied = current, []
-        for f in wanted:
-            try:
-                candidate = apply_fix(new, view, f)
-            except Unplaceable as exc:
-                k = (f.code, f.key, str(exc))
-                if k not in skipped_keys:
-                    skipped_keys.add(k)
-                    out.skipped.append((f, str(exc)))
-                continue
-            if candidate != new:
-                new = candidate
-                applied.append((f, list(f.fix.edits), rnd))
-                view = _reload_view(view, new)  # later edits of this round place against the edited text
-        if new == current:
-            break
-        if rnd > MAX_ROUNDS:
-            out.problem = f"fixes did not settle after {MAX_ROUNDS} rounds; the file is left untouched"
-            break
-        if new in seen:
-            out.problem = "fixes undo each other; the file is left untouched"
-            break
-        after = check(new)
-        if after.result.error is not None:
-            out.problem = f"a fix produced a launch that does not check ({after.result.error.message}); the file is left untouched"
-            break
-        out.applied.extend(applied)
-        seen.add(new)
-        current, view, result = new, after.view, after.result
-    if out.problem is not None:
-        out.applied = []
-        out.result = check(text).result
-        return out
-    out.fixed, out.result = current, result
-    return out
+    new, applied, skipped = current, [], []
+    for f in findings:
+        try:
+            candidate = apply_fix(new, view, f)
+        except Unplaceable as exc:
+            skipped.append(Skipped(f, str(exc)))
+            continue
+        if candidate != new:
+            new = candidate
+            applied.append(Applied(f, list(f.fix.edits), 0))
+            view = _reload_view(view, new)  # later edits of this round place against the edited text
+    return new, applied, skipped
 
 
 def _reload_view(view, text: str):
@@ -162,7 +106,7 @@ def _goal(launch, edit) -> Optional[tuple]:
         if var is not None and var.how != "assignment" and var.value is not UNKNOWN and var.value == str(edit.value):
             return None
         return ("env", name, str(edit.value))
-    row = flag_row(key) if key.startswith("-") else None  # engine_lm turned shared rules' model.* edits into flags
+    row = flag_row(key) if key.startswith("-") else None  # forms.megatron_lm turned shared rules' model.* edits into flags
     if row is None:
         raise Unplaceable(f"{key} is not a Megatron-LM flag")
     dest, give = row["dest"], edit.op != "remove"

@@ -39,7 +39,7 @@ def is_shell_name(path: str) -> bool:
     return path.lower().endswith(SHELL_SUFFIXES)
 
 
-def _head(path: str) -> Optional[bytes]:
+def head_of(path: str) -> Optional[bytes]:
     """The first MiB of a regular file; None for anything else (a FIFO is never opened: opening one for
     reading blocks until a writer appears) or an unreadable file — the reader then says what is wrong."""
     import os
@@ -72,13 +72,13 @@ def framework_of(path: Optional[str], text: Optional[str] = None, forced: Option
         return MEGATRON_LM
     if low.endswith(YAML_SUFFIXES):
         if text is None:
-            head = _head(path)
+            head = head_of(path)
             if head is None:
                 return BRIDGE  # the loader reports the unreadable file
             text = head.decode("utf-8", "replace")
         # The substring test first: scanning a 30 KB dump with the anchored pattern costs ~0.1 ms.
         return MEGATRON_LM if "MODEL_ARGS" in text and _MODEL_ARGS.search(text) else BRIDGE
-    head = text.encode("utf-8", "replace")[:256] if text is not None else (_head(path) or b"")[:256]
+    head = text.encode("utf-8", "replace")[:256] if text is not None else (head_of(path) or b"")[:256]
     return MEGATRON_LM if _SHEBANG.match(head) else BRIDGE
 
 
@@ -87,7 +87,7 @@ def discoverable(path: str) -> Optional[bool]:
     a Megatron-LM input: the Bridge rules of discovery decide)."""
     low = path.lower()
     if low.endswith(SHELL_SUFFIXES):
-        head = _head(path)
+        head = head_of(path)
         if head is None:
             return True  # the check says why it cannot be read
         if b"\0" in head[:8192]:
@@ -96,7 +96,7 @@ def discoverable(path: str) -> Optional[bool]:
 
         return has_launch_line(head.decode("utf-8", "replace"))
     if low.endswith(YAML_SUFFIXES):
-        head = _head(path)
+        head = head_of(path)
         if head is None:
             return None
         text = head.decode("utf-8", "replace")

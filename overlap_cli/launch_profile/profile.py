@@ -436,3 +436,53 @@ def apply_table(t: Target, s, source: str) -> None:
         if not isinstance(recipe, str) or not recipe.strip():
             raise SettingError("recipe", f"must be a recipe name, got {recipe!r}", source)
         t.set("recipe", recipe.strip(), source)
+
+
+# -- deriving a run's target: one place for the world size's precedence ------------------------------
+# flag > directive > per-file-target > the launch line's sizes = the recipe's launch > [tool.overlap] >
+# detected > default (_RANK). Every form derives the target of its run through these, never by copying a
+# Target and writing fields.
+
+
+def _copy(t: Target) -> Target:
+    import copy
+
+    out = copy.copy(t)
+    out.extra, out.sources = dict(t.extra), dict(t.sources)
+    return out
+
+
+def for_recipe(t: Target, recipe: str, replace: bool = False) -> Target:
+    """``t`` for a run that starts from catalog recipe ``recipe``: the recipe's own launch (its world size
+    and GPU) below every statement about the file. A recipe already named by a setting stays, unless
+    ``replace`` (a launch line names the recipe it runs: that one runs)."""
+    out = _copy(t)
+    if replace or out.extra.get("recipe") is None:
+        out.extra["recipe"] = recipe
+        out.sources["recipe"] = RECIPE
+    apply_recipe(out)
+    return out
+
+
+def for_launch(t: Target, world_size: Optional[int], exported: Optional[dict] = None) -> Target:
+    """``t`` for a run a launch line starts: the launch's sizes give the world size where they rank
+    (launch_sizes_apply: above the recipe's launch and [tool.overlap], below a flag / directive /
+    per-file-target), and what the launch exports is the process's environment (over the shell's)."""
+    out = _copy(t)
+    if exported:
+        out.shell_env = {**(t.shell_env or {}), **exported}
+    if world_size is not None and launch_sizes_apply(t):
+        out.world_size = world_size
+        out.sources["world_size"] = "launch"
+        for k in ("nodes", "gpus_per_node"):
+            out.extra.pop(k, None)
+            out.sources.pop(k, None)
+    return out
+
+
+def without_world_size(t: Target) -> Target:
+    """``t`` with its world size unknown (a size that cannot hold the run and that nobody stated for it)."""
+    out = _copy(t)
+    out.world_size = None
+    out.sources["world_size"] = UNKNOWN
+    return out

@@ -1,24 +1,59 @@
-"""``overlap check --annotate``: the whole config back as YAML, with the effective overlap values written
-in and a trailing comment on each overlap-relevant key (effective value, where it came from, codes)."""
+"""``overlap check --annotate``: the checked file back with its effective values, one annotator for every
+input form, which asks the file's form (forms/) only where to put them:
+
+- a YAML config (``annotate_yaml``): the whole config back as YAML, the effective overlap values written
+  in and a trailing comment on each overlap-relevant key (effective value, where it came from, codes);
+- a launch or a Python run (``annotate_after``): the file exactly as written, then one comment line per
+  effective setting. The comments go after the text, never into it: a comment after a ``\\``
+  continuation would end a shell command, and inside ``MODEL_ARGS`` it would sit among the flags, so the
+  annotated copy runs as the original does.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from overlap_cli.config import yamlrt
+from overlap_cli.results import show_value
 
 
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, dict):
-        if v.get("preset"):
-            return f"preset {v['preset']}"
-        return "{...}"
-    return str(v)
+def annotate(checked) -> str:
+    """The annotated copy of a file that checked without error (an engine.CheckedFile)."""
+    return checked.form.annotate(checked)
+
+
+def _codes(result) -> dict:
+    codes: dict = {}
+    for f in result.findings:
+        if f.key:
+            codes.setdefault(f.key, []).append(f.code)
+    return codes
+
+
+def annotate_after(checked, comment: str = "#", spell: str = "yaml") -> str:
+    """The file as written, then ``# overlap: KEY = VALUE (source at layer: reason) [CODES]`` per effective
+    setting, the values spelled as the file spells them (``spell``)."""
+    result, view = checked.result, checked.view
+    text = checked.run.text or ""
+    codes = _codes(result)
+    t = result.target or {}
+    head = (f"{comment} overlap: effective settings of {result.file} (world size "
+            f"{show_value(t.get('world_size'))}, DP {show_value(t.get('data_parallel_size'))})")
+    lines = [head]
+    flag_of = getattr(view, "given", None)  # a Megatron-LM launch: codes reported on the flag count too
+    for key, v in (result.effective or {}).items():
+        found = list(codes.get(key, []))
+        if flag_of is not None and not key.startswith("env."):
+            from overlap_cli.frameworks.megatron_lm import facts as lm
+
+            arg = flag_of(lm.DEST_OF.get(key, key.split(".", 1)[1]))
+            if arg is not None:
+                found += codes.get(arg.flag, [])
+        tail = f" [{' '.join(sorted(set(found)))}]" if found else ""
+        where = f" at {v.layer}" if v.layer and v.layer != v.source else ""
+        lines.append(f"{comment} overlap: {key} = {show_value(v.value, spell)} ({v.source}{where}: {v.reason}){tail}")
+    sep = "" if not text or text.endswith("\n") else "\n"
+    return text + sep + "\n".join(lines) + "\n"
 
 
 _NULL_TOKEN = re.compile(r"(~|null|Null|NULL)(?=\s|$|,|\}|\])")
@@ -89,18 +124,10 @@ def _spell_nulls(y, data, found: dict, usual: str) -> None:
     walk(data)
 
 
-def annotate_text(checked) -> str:
-    """The config of ``checked`` (an engine.CheckedFile that checked without error) with its effective
-    values written in and a comment on each overlap-relevant key."""
+def annotate_yaml(checked) -> str:
+    """The YAML config of ``checked`` with its effective values written in and a comment on each
+    overlap-relevant key."""
     result, view = checked.result, checked.view
-    if getattr(view, "framework", "bridge") == "megatron-lm":
-        from overlap_cli.report.annotate_launch import annotate_launch
-
-        return annotate_launch(checked)
-    if view.cfg.python_run is not None:
-        from overlap_cli.report.annotate_python import annotate_python
-
-        return annotate_python(checked)
     text = view.cfg.text
     y, data = yamlrt.load(text)
     if data is None:
@@ -118,16 +145,13 @@ def annotate_text(checked) -> str:
             parent = yamlrt.get_node(data, at[:-1])
             if isinstance(parent, dict) and path[-1] in parent:
                 del parent[path[-1]]
-    codes: dict = {}
-    for f in result.findings:
-        if f.key:
-            codes.setdefault(f.key, []).append(f.code)
+    codes = _codes(result)
     for key, v in (result.effective or {}).items():
         path = tuple(key.split("."))
         if path[0] == "env":  # env.<NAME>: the launch environment; comment the env_vars entry if there is one
             node = yamlrt.get_node(data, ("env_vars",))
             if isinstance(node, dict) and key[4:] in node:
-                yamlrt.set_eol_comment(node, key[4:], f"overlap: effective {_fmt(v.value)} ({v.source}: {v.reason})")
+                yamlrt.set_eol_comment(node, key[4:], f"overlap: effective {show_value(v.value)} ({v.source}: {v.reason})")
             continue
         parent = yamlrt.ensure_mapping(data, tuple(spelled(key).split("."))[:-1])
         if parent is None:
@@ -138,7 +162,7 @@ def annotate_text(checked) -> str:
                 parent[leaf] = v.value
         elif leaf not in parent:
             parent[leaf] = None
-        note = f"overlap: effective {_fmt(v.value)} ({v.source}: {v.reason})"
+        note = f"overlap: effective {show_value(v.value)} ({v.source}: {v.reason})"
         if key in codes:
             note += " [" + ", ".join(codes.pop(key)) + "]"
         yamlrt.set_eol_comment(parent, leaf, note)

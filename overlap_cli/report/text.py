@@ -19,28 +19,10 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import IO
 
-import re
-
 from overlap_cli.report.common import location, summary
+from overlap_cli.results import show_value
 
 SEVERITY_ORDER = ("error", "warning", "info")
-
-
-def _value(v) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, dict):
-        preset = v.get("preset") if "preset" in v else None
-        return f"preset {preset}" if preset else "{...}"
-    if isinstance(v, str):
-        return v
-    import json  # floats and lists only: most reports never need it
-
-    return json.dumps(v)
 
 
 def finding_line(file: str, f) -> str:
@@ -67,10 +49,10 @@ def merged_notes(results) -> list:
     file when one of several, with the count and a first file when some of several."""
     checked = [r for r in results if r.error is None]
     files_of: dict = {}
-    sized = [r for r in checked if any(_LAUNCH_SIZE_NOTE.match(n) for n in r.notes)]
+    sized = [r for r in checked if any(_launch_size(n) for n in r.notes)]
     for r in checked:
         for note in r.notes:
-            if len(sized) > 1 and _LAUNCH_SIZE_NOTE.match(note):
+            if len(sized) > 1 and _launch_size(note):
                 continue  # one folder-level note below instead of one per file
             files_of.setdefault(note, [])
             if r.file not in files_of[note]:
@@ -89,8 +71,9 @@ def merged_notes(results) -> list:
     return out
 
 
-# The note a launch's own world size gives (check/engine_lm.py, check/engine_recipe_launch.py).
-_LAUNCH_SIZE_NOTE = re.compile(r"world size \d+ from the launch's ")
+def _launch_size(note) -> bool:
+    """Whether a note says the world size is the launch's own sizes (check.engine.world_size_notes)."""
+    return getattr(note, "kind", None) == "launch-world-size"
 
 
 def skipped_counts(skipped) -> str:
@@ -155,7 +138,7 @@ def render_plain(results, out: IO[str], skipped=(), *, show_info=False, show_eff
             out.write(f"\n{_table_title(r)}\n")
             width = max(len(k) for k in r.effective)
             for key, v in r.effective.items():
-                out.write(f"  {key:<{width}}  {_value(v.value):<12} {v.source:<15} {v.reason}\n")
+                out.write(f"  {key:<{width}}  {show_value(v.value):<12} {v.source:<15} {v.reason}\n")
     notes = merged_notes(results)
     if rows or show_effective or notes:
         out.write("\n")
@@ -212,14 +195,14 @@ def render_rich(results, skipped=(), *, show_info=False, show_effective=False, q
                 table.add_column("source", no_wrap=True, min_width=_SOURCE_WIDTH)
                 table.add_column("why", overflow="fold", ratio=1)
                 for key, v in r.effective.items():
-                    table.add_row(key, _value(v.value), Text(v.source, style=_SRC_STYLE.get(v.source, "")), v.reason)
+                    table.add_row(key, show_value(v.value), Text(v.source, style=_SRC_STYLE.get(v.source, "")), v.reason)
                 console.print(table)
             else:  # too narrow for four columns: one setting per line, its reason wrapped below it
                 from rich.padding import Padding
 
                 for key, v in r.effective.items():
                     head = Text(key, style="bold")
-                    head.append(f" = {_value(v.value)} ")
+                    head.append(f" = {show_value(v.value)} ")
                     head.append(f"({v.source})", style=_SRC_STYLE.get(v.source, ""))
                     console.print(head, overflow="fold")
                     console.print(Padding(Text(v.reason, style="dim"), (0, 0, 0, 4)), overflow="fold")

@@ -136,7 +136,7 @@ def test_what_a_sourced_file_sets_is_placed_on_the_source_line(run_cli, tmp_path
     r = json.loads(out)["results"][0]
     assert r["error"] is None, r["error"]
     assert "line 2: read conf/args.sh, which the script sources; what it sets is placed on that line" in r["notes"]
-    assert r["target"]["world_size"] == 4 and "world size 4 from the launch's torchrun sizes (line 2)" in r["notes"]
+    assert r["target"]["world_size"] == 4 and "world size 4 from the launch's sizes (line 2)" in r["notes"]
     assert r["effective"]["env.CUDA_DEVICE_MAX_CONNECTIONS"] == {"value": "1", "source": "user", "reason": "exported on line 2"}
     tp = r["effective"]["model.tensor_model_parallel_size"]
     assert tp["value"] == 2 and tp["source"] == "user"

@@ -82,7 +82,7 @@ class Launch:
     insert_at: Optional[tuple] = None  # (line, column) where a new flag goes on the launch (see LaunchText)
     defaults_taken: bool = False  # see LaunchText.defaults_taken
     sourced: list = field(default_factory=list)  # see LaunchText.sourced
-    # The effective keys whose printed value the launch's unknowns can change (engine_lm fills it; None: not
+    # The effective keys whose printed value the launch's unknowns can change (forms.megatron_lm fills it; None: not
     # computed)
     changeable: Optional[list] = None
 

@@ -1,0 +1,70 @@
+"""What every Megatron-Bridge form shares once its run is loaded into a ``Config``: the resolution
+(Bridge's ``runtime_config_update`` order, over samples when the run leaves keys unknown), the target a
+recipe's own world size gives when it does not hold the run, and the provenance layer of each value.
+
+The YAML forms, Python runs and ``run_recipe.py`` launches all resolve here; they differ only in how they
+load the run and where they place a finding.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from overlap_cli.launch_profile.profile import Target
+
+from overlap_cli.forms.base import Answer
+from overlap_cli.results import Note
+
+FRAMEWORK = "bridge"
+
+
+def config_notes(cfg) -> list:
+    """The notes a loaded Bridge config carries: ``${oc.env:...}`` read from this machine, and the loader's
+    warnings (a ``${...}`` left unresolved)."""
+    out = []
+    if cfg.uses_env_resolver:
+        out.append(Note("${oc.env:...} was resolved with this machine's environment; the launch machine's value may differ",
+                        "environment"))
+    out.extend(Note(w, "warning") for w in cfg.warnings)
+    return out
+
+
+def resolve(run, findings_for) -> Answer:
+    """The effective values and findings of a loaded Bridge run (``run.config`` a Config)."""
+    from overlap_cli.frameworks.bridge.launch_env import effective_entries
+    from overlap_cli.frameworks.bridge.unknowns import effective_and_findings, resolve_all
+
+    cfg, target = run.config, run.target
+    views, inputs = resolve_all(cfg, target)  # one view unless the run leaves inputs unknown
+    world_note = None
+    narrowed = recipe_world_does_not_hold(target, views)
+    if narrowed is not None:
+        target, world_note = narrowed
+        views, inputs = resolve_all(cfg, target)
+    effective, findings, some = effective_and_findings(cfg, views, inputs, effective_entries, findings_for)
+    if cfg.layered:  # every value names its layer: the resolver set the user's; the others name their source
+        for key, v in effective.items():
+            if v.layer is None:
+                v.layer = cfg.label(("env_vars", key[len("env."):])) if v.source == "env_vars" else v.source
+    shown = sorted(".".join(map(str, p)) or "the whole config" for p in cfg.unknown) if cfg.unknown else []
+    dp = views[0].dp if len({v.dp for v in views}) == 1 else None  # a run whose TP/PP/CP is unknown has no known DP
+    return Answer(views[0], effective, findings, target, dp, depends=some, unknown=shown, world_note=world_note)
+
+
+def recipe_world_does_not_hold(target: Target, views: list):
+    """(the target without a world size, a note) when the world size is only the one the run's recipe is
+    written for (its name: ``..._64gpu_...``) and the run's own TP·PP·CP does not divide it — the user changed
+    the model's sharding, so the recipe's GPU count says nothing about where this run launches (an error
+    there would be the tool's assumption, not Bridge's). None otherwise: a world size the user gave stands,
+    and so does the recipe's when it holds the run."""
+    if target.source("world_size") != "recipe" or not any(v.dp_error for v in views):
+        return None
+    if len({(v.tp, v.pp, v.cp) for v in views}) > 1:
+        return None  # the run's TP·PP·CP is unknown (sampled): what depends on it is unknown already
+    from overlap_cli.launch_profile.profile import without_world_size
+
+    bad = next(v for v in views if v.dp_error)
+    note = (f"world size unknown: recipe {target.get('recipe')} is written for {target.world_size} GPUs, which do not "
+            f"hold this run's TP*PP*CP = {bad.tp}*{bad.pp}*{bad.cp} = {bad.tp * bad.pp * bad.cp}; the "
+            "data-parallel-dependent values are unknown (give --world-size)")
+    return without_world_size(target), Note(note, "world-size")

@@ -1,0 +1,64 @@
+"""A launch script (``*.sh``, ``*.bash``, ``*.slurm``, ``*.sbatch``, or a file whose first line is a shell
+``#!``), read the way bash would run it up to its launch line, never run (config/shell.py).
+
+What the launch starts decides the run (frameworks/entry_points.py): Megatron-Bridge's recipe runner
+(``run_recipe.py``) is a Bridge run, handed to forms.recipe_launch; anything else is read as a Megatron-LM
+training launch (forms.megatron_lm: argparse's meaning of its words, ``validate_args``' order).
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
+from overlap_cli.forms import megatron_lm
+from overlap_cli.forms.base import Run
+
+NAME = "megatron-lm-launch"
+FORM = __name__.rpartition(".")[2]
+FRAMEWORK = megatron_lm.FRAMEWORK
+resolve = megatron_lm.resolve
+edit_round = megatron_lm.edit_round
+fix_session = megatron_lm.fix_session
+annotate = megatron_lm.annotate
+
+
+def recognise(path: Optional[str], head: Optional[str]) -> bool:
+    from overlap_cli.frameworks.detect import MEGATRON_LM, YAML_SUFFIXES, framework_of
+
+    if path is None or path.lower().endswith(YAML_SUFFIXES):
+        return False
+    return framework_of(path, head) == MEGATRON_LM
+
+
+def load(path: str, text: Optional[str], target, overrides, lower) -> Run:
+    from overlap_cli.config.shell import read_launch_script
+    from overlap_cli.frameworks.entry_points import BRIDGE_RECIPE, classify
+
+    if text is None:
+        from overlap_cli.config.safe_read import read_text
+
+        text = read_text(path)
+    target = target.for_file(path, text)
+    found = read_launch_script(path, text, env=megatron_lm.launch_env_of(target))
+    if classify(found.script)[0] == BRIDGE_RECIPE:
+        from overlap_cli.forms import recipe_launch
+
+        return recipe_launch.load_found(path, text, found, target, overrides)
+    return megatron_lm.load_lm(FORM, path, text, target, overrides)
+
+
+def discover(path: str, explicit: bool, context) -> tuple:
+    """Checked when it has a training launch line; skipped with the reason when it launches no training (a
+    conversion, inference, ...), is a template to fill in, or runs a Bridge training script of its own; a
+    script without a launch line is checked when named, else left to the walk (a fragment another script
+    sources, or not a launch)."""
+    from overlap_cli.forms.sniff import script_verdict
+
+    verdict, reason = script_verdict(path)
+    if verdict == "skip":
+        return "skip", reason
+    if verdict == "none" and not explicit:
+        return "no-launch", None
+    return "check", [path]

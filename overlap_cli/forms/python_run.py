@@ -1,0 +1,101 @@
+"""A Megatron-Bridge run written in Python: a script (``FILE.py``) or a function returning a
+ConfigContainer (``FILE.py::FUNCTION``), read with ``ast`` and never imported
+(frameworks/bridge/python_reader.py), loaded as a two-layer Config (frameworks/bridge/python_load.py).
+
+Its own recipe call is where it starts, and the recipe's launch (world size, GPU) is its target below every
+statement about the file, as for ``--recipe``. Resolving: forms.bridge_run; fixing: fix.python (a literal
+replaced in place, or an assignment added after the recipe call, proven by reading the file again);
+annotating: one comment line per effective value after the code.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
+    from overlap_cli.launch_profile.profile import Target
+
+from overlap_cli.forms import bridge_run
+from overlap_cli.forms.base import Run
+from overlap_cli.problems import InputError, InputProblem
+
+NAME = "bridge-python"
+FORM = __name__.rpartition(".")[2]
+FRAMEWORK = bridge_run.FRAMEWORK
+resolve = bridge_run.resolve
+
+
+def recognise(path: Optional[str], head: Optional[str]) -> bool:
+    from overlap_cli.frameworks.bridge.python_load import is_python
+
+    return is_python(path)
+
+
+def file_of(spec: str) -> str:
+    """The file a run spec names (``FILE.py::FUNCTION`` -> ``FILE.py``)."""
+    from overlap_cli.frameworks.bridge.python_load import split_spec
+
+    return split_spec(spec)[0]
+
+
+def load(spec: str, text: Optional[str], target: Target, overrides, lower) -> Run:
+    from overlap_cli.config.safe_read import read_text
+    from overlap_cli.frameworks.bridge import recipes
+    from overlap_cli.frameworks.bridge.runs import BridgeRun
+    from overlap_cli.launch_profile.profile import for_recipe
+
+    path = file_of(spec)
+    if text is None:
+        text = read_text(path)
+    target = target.for_file(path, text)
+    if (target.get("recipe") or target.get("base")) and target.source("recipe") == "flag" or target.get("base"):
+        raise InputError(InputProblem(spec, "a Python run starts where its own code says (its recipe call or "
+                                            "ConfigContainer.from_yaml): --recipe / --base apply to YAML override files"))
+    cfg = BridgeRun(python=spec, dotlist=tuple(overrides or ())).load(text)
+    start = cfg.python_run.start
+    own = recipes.canonical(cfg.python_run.function) if cfg.python_run.function else None
+    if own is not None and recipes.how(own) != "helper":  # Bridge's own recipe function: its name is its launch
+        start = type(start)("recipe", own)
+    if start.kind == "recipe":
+        target = for_recipe(target, start.name)
+    return Run(form=FORM, file=spec, text=cfg.text, target=target, config=cfg, notes=bridge_run.config_notes(cfg),
+               comments_file=cfg.file)
+
+
+def edit_round(current: str, findings: list, checked, comments: bool):
+    """One round of ``overlap fix`` on the Python text (fix.python)."""
+    from overlap_cli.fix.python import apply_round
+
+    return apply_round(checked.result.file, current, findings, checked.view.cfg.python_run)
+
+
+def fix_session(text: str):
+    from overlap_cli.fix.common import Session
+
+    return Session(text)
+
+
+def annotate(checked) -> str:
+    from overlap_cli.report.annotate import annotate_after
+
+    return annotate_after(checked, comment="#", spell="python")
+
+
+def discover(spec: str, explicit: bool, context) -> tuple:
+    """Each run the file holds (``FILE::FUNCTION``, or ``FILE`` for a script); a file that builds no
+    ConfigContainer is passed over in a folder and, named explicitly, skipped with the reason."""
+    from overlap_cli.frameworks.bridge.python_load import list_runs, not_a_run_problem
+    from overlap_cli.forms.sniff import read_head
+
+    head = read_head(spec)  # the first MiB: a Python run is far smaller
+    if head is None:
+        return "check", [spec]
+    text = head.decode("utf-8", errors="replace")
+    runs = list_runs(spec, text)
+    if runs:
+        return "check", runs
+    if explicit:
+        problem = not_a_run_problem(spec, text)
+        return "skip", problem.message if problem else "builds no ConfigContainer"
+    return "quiet", None
