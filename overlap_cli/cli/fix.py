@@ -163,6 +163,7 @@ def _write_all(outcomes, out, threshold: str = "warning") -> int:
     from overlap_cli.results import SEVERITY_RANK
     from overlap_cli.problems import InputError
     from overlap_cli.fix.write import atomic_write
+    from overlap_cli.report.common import finding_line
 
     bar = SEVERITY_RANK[max(threshold, "warning", key=SEVERITY_RANK.get)]  # info never fails a run
     code = exit_code([o.result for o in outcomes if o.result is not None], "error" if bar == 2 else "warning")
@@ -193,7 +194,7 @@ def _write_all(outcomes, out, threshold: str = "warning") -> int:
         for f in o.result.findings:
             if SEVERITY_RANK[f.severity] >= bar:
                 mark = " (fix with --unsafe-fixes)" if f.fix and f.fix.applicability == "unsafe" else ""
-                out.write(f"{o.path}:{f.line or 1}:{f.column or 1}: {f.code} {f.severity}: {f.message}{mark}\n")
+                out.write(finding_line(o.result.file, f) + f"{mark}\n")
     remaining = sum(
         1 for o in outcomes if o.result is not None for f in o.result.findings
         if SEVERITY_RANK[f.severity] >= bar

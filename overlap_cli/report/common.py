@@ -18,6 +18,13 @@ def location(file: str, f) -> str:
     return f"{file}:{f.line or 1}:{f.column or 1}"
 
 
+def finding_line(file: str, f, mark_fix: bool = False) -> str:
+    """A finding as one line, the same in every line-oriented output (text, concise, ``overlap fix``):
+    ``LOCATION: CODE SEVERITY: MESSAGE``; ``mark_fix`` adds ruff's ``[*]`` to a finding with a safe fix."""
+    mark = " [*]" if mark_fix and f.fix is not None and f.fix.applicability == "safe" else ""
+    return f"{location(file, f)}: {f.code}{mark} {f.severity}: {f.message}"
+
+
 def with_origin(f) -> str:
     """The finding's message, with where its value came from when that is another layer (for formats whose
     location is always the checked file: SARIF, GitHub annotations)."""

@@ -6,12 +6,7 @@ from __future__ import annotations
 import sys
 from typing import IO
 
-from overlap_cli.report.common import location, summary
-
-
-def finding_line(file: str, f) -> str:
-    mark = " [*]" if f.fix is not None and f.fix.applicability == "safe" else ""
-    return f"{location(file, f)}: {f.code}{mark} {f.severity}: {f.message}"
+from overlap_cli.report.common import finding_line, summary
 
 
 def render(results, out: IO[str], skipped=(), quiet: bool = False) -> None:
@@ -24,7 +19,7 @@ def render(results, out: IO[str], skipped=(), quiet: bool = False) -> None:
         for f in r.findings:
             if quiet and f.severity == "info":
                 continue
-            out.write(finding_line(r.file, f) + "\n")
+            out.write(finding_line(r.file, f, mark_fix=True) + "\n")
             fixable += f.fix is not None and f.fix.applicability == "safe"
     if quiet:
         return

@@ -19,14 +19,10 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import IO
 
-from overlap_cli.report.common import location, summary
+from overlap_cli.report.common import finding_line, location, summary
 from overlap_cli.results import show_value
 
 SEVERITY_ORDER = ("error", "warning", "info")
-
-
-def finding_line(file: str, f) -> str:
-    return f"{location(file, f)} {f.code} {f.severity} {f.message}"
 
 
 def shown_findings(results, show_info: bool) -> list:
@@ -168,9 +164,9 @@ def render_rich(results, skipped=(), *, show_info=False, show_effective=False, q
     rows = shown_findings(results, show_info)
     for file, f in rows:
         t = Text()
-        t.append(f"{location(file, f)} ", style="bold")
+        t.append(f"{location(file, f)}: ", style="bold")  # the parts of report.common.finding_line, styled
         t.append(f"{f.code} ", style="bold " + _SEV_STYLE[f.severity].split()[-1])
-        t.append(f"{f.severity} ", style=_SEV_STYLE[f.severity])
+        t.append(f"{f.severity}: ", style=_SEV_STYLE[f.severity])
         t.append(f.message)
         if f.fix is not None:
             t.append(f"  [{f.fix.applicability} fix]", style="dim")

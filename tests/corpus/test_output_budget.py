@@ -68,7 +68,7 @@ def test_piped_default_output_fits(sample):
     assert proc.returncode in (0, 1), proc.stderr
     assert rows(proc.stdout) <= BUDGET, f"{rows(proc.stdout)} rows at {COLUMNS} columns:\n{proc.stdout}"
     for f in actionable(sample):
-        assert f"{sample}:{f['line']}:{f['column']} {f['code']} {f['severity']} {f['message']}" in proc.stdout
+        assert f"{sample}:{f['line']}:{f['column']}: {f['code']} {f['severity']}: {f['message']}" in proc.stdout
 
 
 def test_terminal_default_output_fits(sample):

@@ -23,7 +23,7 @@ ROOT = ROOT_DIR
 EXAMPLES = ROOT / "examples"
 PP = EXAMPLES / "pp_without_vpp.yaml"  # an error, info findings
 TP = EXAMPLES / "tp_overlap_without_sp.yaml"  # a warning, info findings
-FINDING = re.compile(r"^\S+:\d+:\d+ [A-Z]+\d+ (error|warning|info) ")
+FINDING = re.compile(r"^\S+:\d+:\d+: [A-Z]+\d+ (error|warning|info): ")  # report.common.finding_line
 
 
 @pytest.fixture(autouse=True)
@@ -79,7 +79,7 @@ def test_quiet_prints_only_warning_and_error_lines(run_cli):
     code, out, err = run_cli("check", "examples", "-q")
     lines = out.splitlines()
     assert lines and all(FINDING.match(line) for line in lines)
-    assert not [line for line in lines if " info " in line.split(":", 3)[-1][:20]]
+    assert not [line for line in lines if " info:" in line.split(":", 3)[-1][:20]]
     assert "note:" not in out and "file(s)" not in out
     assert code == 2 and "invalid_parallel_size.yaml:4:3" in err  # input errors still say so
     _, concise, _ = run_cli("check", "examples", "-q", "--format", "concise")
