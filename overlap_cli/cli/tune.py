@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import sys
 
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
 from overlap_cli.cli.check import (
     EXIT_CLEAN, EXIT_INPUT, UsageError, layered_inputs, parse_overrides, split_args, target_from_options,
 )
@@ -62,7 +66,10 @@ def tune_command(opts) -> int:
                             not_worth_it=[_cand_json(c, base) for c in found["weak"][:3]],
                             nothing_worth_changing=None if cands else _nothing_line(found, base), written=None)
     if opts.write and cands:
-        _write(path, cands[0])
+        not_written = _write(path, checked, cands[0])
+        if not_written is not None:
+            sys.stderr.write(f"{name}: candidate 1 not written: {not_written}\n")
+            return EXIT_INPUT
     if opts.format == "json":
         if opts.write and cands:
             doc["written"] = 0
@@ -118,7 +125,9 @@ def _nothing_line(found: dict, base) -> str:
 
 
 def _show(value) -> str:
-    return "null" if value is None else ("true" if value is True else "false" if value is False else str(value))
+    from overlap_cli.results import show_value
+
+    return show_value(value)
 
 
 def _cand_json(c, base) -> dict:
@@ -127,24 +136,20 @@ def _cand_json(c, base) -> dict:
             "estimate": c.est.to_json()}
 
 
-def _write(path: str, cand) -> None:
-    """Apply the candidate's edits to the file the way ``overlap fix`` writes: plain-text edits when they
-    can be made on the text, else on the round-trip tree with only the changed lines carried over."""
-    from overlap_cli.results import Edit
-    from overlap_cli.config.safe_read import read_text
-    from overlap_cli.fix import fast as fixfast
-    from overlap_cli.fix import text as fixtext
-    from overlap_cli.fix import tree as fixtree
+def _write(path: str, checked, cand) -> Optional[str]:
+    """Write the candidate's edits into the file as ``overlap fix`` writes (placed by the file's form,
+    proven, atomically, the file's byte-order mark kept); None, or why nothing was written."""
+    from overlap_cli.fix.loop import apply_edits
     from overlap_cli.fix.write import atomic_write
-    from overlap_cli.config import yamlrt
+    from overlap_cli.frameworks.bridge.python_load import is_python, split_spec
+    from overlap_cli.results import Edit
 
-    text = read_text(path)
     edits = [Edit("set", k, v, comment="overlap tune") for k, v in cand.edits]
-    new = fixfast.apply(text, edits)
+    new, why = apply_edits(checked, edits, "overlap tune: the estimated fastest candidate")
     if new is None:
-        y, data = fixtree.load(text)
-        before = yamlrt.dump(y, data)
-        for e in edits:
-            fixtree.apply_edit(data, e)
-        new = fixtext.transplant(text, before, yamlrt.dump(y, data))
-    atomic_write(path, new)
+        return why
+    file = split_spec(path)[0] if is_python(path) else path
+    with open(file, "rb") as fh:
+        bom = fh.read(3) == b"\xef\xbb\xbf"
+    atomic_write(file, ("\ufeff" if bom else "") + new)
+    return None

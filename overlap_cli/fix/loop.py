@@ -165,3 +165,24 @@ def _rounds(path, text, target, unsafe, comments, selection, threshold, lower) -
         out.fixed = fixed
     out.result = result if result is not None else checked.result
     return out
+
+
+def apply_edits(checked, edits: list, why: str) -> tuple:
+    """(the file's new text, None) with ``edits`` (results.Edit) placed by the checked file's form and proven as
+    ``overlap fix`` places a fix's edits — or (None, why not). ``overlap tune --write`` writes its candidate
+    through this: one placement and one proof for every form, never a writer of its own."""
+    from overlap_cli.results import Finding, Fix
+
+    text = checked.run.text
+    session = checked.form.fix_session(text)
+    finding = Finding(code="TUNE", severity="info", message=why, fix=Fix("unsafe", why, tuple(edits)))
+    try:
+        new, applied, skipped = checked.form.edit_round(session.work, [finding], checked, False)
+    except Refused as exc:
+        return None, str(exc)
+    if skipped:
+        return None, skipped[0].why
+    for a in applied:
+        session.applied(a)
+    fixed, _ = session.finish(new, False, lambda t: None)
+    return (fixed if fixed is not None else text), None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from overlap_cli.results import show_value
+
 from overlap_cli.check.compare import TARGET_FIELDS, same_value
 
 _LABELS = dict(TARGET_FIELDS)
@@ -27,11 +29,8 @@ def to_json(c) -> dict:
 
 
 def _show(value) -> str:
-    if value is None:
-        return "unknown"
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
+    """A target field (None: not known)."""
+    return show_value(value, missing="unknown")
 
 
 def _side(result) -> str:
@@ -42,7 +41,7 @@ def _side(result) -> str:
 def _value(v) -> str:
     if v is None:
         return "(absent)"
-    shown = "null" if v.value is None else _show(v.value)
+    shown = show_value(v.value)
     return f"{shown}  [{v.source}: {v.reason}]"
 
 

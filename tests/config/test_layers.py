@@ -118,7 +118,7 @@ def test_text_output_names_the_layer(run_cli, tmp_path, monkeypatch):
     assert code == 1
     assert "set in over.yaml:2" in out
     # a finding on a value of the recipe: the file, then the layer and key the value came from
-    assert f"over.yaml (recipe {recipe}: model.sequence_parallel) TP102 warning" in out
+    assert f"over.yaml (recipe {recipe}: model.sequence_parallel): TP102 warning:" in out
     assert f"model.sequence_parallel  " in out and f"set in recipe {recipe}" in out
 
 
