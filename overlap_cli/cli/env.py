@@ -13,19 +13,12 @@ from overlap_cli.cli.check import EXIT_CLEAN, EXIT_INPUT, check_one_config
 def env(opts) -> int:
     """Print the launch environment (CUDA_DEVICE_MAX_CONNECTIONS, LayerNorm SM margins, ...) this config
     wants on the target, with the reason for each value. Exit 0, or 2 on input errors."""
-    from overlap_cli.frameworks.bridge.launch_env import plan
-
     checked = check_one_config(opts, "overlap env takes exactly one config file")
     if checked is None:
         return EXIT_INPUT
     result, view = checked.result, checked.view
-    if getattr(view, "framework", "bridge") == "megatron-lm":  # a launch: what validate_args checks
-        from overlap_cli.frameworks.megatron_lm.launch_env import wanted
-
-        entries = wanted(view)
-    else:
-        entries = [(e.name, e.wanted()) for e in plan(view, all_variables=True)]
-    notes = [n for n in result.notes if n.startswith(("target from", "--detect"))]
+    entries = checked.form.launch_env(view)  # the form's framework says what the launch environment is
+    notes = [n for n in result.notes if getattr(n, "kind", None) == "target"]
     if opts.format == "json":
         import json
 

@@ -42,8 +42,8 @@ def tune_command(opts) -> int:
         sys.stderr.write(checked.result.error.one_line() + "\n")
         return EXIT_INPUT
     name = checked.result.file
-    framework = getattr(checked.view, "framework", None)
-    if framework not in (None, "bridge"):
+    framework = checked.form.FRAMEWORK
+    if framework != "bridge":
         # The candidates are Bridge dotlist overrides (comm_overlap.*, model.*, ddp.*, env_vars.*); a launch
         # script's flags are not searched yet.
         sys.stderr.write(f"{name}: overlap tune searches Megatron-Bridge configs; this is a {framework} launch "
@@ -141,14 +141,14 @@ def _write(path: str, checked, cand) -> Optional[str]:
     proven, atomically, the file's byte-order mark kept); None, or why nothing was written."""
     from overlap_cli.fix.loop import apply_edits
     from overlap_cli.fix.write import atomic_write
-    from overlap_cli.frameworks.bridge.python_load import is_python, split_spec
+    from overlap_cli.forms import file_of
     from overlap_cli.results import Edit
 
     edits = [Edit("set", k, v, comment="overlap tune") for k, v in cand.edits]
     new, why = apply_edits(checked, edits, "overlap tune: the estimated fastest candidate")
     if new is None:
         return why
-    file = split_spec(path)[0] if is_python(path) else path
+    file = file_of(path)
     with open(file, "rb") as fh:
         bom = fh.read(3) == b"\xef\xbb\xbf"
     atomic_write(file, ("\ufeff" if bom else "") + new)

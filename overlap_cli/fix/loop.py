@@ -66,9 +66,9 @@ def fix_file(
     """Fix the file ``path`` names (a Python run's ``FILE::FUNCTION`` edits FILE). The file's byte-order
     mark is remembered so that a write keeps it."""
     from overlap_cli.config.safe_read import read_text
-    from overlap_cli.frameworks.bridge.python_load import is_python, split_spec
+    from overlap_cli.forms import file_of
 
-    file = split_spec(path)[0] if is_python(path) else path
+    file = file_of(path)
     try:
         text = read_text(file)
     except InputError as exc:

@@ -58,6 +58,12 @@ def module(name: str):
     return form
 
 
+def file_of(spec: str) -> str:
+    """The file a run spec names: ``FILE.py::FUNCTION`` names FILE; any other spec is its file."""
+    python = module("python_run")
+    return python.file_of(spec) if python.recognise(spec, None) else spec
+
+
 def form_of(path: Optional[str], text: Optional[str] = None, forced: Optional[str] = None):
     """The form module that reads ``path`` (``text``: its content when already read). ``forced``: the
     framework the user named (``--framework bridge|megatron-lm``): a Megatron-LM input is then a

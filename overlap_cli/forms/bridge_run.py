@@ -51,6 +51,13 @@ def resolve(run, findings_for) -> Answer:
     return Answer(views[0], effective, findings, target, dp, depends=some, unknown=shown, world_note=world_note)
 
 
+def launch_env(view) -> list:
+    """``overlap env``: (variable, Value) of every launch variable the run wants (frameworks/bridge/launch_env.py)."""
+    from overlap_cli.frameworks.bridge.launch_env import plan
+
+    return [(e.name, e.wanted()) for e in plan(view, all_variables=True)]
+
+
 def recipe_world_does_not_hold(target: Target, views: list):
     """(the target without a world size, a note) when the world size is only the one the run's recipe is
     written for (its name: ``..._64gpu_...``) and the run's own TP·PP·CP does not divide it — the user changed

@@ -25,6 +25,7 @@ NAME = "bridge-yaml"
 FORM = __name__.rpartition(".")[2]  # the registry's name of this module (forms.module)
 FRAMEWORK = bridge_run.FRAMEWORK
 resolve = bridge_run.resolve
+launch_env = bridge_run.launch_env
 
 
 def recognise(path: Optional[str], head: Optional[str]) -> bool:

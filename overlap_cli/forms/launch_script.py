@@ -19,6 +19,7 @@ NAME = "megatron-lm-launch"
 FORM = __name__.rpartition(".")[2]
 FRAMEWORK = megatron_lm.FRAMEWORK
 resolve = megatron_lm.resolve
+launch_env = megatron_lm.launch_env
 edit_round = megatron_lm.edit_round
 fix_session = megatron_lm.fix_session
 annotate = megatron_lm.annotate

@@ -117,6 +117,13 @@ def _label_command_line(effective: dict, given: dict) -> None:
                 v.reason = f"{given[dest]} on the command line"
 
 
+def launch_env(view) -> list:
+    """``overlap env``: what validate_args checks of the launch environment (frameworks/megatron_lm/launch_env.py)."""
+    from overlap_cli.frameworks.megatron_lm.launch_env import wanted
+
+    return wanted(view)
+
+
 def edit_round(current: str, findings: list, checked, comments: bool):
     """One round of ``overlap fix`` on a launch (fix.script: one flag or variable per line, proven)."""
     from overlap_cli.fix.script import apply_round

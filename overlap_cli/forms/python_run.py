@@ -24,6 +24,7 @@ NAME = "bridge-python"
 FORM = __name__.rpartition(".")[2]
 FRAMEWORK = bridge_run.FRAMEWORK
 resolve = bridge_run.resolve
+launch_env = bridge_run.launch_env
 
 
 def recognise(path: Optional[str], head: Optional[str]) -> bool:

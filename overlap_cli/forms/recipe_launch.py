@@ -19,6 +19,7 @@ from overlap_cli.results import UNKNOWN, Note, Value
 NAME = "bridge-recipe-launch"
 FORM = __name__.rpartition(".")[2]
 FRAMEWORK = bridge_run.FRAMEWORK
+launch_env = bridge_run.launch_env
 
 
 @dataclass
