@@ -15,17 +15,32 @@ class Refused(Exception):
 
 
 class Session:
-    """How fix.loop works on a text that needs no preparing (a launch script, a Python file): as it is,
-    written back as it is. fix.yaml_edit.Session is the YAML form's."""
+    """How fix.loop works on a file's text: with ``\n`` line ends while the rounds run (every edit writes
+    ``\n``), the file's own line ends — CRLF, or CR alone — put back when it is written, so an edited
+    line never mixes styles. fix.yaml_edit.Session adds the YAML form's notes and final newline."""
 
     def __init__(self, text: str):
-        self.work = text
+        self.ending = _ending(text)
+        self.work = text.replace(self.ending, "\n") if self.ending != "\n" else text
 
     def applied(self, a) -> None:
         pass
 
     def finish(self, current: str, comments: bool, recheck) -> tuple:
-        return (None if current == self.work else current), None
+        """(the text to write, None) — None as the text when nothing changed."""
+        return (None if current == self.work else self.restore(current)), None
+
+    def restore(self, current: str) -> str:
+        return current.replace("\n", self.ending) if self.ending != "\n" else current
+
+
+def _ending(text: str) -> str:
+    """The file's line end: CRLF when every line ends so, CR when it has CRs and no LF, else LF."""
+    if "\r\n" in text and text.count("\r\n") == text.count("\n"):
+        return "\r\n"
+    if "\r" in text and "\n" not in text:
+        return "\r"
+    return "\n"
 
 
 @dataclass

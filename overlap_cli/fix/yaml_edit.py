@@ -23,6 +23,7 @@ from overlap_cli.config import yamlrt
 from overlap_cli.fix import text as fixtext
 from overlap_cli.fix import tree as fixtree
 from overlap_cli.fix.common import Applied, Skipped, own_words, reason
+from overlap_cli.fix.common import Session as CommonSession
 from overlap_cli.fix.tree import split_key
 from overlap_cli.problems import InputError
 from overlap_cli.results import Edit
@@ -30,14 +31,16 @@ from overlap_cli.results import Edit
 Unmappable = fixtext.Unmappable
 
 
-class Session:
-    """One file's text as the rounds work on it."""
+class Session(CommonSession):
+    """One YAML file's text as the rounds work on it: ``\n`` line ends and a final newline while it works
+    (what ruamel writes), the file's own style put back at the end, and the notes (``# overlap: CODE why``)
+    written beside the changed keys."""
 
     def __init__(self, text: str):
-        self.crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
-        work = text.replace("\r\n", "\n") if self.crlf else text
-        self.add_newline = bool(work) and not work.endswith("\n")
-        self.work = work + "\n" if self.add_newline else work
+        super().__init__(text)
+        self.add_newline = bool(self.work) and not self.work.endswith("\n")
+        if self.add_newline:
+            self.work += "\n"
         self.notes: dict = {}  # path tuple -> "CODE reason" of the last change there
 
     def applied(self, a) -> None:
@@ -64,7 +67,7 @@ class Session:
             return None, result
         if self.add_newline:
             current = current[:-1] if current.endswith("\n") else current
-        return (current.replace("\n", "\r\n") if self.crlf else current), result
+        return self.restore(current), result
 
 
 def _parse(text: str):

@@ -1,0 +1,40 @@
+"""``overlap fix --write`` keeps a file's byte-order mark and line ends, whatever the form: one fix loop
+works on ``\\n`` text and puts the file's own style (CRLF, CR alone, a BOM) back when it writes."""
+
+from __future__ import annotations
+
+import pytest
+
+PYTHON_RUN = (
+    "from megatron.bridge.recipes.llama import llama3_70b_pretrain_config\n"
+    "from megatron.bridge.training.comm_overlap import CommOverlapConfig\n\n"
+    "cfg = llama3_70b_pretrain_config()\n"
+    "cfg.model.sequence_parallel = False\n"
+    "cfg.comm_overlap = CommOverlapConfig(tp_comm_overlap=True)\n"
+)
+YAML_OVERRIDE = (
+    "# overlap: recipe=llama3_70b_pretrain_64gpu_h100_bf16_config\n"
+    "model:\n"
+    "  sequence_parallel: false\n"
+)
+
+
+@pytest.mark.parametrize("ending", ["\r\n", "\r"], ids=["crlf", "cr"])
+@pytest.mark.parametrize("bom", [False, True], ids=["no-bom", "bom"])
+@pytest.mark.parametrize("name,text", [("run.py", PYTHON_RUN), ("over.yaml", YAML_OVERRIDE)], ids=["python", "yaml"])
+def test_fix_write_keeps_bom_and_line_ends(tmp_path, run_cli, name, text, ending, bom):
+    path = tmp_path / name
+    raw = ("\ufeff" if bom else "") + text.replace("\n", ending)
+    path.write_bytes(raw.encode("utf-8"))
+    code, out, err = run_cli("fix", str(path), "--write", "--unsafe-fixes")
+    data = path.read_bytes().decode("utf-8")
+    assert data != raw, (out, err)  # a fix was written (sequence_parallel, at least)
+    assert data.startswith("\ufeff") == bom
+    body = data.lstrip("\ufeff")
+    other = {"\r\n": "\n", "\r": "\n"}[ending]
+    if ending == "\r\n":
+        assert body.count("\r\n") == body.count("\n") > text.count("\n") - 1, repr(body)
+    else:
+        assert other not in body and body.count("\r") >= text.count("\n"), repr(body)
+    normal = body.replace(ending, "\n")
+    assert "sequence_parallel = True" in normal or "sequence_parallel: true" in normal, normal
