@@ -23,6 +23,18 @@ def finding(view, code: str, severity: str, message: str, key: Optional[str] = N
     return Finding(code, severity, message, key, line, col, fix, origin)
 
 
+def written_by_user(view, key: str) -> bool:
+    """Whether the value at ``key`` is one the user wrote: in a single file, the file holds it; in a merged
+    run, a layer above the catalog recipe wrote it (an override file, the command line, a Python run's own
+    assignments, a base dump the user saved). A value only the recipe holds is Bridge's, not the user's."""
+    path = tuple(int(p) if p.isdigit() else p for p in key.split("."))
+    cfg = view.cfg
+    if not cfg.layered:
+        return cfg.has(path)
+    layer = cfg.layer_of(path)
+    return layer is not None and layer.kind != "recipe"
+
+
 def safe(message: str, *edits: Edit) -> Fix:
     return Fix("safe", message, tuple(edits))
 

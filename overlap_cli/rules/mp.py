@@ -6,7 +6,7 @@ from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.results import Edit
 from overlap_cli.rules.registry import rule
 from overlap_cli.launch_profile import versions
-from overlap_cli.rules.common import finding, fmt, safe, te_version, unknown_version_text, unsafe
+from overlap_cli.rules.common import finding, fmt, safe, te_version, unknown_version_text, unsafe, written_by_user
 
 _WATCHED = ("grad_reduce_in_fp32", "fp8_param_gather")
 
@@ -15,8 +15,10 @@ _WATCHED = ("grad_reduce_in_fp32", "fp8_param_gather")
 def ddp_overwritten(view):
     """
     ## What it does
-    Flags `ddp.grad_reduce_in_fp32` or `ddp.fp8_param_gather` written in the file with a value that the
-    mixed-precision recipe replaces.
+    Flags `ddp.grad_reduce_in_fp32` or `ddp.fp8_param_gather` written by the user (in the file, an override
+    file or the command line — not a value only the catalog recipe holds) with a value that the
+    mixed-precision recipe replaces. A value set under `mixed_precision`, as Bridge's guidance asks, is the
+    one that runs: it is no finding when the `ddp` value it replaces is the recipe's.
 
     ## Why it matters
     `MixedPrecisionConfig.setup` copies every one of its fields onto model, optimizer and ddp where a
@@ -39,7 +41,7 @@ def ddp_overwritten(view):
     if view.mp is None:
         return
     for ow in view.mp_overwrites:
-        if ow.section != "ddp" or ow.key not in _WATCHED:
+        if ow.section != "ddp" or ow.key not in _WATCHED or not written_by_user(view, f"ddp.{ow.key}"):
             continue
         yield finding(
             view,
@@ -66,7 +68,8 @@ def _move_into_mixed_precision(view, key: str, value):
         edits.append(Edit("set", "mixed_precision", spelled))
     else:
         edits.append(Edit("set", f"mixed_precision.{key}", value))
-    edits.append(Edit("remove", f"ddp.{key}"))
+    if not view.cfg.layered:  # in a merged run the recipe below holds ddp.X too: the two now agree
+        edits.append(Edit("remove", f"ddp.{key}"))
     return unsafe(f"move ddp.{key} into mixed_precision (mixed precision overwrites ddp)", *edits)
 
 
