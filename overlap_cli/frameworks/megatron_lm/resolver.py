@@ -654,15 +654,12 @@ def _grid(r, a, integer):
 def _virtual_pipeline(r, a, prov, known, integer, fail) -> None:
     """VPP from a hybrid pattern's | segments, --pipeline-model-parallel-layout,
     --num-layers-per-virtual-pipeline-stage or --num-virtual-stages-per-pipeline-rank; 1 means none."""
-    from overlap_cli.frameworks.bridge.pipeline_layout import read_layout
-
     pp = r.pp
     hybrid = a.get("hybrid_layer_pattern")
     if hybrid is None:  # the legacy spelling is copied over (arguments.py:722-730)
         hybrid = a.get("hybrid_override_pattern")
     layout, nl_vps, nvs = (a.get(k) for k in (
         "pipeline_model_parallel_layout", "num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank"))
-    vpp, why = None, ""
     inputs = {"hybrid_layer_pattern": hybrid, "pipeline_model_parallel_layout": layout,
               "num_layers_per_virtual_pipeline_stage": nl_vps, "num_virtual_stages_per_pipeline_rank": nvs,
               "pipeline_model_parallel_size": a.get("pipeline_model_parallel_size")}
@@ -672,33 +669,70 @@ def _virtual_pipeline(r, a, prov, known, integer, fail) -> None:
         names = [r.launch.args[d].flag for d in unknown if d in r.launch.args] or ["--pipeline-model-parallel-size"]
         _vpp_unknown(r, prov, f"{', '.join(names)} not known statically")
         return
+    vpp, why = None, ""
     if hybrid:
-        # arguments.py:788-802: the pattern is the pipeline split; no other way of asking for VPP with it.
-        for dest, message in lm.HYBRID_WITH.items():
-            if a.get(dest) is not None:
-                fail("vpp-args", message, lm.HYBRID_WITH_AT, dest)
-                r.vpp, r.vpp_known = None, False
-                _vpp_unknown(r, prov, "validate_args asserts first")
-                return
-        # arguments.py:820-837: | segments of the main pattern (before the MTP separator /).
-        segments = str(hybrid).split("/")[0].count("|") + 1
-        if not (segments == 1 and pp > 1):
-            if segments % pp:
-                fail("layout", lm.HYBRID_SEGMENTS.format(segments=segments, pp=pp), lm.HYBRID_SEGMENTS_AT,
-                     "hybrid_layer_pattern" if a.get("hybrid_layer_pattern") is not None else "hybrid_override_pattern")
-                r.vpp, r.vpp_known = None, False
-                _vpp_unknown(r, prov, "validate_args asserts first")
-                return
-            if segments > pp:
-                vpp, why = segments // pp, f"{segments} segments of --hybrid-layer-pattern / PP {pp} (arguments.py:832)"
+        found = _vpp_of_hybrid_pattern(a, fail, hybrid, pp)
+        if found is _ASSERTS:
+            return _vpp_asserts_first(r, prov)
+        vpp, why = found
     given = [x is not None for x in (nl_vps, nvs, layout)]
     if sum(given) > 1:
         fail("vpp-args", lm.VPP_EXCLUSIVE.format(nl=nl_vps, nvs=nvs, layout=layout), lm.VPP_EXCLUSIVE_AT,
              *[d for d, g in zip(("num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank",
                                   "pipeline_model_parallel_layout"), given) if g])
-        r.vpp, r.vpp_known = None, False
-        _vpp_unknown(r, prov, "validate_args asserts first")
-        return
+        return _vpp_asserts_first(r, prov)
+    vpp, why = _vpp_of_flags(r, a, integer, fail, pp, hybrid, vpp, why)
+    if vpp == 1:
+        vpp, why = None, why + ": 1 means no virtual pipeline (arguments.py:944)"
+    r.vpp = vpp
+    if not r.vpp_known:
+        failed = any(x.id in ("layout", "vpp-layers") for x in r.assertions)
+        _vpp_unknown(r, prov, "validate_args asserts first" if failed else
+                     "--pipeline-model-parallel-layout or the layer count is not known statically")
+    elif why:
+        prov["virtual_pipeline_model_parallel_size"] = Value(vpp, DERIVED, why)
+    else:
+        prov["virtual_pipeline_model_parallel_size"] = Value(
+            None, DEFAULT, "no virtual pipeline flag: validate_args leaves it None (arguments.py:948)")
+
+
+_ASSERTS = object()  # what a VPP source returns when validate_args asserts on it
+
+
+def _vpp_asserts_first(r, prov) -> None:
+    r.vpp, r.vpp_known = None, False
+    _vpp_unknown(r, prov, "validate_args asserts first")
+
+
+def _vpp_of_hybrid_pattern(a, fail, hybrid, pp):
+    """(VPP, why) from a hybrid pattern: the pattern is the pipeline split, with no other way of asking for VPP
+    (arguments.py:788-802); its | segments (before the MTP separator /) over PP (arguments.py:820-837).
+    (None, "") for one segment or as many as PP; _ASSERTS when validate_args asserts."""
+    for dest, message in lm.HYBRID_WITH.items():
+        if a.get(dest) is not None:
+            fail("vpp-args", message, lm.HYBRID_WITH_AT, dest)
+            return _ASSERTS
+    segments = str(hybrid).split("/")[0].count("|") + 1
+    if segments == 1 and pp > 1:
+        return None, ""
+    if segments % pp:
+        fail("layout", lm.HYBRID_SEGMENTS.format(segments=segments, pp=pp), lm.HYBRID_SEGMENTS_AT,
+             "hybrid_layer_pattern" if a.get("hybrid_layer_pattern") is not None else "hybrid_override_pattern")
+        return _ASSERTS
+    if segments > pp:
+        return segments // pp, f"{segments} segments of --hybrid-layer-pattern / PP {pp} (arguments.py:832)"
+    return None, ""
+
+
+def _vpp_of_flags(r, a, integer, fail, pp, hybrid, vpp, why) -> tuple:
+    """(VPP, why) from --pipeline-model-parallel-layout (arguments.py:916), --num-layers-per-virtual-pipeline-stage
+    (arguments.py:925-940) or --num-virtual-stages-per-pipeline-rank (arguments.py:943), at most one of them
+    given; without any, the layers must divide over PP (``vpp``, ``why``: the hybrid pattern's, kept). Sets
+    ``r.vpp_known`` False where the value is not known or validate_args asserts."""
+    from overlap_cli.frameworks.bridge.pipeline_layout import read_layout
+
+    layout, nl_vps, nvs = (a.get(k) for k in (
+        "pipeline_model_parallel_layout", "num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank"))
     num_layers = integer("num_layers") if a.get("num_layers") is not None else integer("decoder_num_layers")
     extra = int(a.get("account_for_embedding_in_pipeline_split") is True) + int(a.get("account_for_loss_in_pipeline_split") is True)
     uneven = a.get("decoder_first_pipeline_num_layers") is not None or a.get("decoder_last_pipeline_num_layers") is not None
@@ -732,18 +766,7 @@ def _virtual_pipeline(r, a, prov, known, integer, fail) -> None:
         vpp, why = nvs, "--num-virtual-stages-per-pipeline-rank (arguments.py:943)"
     elif not hybrid and not uneven and num_layers is not None and a.get("num_layers") is not None and (num_layers + extra) % pp:
         fail("vpp-layers", lm.LAYERS_NOT_DIVISIBLE_PP_PLAIN, lm.LAYERS_NOT_DIVISIBLE_PP_PLAIN_AT, "num_layers", "pipeline_model_parallel_size")
-    if vpp == 1:
-        vpp, why = None, why + ": 1 means no virtual pipeline (arguments.py:944)"
-    r.vpp = vpp
-    if not r.vpp_known:
-        failed = any(x.id in ("layout", "vpp-layers") for x in r.assertions)
-        _vpp_unknown(r, prov, "validate_args asserts first" if failed else
-                     "--pipeline-model-parallel-layout or the layer count is not known statically")
-    elif why:
-        prov["virtual_pipeline_model_parallel_size"] = Value(vpp, DERIVED, why)
-    else:
-        prov["virtual_pipeline_model_parallel_size"] = Value(
-            None, DEFAULT, "no virtual pipeline flag: validate_args leaves it None (arguments.py:948)")
+    return vpp, why
 
 
 def _vpp_unknown(r, prov, why: str) -> None:
