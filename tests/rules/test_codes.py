@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from overlap_cli.rules import all_rules, codes, registry
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_rule_is_the_one_its_code_names():
