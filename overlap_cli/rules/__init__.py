@@ -11,7 +11,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.rules.registry import FAMILY_NAMES, FIX_CLASSES, RULES, SAFE_FIX_CLASSES, Rule, code_sort_key
+from overlap_cli.rules.registry import FAMILY_NAMES, FIX_CLASSES, RULES, SAFE_FIX_CLASSES, Rule, code_sort_key, unregistered
 
 __all__ = [
     "FAMILY_NAMES", "FIX_CLASSES", "SAFE_FIX_CLASSES", "Rule", "RuleCrashed", "all_rules", "code_sort_key",
@@ -32,6 +32,9 @@ def all_rules() -> dict[str, Rule]:
         from overlap_cli.rules import tp, ub, ub_config  # noqa: F401
         from overlap_cli.rules import lm, lm_dp, lm_env, lm_precision, lm_sizes  # noqa: F401  (Megatron-LM launches)
 
+        missing = unregistered(RULES)
+        if missing:  # a code taken in codes.py whose rule no module registers
+            raise RuntimeError(f"rules/codes.py lists {', '.join(missing)} but no rule module registers it")
         _SORTED = dict(sorted(RULES.items(), key=lambda kv: code_sort_key(kv[0])))
     return dict(_SORTED)
 

@@ -1,9 +1,10 @@
 """What a rule is and how a rule module registers one: ``@rule(code, name, severity, title)`` over its
 check function. The rule modules import this; the package (``overlap_cli.rules``) imports the rule modules.
 
-Codes are stable: CFG0xx structure, TP1xx tensor parallel, PP2xx pipeline, DP3xx data parallel and
-buckets, MP4xx mixed precision, ENV5xx launch environment, UB6xx userbuffers presets, EP7xx expert
-parallel / delayed wgrad, CP8xx context parallel.
+Every code is taken in one table, ``codes.py`` (code -> module, check function, state), which ``rule``
+holds a rule of this package to. Codes are stable: CFG0xx structure, TP1xx tensor parallel, PP2xx
+pipeline, DP3xx data parallel and buckets, MP4xx mixed precision, ENV5xx launch environment, UB6xx
+userbuffers presets, EP7xx expert parallel / delayed wgrad, CP8xx context parallel.
 
 Each rule names the frameworks whose inputs it checks (``frameworks``; ``run_rules`` runs only those of the
 input's framework). The families above are Megatron-Bridge's (``("bridge",)``, the default). Megatron-LM
@@ -24,21 +25,8 @@ if TYPE_CHECKING:
     from typing import Callable
 
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
-
-# The families in the order rules are listed (and sorted by code_sort_key).
-FAMILIES = ("cfg", "tp", "pp", "dp", "mp", "env", "ub", "ep", "cp", "lm")
-FAMILY_NAMES = {
-    "CFG": "structure",
-    "TP": "tensor parallel",
-    "PP": "pipeline parallel",
-    "DP": "data parallel",
-    "MP": "mixed precision",
-    "ENV": "launch environment",
-    "UB": "userbuffers presets",
-    "EP": "expert parallel",
-    "CP": "context parallel",
-    "LM": "Megatron-LM launches",
-}
+# The families in the order rules are listed (and sorted by code_sort_key) and their names: codes.py's blocks.
+from overlap_cli.rules.codes import CODES, FAMILIES, FAMILY_NAMES, REMOVED  # noqa: F401
 
 BRIDGE, MEGATRON_LM = "bridge", "megatron-lm"
 BOTH = (BRIDGE, MEGATRON_LM)
@@ -94,15 +82,42 @@ _DOCS: dict[str, str] = {}
 
 
 def rule(code: str, name: str, severity: str, title: str, fix: str = "none", frameworks: tuple = (BRIDGE,)):
-    """Register ``func`` as the check of rule ``code``; its docstring is the rule's documentation."""
+    """Register ``func`` as the check of rule ``code``; its docstring is the rule's documentation. A check of
+    this package must be the one codes.py names for its code (a check registered from elsewhere, a test's
+    throw-away rule, is not one of the shipped codes)."""
 
     def deco(func: Callable) -> Callable:
         if code in RULES:
             raise RuntimeError(f"duplicate rule code {code}")
+        if func.__module__.startswith(_PACKAGE):
+            problem = table_problem(code, func.__module__[len(_PACKAGE):], func.__name__)
+            if problem:
+                raise RuntimeError(problem)
         RULES[code] = Rule(code, name, severity, title, func, fix, tuple(frameworks))
         return func
 
     return deco
+
+
+_PACKAGE = "overlap_cli.rules."
+
+
+def table_problem(code: str, module: str, function: str, codes: dict = CODES) -> str:
+    """Why ``module.function`` may not register ``code`` (codes.py), or ""."""
+    entry = codes.get(code)
+    if entry is None:
+        return f"rule code {code} ({module}.{function}) is not in rules/codes.py: add it to its family's block"
+    if entry[2] == REMOVED:
+        return f"rule code {code} was removed (rules/codes.py): a removed code is not reused, take a new one"
+    if entry[:2] != (module, function):
+        return (f"rule code {code} belongs to {entry[0]}.{entry[1]} in rules/codes.py, "
+                f"not to {module}.{function}")
+    return ""
+
+
+def unregistered(rules: dict, codes: dict = CODES) -> list:
+    """The codes of codes.py no rule registered, other than removed ones (all rule modules imported)."""
+    return [code for code, (_, _, state) in codes.items() if state != REMOVED and code not in rules]
 
 
 def code_sort_key(code: str) -> tuple:

@@ -8,7 +8,7 @@ import overlap_cli.rules as rules_package
 from overlap_cli.rules import all_rules
 from overlap_cli.rules.registry import FAMILIES
 
-HELPERS = {"__init__", "registry", "common", "env_common"}
+HELPERS = {"__init__", "registry", "codes", "common", "env_common"}
 
 
 def test_every_rule_lives_in_a_module_named_after_its_family():
