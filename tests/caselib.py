@@ -6,6 +6,7 @@ that run the cases."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -22,13 +23,31 @@ CASES += sorted(p for p in LM_CASES_DIR.glob("*") if p.suffix in (".sh", ".yaml"
 
 _LISTS = ("expect", "absent", "effective")
 _LISTS += tuple(f"{form}-{key}" for form in ("fixed", "unsafe-fixed") for key in ("absent", "no-fix", "effective"))
+# Header keys other readers take: `quote:` and `order:` (tests/rules/test_launch_checks.py), and the
+# tool's own inline directive `# overlap: recipe=...` that some cases carry in their header.
+_OTHER_KEYS = ("quote", "order", "overlap")
+HEADER_KEYS = ("args", "fix-args", "exit", *_LISTS, *_OTHER_KEYS)
+# A header line `# word: ...` names a key; prose (`# TP overlap with TP=1: ...`) has spaces before its colon.
+_KEY_LINE = re.compile(r"#\s*([A-Za-z][\w-]*)\s*:")
+
+
+class HeaderError(ValueError):
+    """A case header names a key no test reads (a typo would otherwise silently check nothing)."""
 
 
 def read_header(path: Path) -> dict:
+    """The header of a case: the comment lines it starts with. A line `# key: value` whose key is one
+    word must name a key of HEADER_KEYS (HeaderError naming the file, line and key otherwise); other
+    comment lines are prose."""
     header: dict = {"args": [], "fix-args": [], "exit": None, **{key: [] for key in _LISTS}}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.startswith("#"):
             break
+        word = _KEY_LINE.match(line)
+        if word and word.group(1) not in HEADER_KEYS:
+            raise HeaderError(
+                f"{path}:{number}: unknown case header key {word.group(1)!r} (known: {', '.join(HEADER_KEYS)})"
+            )
         body = line[1:].strip()
         key, sep, value = body.partition(":")
         if not sep or key not in header:
