@@ -66,6 +66,30 @@ def fixed_path(case: Path, unsafe: bool) -> Path:
     return case.with_name(case.stem + (".unsafe" if unsafe else "") + ".fixed" + case.suffix)
 
 
+def fix_case(case: Path, unsafe: bool, args: list | None = None):
+    """`fix_file` (overlap_cli.fix.loop) on ``case`` with the target flags, selection and threshold of its
+    header's `args:` and `fix-args:` (what NAME.fixed.yaml beside it was made with; ``args`` instead of
+    the header's for a file that is no case)."""
+    from overlap_cli.check.selection import cli_selection
+    from overlap_cli.cli.check import target_from_options
+    from overlap_cli.cli.fast import parse_check
+    from overlap_cli.fix.loop import fix_file
+
+    if args is None:
+        header = read_header(case)
+        args = header["args"] + header["fix-args"]
+    argv = list(args)
+    threshold = "warning"
+    if "--severity-threshold" in argv:  # fix also takes `info`, which check's options do not
+        at = argv.index("--severity-threshold")
+        threshold = argv[at + 1]
+        del argv[at : at + 2]
+    opts = parse_check([str(case), *argv])
+    target = target_from_options(opts, str(case))
+    selection = cli_selection(opts.select, opts.ignore, opts.extend_select, opts.settings)
+    return fix_file(str(case), target, unsafe=unsafe, selection=selection, threshold=threshold)
+
+
 def parse_expected(token: str):
     key, _, rest = token.partition("=")
     value, _, source = rest.partition("@")

@@ -25,7 +25,7 @@ FIXED = EXAMPLES / "fixed"
 CASES = ROOT / "tests" / "cases"
 
 sys.path.insert(0, str(ROOT / "tests"))
-from caselib import CASES as CASES_LIST, fixed_path, read_header  # noqa: E402
+from caselib import CASES as CASES_LIST, fix_case, fixed_path, read_header  # noqa: E402
 
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.yaml")) + sorted((EXAMPLES / "bridge").glob("*.yaml"))
 CASE_FILES = CASES_LIST
@@ -153,28 +153,6 @@ EDITED = [
 ]
 
 
-def _fix_in_process(path: Path, unsafe: bool):
-    """`fix_file` on ``path`` with the target flags, selection and threshold of the case header's `args:`
-    and `fix-args:` (what the NAME.fixed.yaml beside a case was made with)."""
-    from overlap_cli.check.selection import cli_selection
-    from overlap_cli.cli.check import target_from_options
-    from overlap_cli.cli.fast import parse_check
-    from overlap_cli.fix.loop import fix_file
-
-    argv = list(_case_args(path))
-    if path.parent == CASES:
-        argv += read_header(path)["fix-args"]
-    threshold = "warning"
-    if "--severity-threshold" in argv:  # fix also takes `info`, which check's table does not know
-        at = argv.index("--severity-threshold")
-        threshold = argv[at + 1]
-        del argv[at : at + 2]
-    opts = parse_check([str(path), *argv])
-    target = target_from_options(opts, str(path))
-    selection = cli_selection(opts.select, opts.ignore, opts.extend_select, opts.settings)
-    return fix_file(str(path), target, unsafe=unsafe, selection=selection, threshold=threshold)
-
-
 @pytest.mark.parametrize(("path", "unsafe"), EDITED)
 def test_only_edited_keys_change(path, unsafe):
     """Every original line that the fix replaced or deleted belongs to a key that an applied edit names."""
@@ -183,7 +161,7 @@ def test_only_edited_keys_change(path, unsafe):
     from overlap_cli.fix import text as fixtext
     from overlap_cli.fix.tree import split_key
 
-    out = _fix_in_process(path, unsafe)
+    out = fix_case(path, unsafe, None if path in CASES_LIST else [])
     assert out.error is None, out.error
     assert out.fixed == _expected_fix_output(path, unsafe).read_text(encoding="utf-8")
     original = out.original
