@@ -404,7 +404,7 @@ def test_fast_parser_reads_what_typer_reads(args):
     try:
         parsed = fast.parse_check(args)
     except fast.Unsure:
-        return
+        pytest.skip("the fast path hands this command line to Typer: no record of its own to compare")
     assert parsed == typer_options(args)
 
 

@@ -25,7 +25,7 @@ FIXED = EXAMPLES / "fixed"
 CASES = ROOT / "tests" / "cases"
 
 sys.path.insert(0, str(ROOT / "tests"))
-from caselib import CASES as CASES_LIST, read_header  # noqa: E402
+from caselib import CASES as CASES_LIST, fix_case, fixed_path, read_header  # noqa: E402
 
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.yaml")) + sorted((EXAMPLES / "bridge").glob("*.yaml"))
 CASE_FILES = CASES_LIST
@@ -132,25 +132,38 @@ def test_unsafe_fixes_leave_no_fix_behind(path, run_cli, tmp_path):
     assert not left, f"fixes still offered after fix --write --unsafe-fixes: {left}\n{output}"
 
 
-@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
-@pytest.mark.parametrize("path", EXAMPLE_FILES + YAML_CASE_FILES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_only_edited_keys_change(path, unsafe, tmp_path):
+def _expected_fix_output(path: Path, unsafe: bool):
+    """The file holding what `overlap fix --write` makes of ``path`` (examples/fixed/ for an example, the
+    NAME.fixed.yaml beside a case), or None when the fix leaves it byte for byte as it is. Which files
+    exist is checked against the real fix by test_fix_output_matches_examples_fixed and
+    tests/rules/test_fix_rules.py."""
+    if path.parent == EXAMPLES or path.parent.parent == EXAMPLES:
+        candidates = [_fixed_name(path, True), _fixed_name(path, False)] if unsafe else [_fixed_name(path, False)]
+    else:
+        candidates = [fixed_path(path, True), fixed_path(path, False)] if unsafe else [fixed_path(path, False)]
+    return next((c for c in candidates if c.exists()), None)
+
+
+# Only the files a fix changes: on a file it leaves as it is there is no replaced line to account for.
+EDITED = [
+    pytest.param(path, unsafe, id=f"{path.relative_to(ROOT)}-{'unsafe' if unsafe else 'safe'}")
+    for path in EXAMPLE_FILES + YAML_CASE_FILES
+    for unsafe in (False, True)
+    if _expected_fix_output(path, unsafe) is not None
+]
+
+
+@pytest.mark.parametrize(("path", "unsafe"), EDITED)
+def test_only_edited_keys_change(path, unsafe):
     """Every original line that the fix replaced or deleted belongs to a key that an applied edit names."""
     import difflib
 
     from overlap_cli.fix import text as fixtext
-    from overlap_cli.cli.check import target_from_options
-    from overlap_cli.cli.options import TARGET, options
-    from overlap_cli.fix.loop import fix_file
     from overlap_cli.fix.tree import split_key
 
-    args = _case_args(path)
-    world = int(args[args.index("--world-size") + 1]) if "--world-size" in args else None
-    te = False if "--no-te" in args else None
-    target = target_from_options(options(TARGET, world_size=world, te=te), str(path))
-    out = fix_file(str(path), target, unsafe=unsafe)
-    if out.error is not None or not out.changed:
-        return
+    out = fix_case(path, unsafe, None if path in CASES_LIST else [])
+    assert out.error is None, out.error
+    assert out.fixed == _expected_fix_output(path, unsafe).read_text(encoding="utf-8")
     original = out.original
     allowed: set = set()
     for a in out.applied:

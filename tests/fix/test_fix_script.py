@@ -110,27 +110,38 @@ LM_CASES = sorted((Path(__file__).resolve().parents[1] / "cases" / "megatron_lm"
 LM_CASES = [c for c in LM_CASES if ".fixed." not in c.name]
 
 
-@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
-@pytest.mark.parametrize("case", LM_CASES, ids=lambda p: p.stem)
+def _expected_fix_output(case: Path, unsafe: bool):
+    """NAME.fixed.sh (or, with --unsafe-fixes, NAME.unsafe.fixed.sh when it exists) beside the case: what
+    `overlap fix --write` makes of it (checked by tests/rules/test_fix_rules.py); None: the fix leaves the
+    case as it is."""
+    from caselib import fixed_path
+
+    candidates = [fixed_path(case, True), fixed_path(case, False)] if unsafe else [fixed_path(case, False)]
+    return next((c for c in candidates if c.exists()), None)
+
+
+# Only the cases a fix edits: where it leaves the script as it is, no replaced line is there to account for.
+EDITED_LM_CASES = [
+    pytest.param(case, unsafe, id=f"{case.stem}-{'unsafe' if unsafe else 'safe'}")
+    for case in LM_CASES
+    for unsafe in (False, True)
+    if _expected_fix_output(case, unsafe) is not None
+]
+
+
+@pytest.mark.parametrize(("case", "unsafe"), EDITED_LM_CASES)
 def test_only_edited_flags_change(case, unsafe):
     """Every original line the fix replaced or deleted is the line of an edited flag or variable, the line
     before a removed last word (its continuation), or the line beside which a flag was added."""
     import difflib
-    import shlex
 
-    from overlap_cli.cli.check import target_from_options
-    from overlap_cli.cli.options import TARGET, options
-    from overlap_cli.fix.loop import fix_file
+    from caselib import fix_case
     from overlap_cli.fix.script_place import ANCHORS, flag_row
     from overlap_cli.frameworks.megatron_lm.args import load_launch
 
-    header = [ln for ln in case.read_text().splitlines() if ln.startswith("# args:")]
-    args = shlex.split(header[0].split(":", 1)[1]) if header else []
-    gpu = args[args.index("--gpu") + 1] if "--gpu" in args else None
-    target = target_from_options(options(TARGET, gpu=gpu, te=False if "--no-te" in args else None), str(case))
-    out = fix_file(str(case), target, unsafe=unsafe)
-    if out.error is not None or not out.changed:
-        return
+    out = fix_case(case, unsafe)
+    assert out.error is None, out.error
+    assert out.fixed == _expected_fix_output(case, unsafe).read_text(encoding="utf-8")
     launch = load_launch(str(case), out.original)
     allowed: set = set()
     for a in out.applied:

@@ -12,7 +12,7 @@ the hydra-core it declares (one subprocess for every case; skipped when there is
 For every case: where Bridge stops while applying the dotlists, ``overlap check`` refuses the input (exit 2,
 naming the override); where it stops later, ``overlap check`` reports an error finding; where it launches,
 no error and the same effective values. Refusals of Bridge's that depend on nothing the tool reads are
-listed in OUTSIDE (each is named in README's "What is not modelled") and are counted, not compared.
+listed in OUTSIDE (each is named in docs/commands.md's "What is not modelled") and are counted, not compared.
 """
 
 from __future__ import annotations
