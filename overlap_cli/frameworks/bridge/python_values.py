@@ -19,29 +19,6 @@ MP_TARGET = "megatron.bridge.training.mixed_precision.MixedPrecisionConfig"
 TORCH_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "uint8", "float8_e4m3fn", "float8_e5m2")
 
 
-class Unknown:
-    """A value the reader cannot know, with the reason (naming ``FILE:LINE``)."""
-
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str):
-        self.reason = reason
-
-    def __repr__(self) -> str:
-        return f"Unknown({self.reason!r})"
-
-    def __bool__(self):
-        raise TypeError("Unknown has no truth value")
-
-
-class Refusal(Exception):
-    """Bridge (or Python) raises on this line when the run is built: the reader says so and stops."""
-
-    def __init__(self, message: str, line: int, column: int = 1):
-        super().__init__(message)
-        self.message, self.line, self.column = message, line, column
-
-
 def comm_overlap_config(kwargs: dict) -> dict:
     """The dump of ``CommOverlapConfig(**kwargs)``; Refusal-free: the caller checks ``tp_comm_overlap``."""
     from overlap_cli.frameworks.bridge.facts import COMM_OVERLAP_FIELDS

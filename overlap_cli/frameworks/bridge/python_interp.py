@@ -1,0 +1,126 @@
+"""The Python reader's interpreter and its seam to the library whose runs it reads.
+
+- ``Library``: what the interpreter asks about the library a module imports (Megatron-Bridge's side is
+  python_bridge.Context). The base class knows no library: every imported call is unknown, a name is
+  itself, no path has an alias, no write is refused.
+- ``Interpreter``: python_statements.Statements and python_expressions.Expressions over one environment
+  (``env``: name -> value), the config it follows (``cfg``, a python_abstract.ConfigState or None), the
+  depth of the calls it follows, and ``in_helper`` (inside a library's helper: its writes have no site).
+- ``ModuleReader``: the names of one module (imports, module constants, functions), read once.
+- ``parse``: ``ast.parse`` with a syntax error as python_abstract.BadPython.
+"""
+
+from __future__ import annotations
+
+import ast
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
+    from overlap_cli.frameworks.bridge.python_abstract import CfgRef, ConfigState
+
+from overlap_cli.frameworks.bridge.python_abstract import NOT_KNOWN, BadPython, Func, Import, Unknown, short
+from overlap_cli.frameworks.bridge.python_expressions import Expressions
+from overlap_cli.frameworks.bridge.python_statements import Statements
+
+
+class Library:
+    """The seam: each method is one question the interpreter asks about the library's names and objects."""
+
+    module: Optional[str] = None  # the dotted name of the module being read (relative imports), if known
+
+    def call(self, interp: "Interpreter", func: Import, args: list, kwargs: dict, node):
+        """The value of calling the imported ``func``, or NOT_KNOWN (the interpreter then treats it as a
+        call it does not know)."""
+        return NOT_KNOWN
+
+    def name_value(self, value):
+        """The value a name bound to ``value`` has (an imported constant may be known by name)."""
+        return value
+
+    def module_attribute(self, module: str, attr: str):
+        """The value of ``module.attr`` when the library knows it, else None."""
+        return None
+
+    def config_method(self, interp: "Interpreter", owner: "CfgRef", node):
+        """``cfg.X.method(...)``: a method of the config the library does not know may change ``X``."""
+        owner.state.forget(owner.path, f"{short(node.func)}(...) at {interp.at(node)} may change it")
+        return Unknown(f"{short(node)} at {interp.at(node)}")
+
+    def ends_run(self, name: Optional[str]) -> bool:
+        """A call named ``name`` that is handed the whole config launches the run: the run ends there."""
+        return False
+
+    def config_path(self, path: tuple) -> tuple:
+        """The config path an attribute chain names (a library may have aliases)."""
+        return path
+
+    def check_write(self, path: tuple, value, line: int, column: int) -> None:
+        """Raise python_abstract.Refusal for a write that fails when the run is built."""
+
+    def field_twin(self, target: str, key) -> Optional[str]:
+        """The field an object of class ``target`` keeps equal to ``key`` when ``key`` is set, or None."""
+        return None
+
+
+class Interpreter(Statements, Expressions):
+    def __init__(self, reader: ModuleReader, state: Optional[ConfigState], env: dict, depth: int = 0, in_helper: bool = False):
+        self.reader, self.env, self.depth, self.in_helper = reader, env, depth, in_helper
+        self.file = reader.file
+        self.cfg: Optional[ConfigState] = state
+
+
+def parse(text: str, file: str):
+    try:
+        return ast.parse(text, filename=file)
+    except SyntaxError as exc:
+        raise BadPython(f"not valid Python: {exc.msg}", exc.lineno, exc.offset) from None
+    except ValueError as exc:  # source with NUL bytes
+        raise BadPython(f"not valid Python: {exc}") from None
+
+
+class ModuleReader:
+    """The names of one module (imports, constants, functions), evaluated once."""
+
+    def __init__(self, tree, file: str, ctx: Library, module: Optional[str] = None):
+        self.tree, self.file, self.ctx, self.module = tree, file, ctx, module
+        self.names: dict = {}
+        self.functions: dict = {}
+        self._read_names()
+
+    def _read_names(self) -> None:
+        for node in self.tree.body:
+            if isinstance(node, ast.ImportFrom):
+                module = _absolute(node, self.module)
+                for a in node.names:
+                    if a.name == "*":
+                        continue
+                    self.names[a.asname or a.name] = Import(module or "", a.name)
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    self.names[a.asname or a.name.split(".")[0]] = Import(a.name if a.asname else a.name.split(".")[0], "")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[node.name] = Func(node, self)
+                self.names[node.name] = self.functions[node.name]
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not _mentions_call(node.value):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if node.value is None or not any(isinstance(t, ast.Name) for t in targets):
+                    continue  # only module constants are names of the module
+                value = Interpreter(self, None, {}).eval(node.value)
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        self.names[t.id] = value
+
+
+def _absolute(node: ast.ImportFrom, module: Optional[str]) -> Optional[str]:
+    if not node.level:
+        return node.module
+    if not module:
+        return node.module
+    parts = module.split(".")[: -node.level]
+    return ".".join(parts + ([node.module] if node.module else []))
+
+
+def _mentions_call(node) -> bool:
+    return node is not None and any(isinstance(n, ast.Call) for n in ast.walk(node))
