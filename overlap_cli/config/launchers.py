@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from typing import Optional
 
     from overlap_cli.config.argv import LaunchText
-    from overlap_cli.config.shell_expand import Expander as Reader, Field
+    from overlap_cli.config.shell_lex import Lexer as Reader  # config.shell_eval.Reader: a script's text, read
+    from overlap_cli.config.shell_values import Field
 
 
 

@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 
 from overlap_cli.config.argv import UNKNOWN, EnvVar, LaunchPath, LaunchText, Token, deciding_forks, variable_origin
 from overlap_cli.config.launchers import srun_world_size, torchrun_options
-from overlap_cli.config.shell_expand import Field
+from overlap_cli.config.shell_assign import assignment
+from overlap_cli.config.shell_expand import expand_joined
 from overlap_cli.config.shell_lex import Word
+from overlap_cli.config.shell_values import Field
 
 
 def launch_text(reader) -> LaunchText:
@@ -64,7 +66,6 @@ def path_launch(reader, rec) -> LaunchText:
     """The launch one path makes: ``rec`` is (the launch command, the path's state there, the command's
     expanded words, the written word of each, (kind, index of the program word))."""
     node, st, fields, word_of, (kind, index), added = rec
-    reader.bind(st)
     launch_line = reader.pos(node.words[0].start)[0]
     found = LaunchText(file=reader.path, text=reader.text, kind="shell", script=None, launch_line=launch_line)
     for var in st.vars.values():  # the launch environment: the script's variables, then the command's prefixes
@@ -77,11 +78,11 @@ def path_launch(reader, rec) -> LaunchText:
     for p in node.prefix:
         if isinstance(p, tuple):
             continue
-        name, _op, cut = reader.assignment(p)
+        name, _op, cut = assignment(p)
         origin = variable_origin(name, reader.pos(p.start)[0])
         first = p.parts[0]
         parts = ([("lit", first[1][cut:], first[2][cut:])] if len(first[1]) > cut else []) + p.parts[1:]
-        field_ = reader.join(reader.expand(Word(parts, p.start + cut, p.end), origin, split=False, keep_empty=True), origin)
+        field_ = expand_joined(reader, st, Word(parts, p.start + cut, p.end), origin)
         line, col = reader.pos(p.start)
         found.env[name] = EnvVar(name, UNKNOWN if field_.unknown else field_.text, line, col, "prefix", span=reader.span(p.start, p.end))
     _env_wrapper_assignments(reader, found, fields, word_of, index)

@@ -1,0 +1,91 @@
+"""Scripts a launch script hands to a new shell (``config.shell``): ``srun ... bash -c "$CMD"`` and
+``sbatch <<EOF`` / ``bash <<EOF``. The new shell parses the string (or the here-document) as a script of its
+own and sees the exported variables; its text — what the script built — is read the same way, by a child
+reader whose every offset maps to where the script wrote that character. What it does not know stays
+unknown (each hole is a variable nobody sets). A string that runs a launch is kept in ``rd.inner``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from overlap_cli.problems import InputError
+from overlap_cli.config import shell_parse as tree
+from overlap_cli.config.shell_expand import expand_joined
+from overlap_cli.config.shell_values import Field, State, Var
+
+# The words a launch cannot be without: a text with none of them is not read for one.
+LAUNCH_WORDS = re.compile(r"torchrun|torch\.distributed\.(?:run|launch)|pretrain_\w*\.py|run_recipe\.py")
+INNER_DEPTH = 4  # bash -c strings within bash -c strings
+
+
+def read_shell_c(rd, node, st: State, fields: list, at: int) -> bool:
+    """``srun ... bash -c "$CMD"`` (``fields[at]`` the string). True when the string runs a launch."""
+    return _read_string(rd, node, st, fields[at], fields, at)
+
+
+def read_heredoc(rd, node, st: State, fields: list) -> bool:
+    """``sbatch <<EOF`` / ``bash <<EOF``: the here-document is the script the new shell runs (sbatch's
+    job script: it takes the submitting shell's exported variables, ``--export=ALL``). Its expansions
+    are the script's, made when the command runs (none for a quoted delimiter); the text is then read as
+    a ``bash -c`` string is. True when it runs a launch."""
+    base = (fields[0].text or "").rsplit("/", 1)[-1]
+    if base not in ("sbatch", "bash", "sh") or not node.heredocs or not node.heredocs[0]:
+        return False
+    if any((f.text or "").endswith((".sh", ".sbatch", ".slurm", ".bash")) for f in fields[1:]):
+        return False  # a script file given: the here-document is only its input
+    body = expand_joined(rd, st, node.heredocs[0][0], "here-document")
+    return _read_string(rd, node, st, body, fields, len(fields))
+
+
+def _read_string(rd, node, st: State, f: Field, fields: list, at: int) -> bool:
+    if not f.chars or rd.depth > INNER_DEPTH:
+        return False
+    text, offsets, holes = _script_text(f)
+    if not LAUNCH_WORDS.search(text):
+        return False
+    outer_pos, line = rd.pos, node.line
+
+    def place(offset: int) -> tuple:
+        if offset is not None and 0 <= offset < len(offsets) and offsets[offset] is not None:
+            return outer_pos(offsets[offset])
+        return (line, 1)
+
+    inner = rd.child(text, place)
+    start = State()
+    for name, var in st.vars.items():  # the new shell's environment: what is exported
+        if var.exported:
+            start.vars[name] = var
+    for name, hole in holes.items():
+        h = Field(f"the string of bash -c (line {node.line})")
+        h.hole(hole.what, hole.constant)
+        start.vars[name] = Var(name, [h], False, node.line)
+    try:
+        program, _parser = tree.parse_script(rd.path, text)
+        inner.exec(program, start)
+    except (InputError, RecursionError):
+        return False
+    if not inner.records and not inner.inner:
+        return False
+    st.launched = True
+    rd.inner.append((node, st.copy(), fields, at, inner))
+    return True
+
+
+def _script_text(f: Field) -> tuple:
+    """(the text, the script's offset of each of its characters, {name: hole}): each unknown stretch of
+    the word becomes ``${__overlap_unknown_N}``, a variable nobody sets."""
+    pieces: list = []
+    offsets: list = []
+    holes: dict = {}
+    for ch, off in zip(f.chars, f.offsets):
+        if ch.__class__ is str:
+            pieces.append(ch)
+            offsets.append(off)
+            continue
+        name = f"__overlap_unknown_{len(holes)}"
+        holes[name] = ch
+        ref = "${" + name + "}"
+        pieces.append(ref)
+        offsets.extend([off] * len(ref))
+    return "".join(pieces), offsets, holes

@@ -1,0 +1,169 @@
+"""What one path through a launch script holds (``config.shell``): the values and the path's state.
+
+``Field`` is an expanded word: its characters, each with the file offset it came from (None for a
+character the script did not write, such as the blank ``${ARR[*]}`` joins with), and ``Hole`` entries for
+what is not known statically. ``Var`` is a variable the script sets (a list of fields; an array has
+several). ``State`` is one way through the script: its variables, functions, positional parameters, the
+decisions that led to it and the sentences it has gathered. Every module of the reader works on a
+``State`` it is given; nothing here knows the script's text.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
+    from overlap_cli.config.shell_lex import Word
+
+from overlap_cli.config.argv import variable_origin
+
+
+class Hole:
+    """A stretch of a word that is not known statically (``$CKPT``, ``$(nproc)``). ``constant``: it is a
+    variable the script never sets (the caller's environment, or the script's own arguments), which has
+    the same value wherever the script reads it; ``$(...)`` and script-assigned unknowns are not."""
+
+    __slots__ = ("what", "constant")
+
+    def __init__(self, what: str, constant: bool = False):
+        self.what, self.constant = what, constant
+
+
+class Field:
+    """An expanded word: its characters (``Hole`` for an unknown stretch) and the file offset of each
+    character (None where the script did not write it)."""
+
+    __slots__ = ("chars", "offsets", "multi", "origin", "word", "whole")
+
+    def __init__(self, origin: str):
+        self.chars: list = []
+        self.offsets: list = []
+        self.multi = False  # only an unquoted unknown expansion: it may be any number of words
+        self.origin = origin
+        self.word: Optional[Word] = None  # the written word this field is exactly, if any
+        self.whole = True  # still exactly one written word (nothing joined or split)
+
+    @property
+    def unknown(self) -> bool:
+        return any(c.__class__ is Hole for c in self.chars)
+
+    @property
+    def what(self) -> str:
+        return next((c.what for c in self.chars if c.__class__ is Hole), "")
+
+    @property
+    def text(self) -> Optional[str]:
+        return None if self.unknown else "".join(self.chars)
+
+    def hole(self, what: str, constant: bool = False) -> None:
+        self.chars.append(Hole(what, constant))
+        self.offsets.append(None)
+        self.whole = False
+        self.word = None
+
+    def extend(self, other: "Field") -> None:
+        self.chars.extend(other.chars)
+        self.offsets.extend(other.offsets)
+
+
+def text_field(origin: str, text: str) -> Field:
+    """A field of known text the script did not write character by character (an integer it computed, a
+    value from the caller's environment)."""
+    f = Field(origin)
+    f.chars, f.offsets = list(text), [None] * len(text)
+    f.whole = False
+    return f
+
+
+class Var:
+    """A variable the script sets. Treated as immutable once stored: the evaluator's paths share them."""
+
+    __slots__ = ("name", "fields", "array", "line", "exported", "export_line", "export_col", "span", "note", "unset",
+                 "_signature")
+
+    def __init__(self, name: str, fields: list, array: bool, line: int):
+        self.name, self.fields, self.array, self.line = name, fields, array, line
+        self.exported = False
+        self.export_line = self.export_col = None
+        self.span = None
+        self.note = ""  # why the value is not known, when it is not
+        self.unset = False  # ``unset NAME``: known to be unset (not the caller's value)
+        self._signature: Optional[tuple] = None
+
+    def copy(self) -> "Var":
+        v = Var(self.name, self.fields, self.array, self.line)
+        v.exported, v.export_line, v.export_col = self.exported, self.export_line, self.export_col
+        v.span, v.note, v.unset = self.span, self.note, self.unset
+        return v
+
+    def keep_export(self, old: "Optional[Var]") -> "Var":
+        """A new value of an exported variable stays exported (bash keeps the attribute), from where it was."""
+        if old is not None and old.exported:
+            self.exported, self.export_line, self.export_col = True, old.export_line, old.export_col
+        return self
+
+    def signature(self) -> tuple:
+        """What the value is, wherever it was written (two paths that set the same value agree). Computed
+        once: a Var is not changed after it is stored."""
+        if self._signature is None:
+            self._signature = (self.array, self.exported, self.note, self.unset,
+                               tuple(field_signature(f) for f in self.fields))
+        return self._signature
+
+
+def field_signature(f: Field) -> tuple:
+    return tuple(c if c.__class__ is str else ("?", c.what) for c in f.chars)
+
+
+def unknown_var(name: str, line: int, note: str) -> Var:
+    """A variable whose value is not known statically from ``line`` on, ``note`` saying why."""
+    f = Field(variable_origin(name, line))
+    f.hole("$" + name)
+    var = Var(name, [f], False, line)
+    var.note = note
+    return var
+
+
+class State:
+    """One path: its variables, functions, positional parameters and the decisions that led here."""
+
+    __slots__ = ("vars", "funcs", "positional", "notes", "choices", "memo", "status", "key", "flow", "launched",
+                 "done", "frames", "sourced")
+
+    def __init__(self):
+        self.vars: dict = {}
+        self.funcs: dict = {}
+        self.positional: Optional[list] = None  # $1 ... inside a function call; None: the script's own
+        self.notes: list = []  # the sentences this path has gathered (what is not known, and why)
+        self.choices: tuple = ()
+        self.memo: dict = {}  # condition key -> its value on this path (a constant unknown, decided once)
+        self.status: Optional[bool] = True  # the last command succeeded (None: not known)
+        self.key: Optional[tuple] = None  # the condition the status is the value of, when it can be memoized
+        self.flow: Optional[tuple] = None  # ("break", n) | ("continue", n) | ("return",)
+        self.launched = False
+        self.done = False  # exit ran
+        self.frames: list = []  # per function call: {name: the Var before ``local`` (None: unset)}
+        # the line of a ``source`` whose file is not read: any variable the script has not set since may
+        # come from it (not the caller's environment, not a default)
+        self.sourced: Optional[int] = None
+
+    def copy(self) -> "State":
+        s = State()
+        s.vars, s.funcs, s.positional = dict(self.vars), dict(self.funcs), self.positional
+        s.notes, s.choices, s.memo = list(self.notes), self.choices, dict(self.memo)
+        s.status, s.key, s.flow, s.launched, s.done = self.status, self.key, self.flow, self.launched, self.done
+        s.frames = [dict(f) for f in self.frames]
+        s.sourced = self.sourced
+        return s
+
+    def signature(self) -> tuple:
+        return (tuple(sorted((k, v.signature()) for k, v in self.vars.items())),
+                tuple(sorted((k, id(v)) for k, v in self.funcs.items())),
+                None if self.positional is None else tuple(field_signature(f) for f in self.positional),
+                self.flow, self.launched, tuple(tuple(sorted(f)) for f in self.frames), self.sourced)
+
+    def note(self, sentence: str) -> None:
+        """Add a sentence once."""
+        if sentence not in self.notes:
+            self.notes.append(sentence)
