@@ -24,7 +24,7 @@ from overlap_cli.frameworks.bridge.schema import validate_types
 from overlap_cli.frameworks.bridge.view import Overwrite, Resolved, user_wrote
 from overlap_cli.launch_profile.profile import Target
 
-# The keys every result's ``effective`` holds, whatever the file sets (the JSON contract in README).
+# The keys every result's ``effective`` holds, whatever the file sets (the JSON contract in docs/ci.md).
 EFFECTIVE_KEYS = (
     "model.tensor_model_parallel_size",
     "model.pipeline_model_parallel_size",
