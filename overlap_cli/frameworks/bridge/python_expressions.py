@@ -115,31 +115,37 @@ class Expressions:
         if isinstance(node, ast.Attribute):
             return self._attribute(node)
         if isinstance(node, ast.Subscript):
-            base = self.eval(node.value)
-            key = self.eval(node.slice)
-            if isinstance(base, CfgRef):
-                if isinstance(key, Unknown):
-                    return key
-                return self.read_cfg(base.path + (key,), node, base.state)
-            if isinstance(base, Unknown):
-                return base
-            if isinstance(key, Unknown):
-                return key
-            return base[key]
+            return self._subscript(node)
         if isinstance(node, ast.Call):
             return self._call(node, statement)
         if isinstance(node, ast.JoinedStr):
-            parts = []
-            for v in node.values:
-                if isinstance(v, ast.Constant):
-                    parts.append(str(v.value))
-                else:
-                    x = self.eval(v.value)
-                    if isinstance(x, Unknown) or not isinstance(x, (str, int, float, bool)):
-                        return Unknown(f"the f-string at {self.at(node)}")
-                    parts.append(format(x, self.eval(v.format_spec) if v.format_spec else ""))
-            return "".join(parts)
+            return self._f_string(node)
         return Unknown(f"{short(node)} at {self.at(node)}")
+
+    def _subscript(self, node):
+        base = self.eval(node.value)
+        key = self.eval(node.slice)
+        if isinstance(base, CfgRef):
+            if isinstance(key, Unknown):
+                return key
+            return self.read_cfg(base.path + (key,), node, base.state)
+        if isinstance(base, Unknown):
+            return base
+        if isinstance(key, Unknown):
+            return key
+        return base[key]
+
+    def _f_string(self, node):
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                parts.append(str(v.value))
+            else:
+                x = self.eval(v.value)
+                if isinstance(x, Unknown) or not isinstance(x, (str, int, float, bool)):
+                    return Unknown(f"the f-string at {self.at(node)}")
+                parts.append(format(x, self.eval(v.format_spec) if v.format_spec else ""))
+        return "".join(parts)
 
     def _dict(self, node):
         out = {}
