@@ -17,6 +17,9 @@
   checked as ``FILE::FUNCTION`` (or ``FILE`` for a script); one that builds no ConfigContainer is passed
   over in a folder and, named explicitly, skipped with a line saying so (and how to check the recipe it
   names). ``FILE::FUNCTION`` names one run.
+- A NeMo-RL config (frameworks.nemo_rl.recognise: decided from its shape and its ``defaults:`` chain) is
+  checked when its policy trains with Megatron and skipped, with the deciding key's ``FILE:LINE``, when it
+  uses the DTensor policy.
 - The same file reached twice is checked once, at its first position.
 """
 
@@ -67,6 +70,8 @@ SKIP_KINDS = (
     ("not a training run", "not a training run"),
     ("the same file as", "link to a file already listed"),
     ("a Megatron-Bridge training script in Python", "Bridge Python training script"),
+    ("a NeMo-RL config for the DTensor", "NeMo-RL DTensor policy"),
+    ("a NeMo-RL config with the Megatron backend disabled", "NeMo-RL without a policy backend"),
 )
 
 
@@ -178,6 +183,13 @@ def discover(args, configs_only: bool = False, target=None) -> Discovered:
                 else:  # named: checked, and a script without a launch line says so
                     out.files.append(path)
                 return
+            if path.lower().endswith(YAML_SUFFIXES):
+                from overlap_cli.check.engine_nemo_rl import nemo_rl_verdict
+
+                nemo = nemo_rl_verdict(path, None, target)  # a NeMo-RL config: checked, or skipped with why
+                if nemo is not None:
+                    (out.skipped.append((path, nemo[1])) if nemo[0] == "skip" else out.files.append(path))
+                    return
             verdict = None if explicit else discoverable(path)  # a functional-test YAML
             if verdict is not None:
                 if verdict:

@@ -196,7 +196,14 @@ def _recipe_world_does_not_hold(target: Target, views: list):
 def _check(result: FileResult, path, target: Target, overrides, text, selection, lower=()) -> Optional[Resolved]:
     """Fill ``result``; return the resolved view, or None when the file is an input error."""
     from overlap_cli.check.engine_lm import framework_of
+    from overlap_cli.check.engine_nemo_rl import base_problem, check_nemo_rl, nemo_rl_verdict
 
+    if nemo_rl_verdict(path, text, target) is not None or base_problem(target) is not None:  # a NeMo-RL config
+        problem = base_problem(target)
+        if problem is not None:
+            result.error = problem
+            return None
+        return check_nemo_rl(result, path, target, text, selection, overrides)
     if framework_of(path, text, target) == "megatron-lm":  # a launch script or functional-test YAML
         from overlap_cli.check.engine_lm import check_launch
 

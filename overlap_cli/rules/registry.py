@@ -15,6 +15,8 @@ rules say what validate_args prints. A rule that reads only what Megatron-Core's
 (``model_parallel_config.py`` / ``transformer_config.py`` ``__post_init__``: deferred embedding wgrad,
 p2p warmup/flush, EP overlap, delayed wgrad; DP313, the process grid of ``parallel_state``) keeps its code and
 serves both, ``frameworks=BOTH``: one place for the check, whichever framework built the config.
+NeMo-RL's Megatron policies have the RL family (``frameworks=("nemo-rl",)``, rules/rl.py): NeMo-RL builds
+the ConfigContainer itself, so its rules say what NeMo-RL and Megatron-Core assert on what it passes.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 
 # The families in the order rules are listed (and sorted by code_sort_key).
-FAMILIES = ("cfg", "tp", "pp", "dp", "mp", "env", "ub", "ep", "cp", "lm")
+FAMILIES = ("cfg", "tp", "pp", "dp", "mp", "env", "ub", "ep", "cp", "lm", "rl")
 FAMILY_NAMES = {
     "CFG": "structure",
     "TP": "tensor parallel",
@@ -38,6 +40,7 @@ FAMILY_NAMES = {
     "EP": "expert parallel",
     "CP": "context parallel",
     "LM": "Megatron-LM launches",
+    "RL": "NeMo-RL Megatron policies",
 }
 
 BRIDGE, MEGATRON_LM = "bridge", "megatron-lm"

@@ -1,0 +1,338 @@
+"""The RL family: NeMo-RL configs whose policy trains with the Megatron backend
+(frameworks/nemo_rl). Each rule is an assert or raise of NeMo-RL's own setup, or of Megatron-Core on the
+values NeMo-RL hands it, that stops the launch; its docstring cites the line. RL0xx the policy and its
+cluster, RL1xx tensor parallelism, RL3xx data parallelism and the optimizer, RL4xx precision, RL8xx
+context parallelism.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Optional
+
+from overlap_cli.results import Finding
+from overlap_cli.rules.registry import rule
+
+RL = ("nemo-rl",)
+MEG = ("policy", "megatron_cfg")
+
+
+def _finding(view, code: str, message: str, path: tuple, *also: tuple) -> Finding:
+    """At ``path``'s place, or at the first of ``also`` written in the checked file when ``path`` is not."""
+    line, column, origin = view.place(path)
+    for other in also if line is None else ():
+        where = view.place(other)
+        if where[0] is not None:
+            path, (line, column, origin) = other, where
+            break
+    return Finding(code=code, severity="error", message=message, key=".".join(path), line=line, column=column,
+                   origin=origin)
+
+
+def _int(value) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@rule("RL001", "both-policy-backends", "error", "Both the Megatron and the DTensor policy are enabled", frameworks=RL)
+def both_policy_backends(view):
+    """
+    ## What it does
+    Flags a NeMo-RL config whose policy enables the Megatron backend and the DTensor backend at once.
+
+    ## Why it matters
+    `Policy.__init__` refuses it before any worker starts (nemo_rl/models/policy/lm_policy.py:121-125):
+    `Configure either Megatron (policy.megatron_cfg.enabled=true) or DTensor
+    (policy.dtensor_cfg.enabled=true), not both.` A recipe that inherits a DTensor config and turns
+    Megatron on has to turn DTensor off too.
+
+    ## Example
+    ```yaml
+    grpo: {}
+    policy:
+      dtensor_cfg:
+        enabled: true
+      megatron_cfg:
+        enabled: true
+    cluster:
+      gpus_per_node: 8
+      num_nodes: 1
+    ```
+
+    ## Fix
+    None offered: set `policy.dtensor_cfg.enabled: false` to train with Megatron.
+    """
+    if view.setting(("policy", "dtensor_cfg", "enabled")) is True:
+        yield _finding(view, "RL001", "policy.megatron_cfg.enabled and policy.dtensor_cfg.enabled are both true: "
+                                      "NeMo-RL stops with 'Configure either Megatron ... or DTensor ..., not both.' "
+                                      "(lm_policy.py:121)", ("policy", "dtensor_cfg", "enabled"))
+
+
+@rule("RL002", "world-size-does-not-hold-the-model", "error",
+      "The policy's GPUs are not a multiple of TP × PP × CP", frameworks=RL)
+def world_size_does_not_hold_the_model(view):
+    """
+    ## What it does
+    Flags a policy whose world size (from `cluster`, as the algorithm places the policy, or
+    `--world-size`) is smaller than TP × PP × CP or not a multiple of it.
+
+    ## Why it matters
+    `Policy.__init__` checks the cluster against the parallel sizes before it starts the workers
+    (nemo_rl/models/policy/lm_policy.py:225-240) and raises `World size (8) must be divisible by
+    PP * CP * TP (3)` (or `... is insufficient for the parallelism configuration`): the data-parallel size
+    must be a whole number.
+
+    ## Example
+    ```yaml
+    sft: {}
+    policy:
+      megatron_cfg:
+        enabled: true
+        tensor_model_parallel_size: 3
+        pipeline_model_parallel_size: 1
+        context_parallel_size: 1
+    cluster:
+      gpus_per_node: 8
+      num_nodes: 1
+    ```
+
+    ## Fix
+    None offered: choose TP, PP and CP whose product divides the policy's GPUs.
+    """
+    if view.dp_error:
+        yield _finding(view, "RL002", view.dp_error, MEG + ("tensor_model_parallel_size",))
+
+
+@rule("RL101", "sequence-parallel-without-tp", "error", "Sequence parallelism with TP = 1", frameworks=RL)
+def sequence_parallel_without_tp(view):
+    """
+    ## What it does
+    Flags `policy.megatron_cfg.sequence_parallel: true` with `tensor_model_parallel_size: 1`, typically
+    a recipe that lowers TP below a base config that turned sequence parallelism on.
+
+    ## Why it matters
+    NeMo-RL copies both onto the model provider as given (nemo_rl/models/megatron/setup.py:860, 872): it
+    does not turn sequence parallelism off at TP = 1 (only its inference model does, setup.py:1576).
+    Bridge's `ConfigContainer.validate()`, which the Megatron policy worker calls
+    (nemo_rl/models/policy/workers/megatron_policy_worker.py:538), finalizes the model config
+    (megatron/bridge/training/config.py:1401), and Megatron-Core's `ModelParallelConfig.__post_init__`
+    raises `Cannot use sequence parallelism without tensor parallelism`
+    (megatron/core/model_parallel_config.py:502-504).
+
+    ## Example
+    ```yaml
+    grpo: {}
+    policy:
+      megatron_cfg:
+        enabled: true
+        tensor_model_parallel_size: 1
+        sequence_parallel: true
+    cluster:
+      gpus_per_node: 8
+      num_nodes: 1
+    ```
+
+    ## Fix
+    None offered: set `sequence_parallel: false` at TP = 1, or keep TP > 1.
+    """
+    tp = _int(view.values.get("model.tensor_model_parallel_size"))
+    if tp is not None and tp <= 1 and view.values.get("model.sequence_parallel") is True:
+        yield _finding(view, "RL101", f"sequence_parallel is true with tensor_model_parallel_size {tp}: Megatron-Core "
+                                      "raises 'Cannot use sequence parallelism without tensor parallelism' "
+                                      "when the policy worker validates the config", MEG + ("sequence_parallel",),
+                       MEG + ("tensor_model_parallel_size",))
+
+
+@rule("RL102", "inference-optimized-without-sp", "error",
+      "transformer_impl inference_optimized with TP > 1 needs sequence parallelism", frameworks=RL)
+def inference_optimized_without_sp(view):
+    """
+    ## What it does
+    Flags `policy.megatron_cfg.transformer_impl: inference_optimized` with TP > 1 and
+    `sequence_parallel: false`.
+
+    ## Why it matters
+    `validate_and_set_config` raises before the model is built (nemo_rl/models/megatron/setup.py:336-343):
+    `transformer_impl=inference_optimized requires sequence parallelism with TP>1: set
+    policy.megatron_cfg.sequence_parallel=true.`
+
+    ## Example
+    ```yaml
+    grpo: {}
+    policy:
+      megatron_cfg:
+        enabled: true
+        transformer_impl: inference_optimized
+        tensor_model_parallel_size: 2
+        sequence_parallel: false
+    cluster:
+      gpus_per_node: 8
+      num_nodes: 1
+    ```
+
+    ## Fix
+    None offered: set `sequence_parallel: true`.
+    """
+    tp = _int(view.values.get("model.tensor_model_parallel_size"))
+    if (view.setting(MEG + ("transformer_impl",)) == "inference_optimized" and tp is not None and tp > 1
+            and view.values.get("model.sequence_parallel") is False):
+        yield _finding(view, "RL102", "transformer_impl inference_optimized with TP > 1 and sequence_parallel false: "
+                                      "NeMo-RL raises 'transformer_impl=inference_optimized requires sequence "
+                                      "parallelism with TP>1' (setup.py:340)", MEG + ("sequence_parallel",))
+
+
+@rule("RL301", "fused-logprobs-with-param-gather-overlap", "error",
+      "use_fused_linear_logprobs with overlap_param_gather", frameworks=RL)
+def fused_logprobs_with_param_gather_overlap(view):
+    """
+    ## What it does
+    Flags `policy.megatron_cfg.use_fused_linear_logprobs: true` together with
+    `distributed_data_parallel_config.overlap_param_gather: true`.
+
+    ## Why it matters
+    The fused forward reads `output_layer.weight` without calling the layer, so the distributed
+    optimizer's param-gather prefetch chain is left with a stale handle; `_create_megatron_config`
+    asserts the two apart (nemo_rl/models/megatron/setup.py:1396-1403): `use_fused_linear_logprobs is
+    incompatible with overlap_param_gather`.
+
+    ## Example
+    ```yaml
+    dpo: {}
+    policy:
+      megatron_cfg:
+        enabled: true
+        use_fused_linear_logprobs: true
+        distributed_data_parallel_config:
+          overlap_param_gather: true
+    cluster:
+      gpus_per_node: 8
+      num_nodes: 1
+    ```
+
+    ## Fix
+    None offered: set `overlap_param_gather: false` (as NeMo-RL's fused-logprobs recipes do).
+    """
+    if view.setting(MEG + ("use_fused_linear_logprobs",)) is True and view.values.get("ddp.overlap_param_gather") is True:
+        yield _finding(view, "RL301", "use_fused_linear_logprobs with overlap_param_gather: NeMo-RL asserts "
+                                      "'use_fused_linear_logprobs is incompatible with overlap_param_gather' "
+                                      "(setup.py:1397)", MEG + ("distributed_data_parallel_config", "overlap_param_gather"))
+
+
+@rule("RL302", "cpu-offload-without-distributed-optimizer", "error",
+      "optimizer_cpu_offload without the distributed optimizer", frameworks=RL)
+def cpu_offload_without_distributed_optimizer(view):
+    """
+    ## What it does
+    Flags `policy.megatron_cfg.optimizer.optimizer_cpu_offload: true` with
+    `use_distributed_optimizer: false`.
+
+    ## Why it matters
+    `_validate_optimizer_config` raises while the model config is set up
+    (nemo_rl/models/megatron/setup.py:1222-1225): `optimizer_cpu_offload=True requires
+    use_distributed_optimizer=True`.
+
+    ## Example
+    ```yaml
+    sft: {}
+    policy:
+      megatron_cfg:
+        enabled: true
+        optimizer:
+          optimizer_cpu_offload: true
+          use_distributed_optimizer: false
+    cluster:
+      gpus_per_node: 8
+      num_nodes: 1
+    ```
+
+    ## Fix
+    None offered: turn the distributed optimizer on, or the offload off.
+    """
+    if view.values.get("optimizer.optimizer_cpu_offload") is True and view.values.get("optimizer.use_distributed_optimizer") is False:
+        yield _finding(view, "RL302", "optimizer_cpu_offload without the distributed optimizer: NeMo-RL raises "
+                                      "'optimizer_cpu_offload=True requires use_distributed_optimizer=True' "
+                                      "(setup.py:1224)", MEG + ("optimizer", "optimizer_cpu_offload"))
+
+
+@rule("RL401", "precision-aware-optimizer-dtype", "error",
+      "The precision-aware optimizer without the optimizer's bf16 / fp16 flag", frameworks=RL)
+def precision_aware_optimizer_dtype(view):
+    """
+    ## What it does
+    Flags `use_precision_aware_optimizer: true` when `policy.precision` is `bfloat16` (or `float16`) and
+    `policy.megatron_cfg.optimizer.bf16` (or `fp16`) is false.
+
+    ## Why it matters
+    NeMo-RL passes the optimizer section to Megatron-Core's OptimizerConfig as written and then asserts
+    the precisions agree (nemo_rl/models/megatron/setup.py:1338-1352): `policy.megatron_cfg.optimizer.bf16=True
+    must be set if policy.precision=bfloat16 when using use_precision_aware_optimizer=True`.
+
+    ## Example
+    ```yaml
+    grpo: {}
+    policy:
+      precision: bfloat16
+      megatron_cfg:
+        enabled: true
+        optimizer:
+          use_precision_aware_optimizer: true
+          bf16: false
+    cluster:
+      gpus_per_node: 8
+      num_nodes: 1
+    ```
+
+    ## Fix
+    None offered: set `optimizer.bf16: true` (or turn the precision-aware optimizer off).
+    """
+    if view.values.get("optimizer.use_precision_aware_optimizer") is not True:
+        return
+    for model_key, opt in (("model.bf16", "bf16"), ("model.fp16", "fp16")):
+        if view.values.get(model_key) is True and view.values.get(f"optimizer.{opt}") is False:
+            yield _finding(view, "RL401", f"policy.precision makes the model {opt} but optimizer.{opt} is false with "
+                                          f"use_precision_aware_optimizer: NeMo-RL asserts 'policy.megatron_cfg.optimizer."
+                                          f"{opt}=True must be set' (setup.py:1338-1352)", MEG + ("optimizer", opt))
+
+
+@rule("RL801", "context-parallel-needs-packing", "error",
+      "Context parallelism without sequence packing, or with fused linear logprobs", frameworks=RL)
+def context_parallel_needs_packing(view):
+    """
+    ## What it does
+    Flags `context_parallel_size` > 1 when `policy.sequence_packing.enabled` is not true, or when
+    `use_fused_linear_logprobs` is on.
+
+    ## Why it matters
+    `_apply_parallelism_config` asserts both while it sets up the model
+    (nemo_rl/models/megatron/setup.py:875-885): `Sequence Packing must be enabled to use Context
+    Parallelism with MCore.` and `Context Parallelism is not supported with linear CE fusion loss`.
+
+    ## Example
+    ```yaml
+    grpo: {}
+    policy:
+      sequence_packing:
+        enabled: false
+      megatron_cfg:
+        enabled: true
+        context_parallel_size: 2
+    cluster:
+      gpus_per_node: 8
+      num_nodes: 1
+    ```
+
+    ## Fix
+    None offered: enable `policy.sequence_packing`, or keep CP at 1.
+    """
+    cp = _int(view.values.get("model.context_parallel_size"))
+    if cp is None or cp <= 1:
+        return
+    packing = view.cfg.get(("policy", "sequence_packing", "enabled"))
+    if packing is not True and (packing is False or not view.cfg.has(("policy", "sequence_packing", "enabled"))):
+        yield _finding(view, "RL801", f"context_parallel_size {cp} without sequence packing: NeMo-RL asserts 'Sequence "
+                                      "Packing must be enabled to use Context Parallelism with MCore.' (setup.py:880)",
+                       MEG + ("context_parallel_size",))
+    if view.setting(MEG + ("use_fused_linear_logprobs",)) is True:
+        yield _finding(view, "RL801", f"context_parallel_size {cp} with use_fused_linear_logprobs: NeMo-RL asserts "
+                                      "'Context Parallelism is not supported with linear CE fusion loss' (setup.py:883)",
+                       MEG + ("use_fused_linear_logprobs",))
