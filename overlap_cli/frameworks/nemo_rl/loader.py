@@ -267,7 +267,8 @@ def apply_dotlist(cfg: Loaded, words) -> None:
     from overlap_cli.config.overrides import parse_override
 
     for word in words:
-        ov = parse_override(word)
+        ov = parse_override(word) if isinstance(word, str) else word  # the CLI hands parsed Overrides
+        word = ov.raw
         path = tuple(ov.path)
 
         def bad(msg: str) -> InputError:

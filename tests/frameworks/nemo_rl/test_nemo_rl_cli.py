@@ -1,0 +1,141 @@
+"""NeMo-RL configs through the CLI, on NeMo-RL's own files (tests/data/upstream/nemo-rl, see its README)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+DATA = ROOT / "tests" / "data" / "upstream" / "nemo-rl"
+CONFIGS = DATA / "examples" / "configs"
+
+
+def _json(run_cli, *args):
+    code, out, err = run_cli("check", *map(str, args), "--format", "json")
+    return code, json.loads(out), err
+
+
+def _eff(result: dict, key: str) -> tuple:
+    v = result["effective"][key]
+    return v["value"], v["source"]
+
+
+def test_grpo_math_1b_megatron_values_nemo_rl_uses(run_cli):
+    """grpo_math_1B_megatron.yaml: what _create_megatron_config passes, not Bridge's class defaults."""
+    path = CONFIGS / "grpo_math_1B_megatron.yaml"
+    code, doc, _ = _json(run_cli, path, "--show-effective")
+    assert code == 0
+    r = doc["results"][0]
+    assert r["error"] is None and r["findings"] == []
+    assert _eff(r, "ddp.use_distributed_optimizer") == (True, "user")
+    assert _eff(r, "ddp.overlap_grad_reduce") == (True, "user")
+    assert _eff(r, "ddp.overlap_param_gather") == (True, "user")
+    assert _eff(r, "optimizer.overlap_param_gather") == (True, "user")
+    assert _eff(r, "ddp.average_in_collective") == (False, "default")
+    assert _eff(r, "model.tp_comm_overlap") == (False, "default")
+    assert _eff(r, "model.tensor_model_parallel_size") == (1, "user")
+    # the key's own line in the file: overlap_grad_reduce is line 186 of the upstream file
+    assert f"{path}:186" in r["effective"]["ddp.overlap_grad_reduce"]["reason"]
+    # cluster: 1 GPU x 1 node, colocated generation: DP 1, Megatron-Core's bucket floor
+    assert r["target"]["world_size"] == 1 and r["target"]["data_parallel_size"] == 1
+    assert _eff(r, "ddp.bucket_size") == (40_000_000, "default")
+    assert sum("CommOverlapConfig" in n for n in r["notes"]) == 1
+
+
+def test_defaults_chain_keys_name_the_file_that_wrote_them(run_cli):
+    """A Megatron recipe over the DTensor base grpo_math_1B.yaml: optimizer_cpu_offload is written only there."""
+    path = CONFIGS / "recipes" / "llm" / "grpo-llama3.2-1b-instruct-1n8g-megatron.yaml"
+    code, doc, _ = _json(run_cli, path)
+    r = doc["results"][0]
+    assert code == 0, r
+    reason = r["effective"]["optimizer.optimizer_cpu_offload"]["reason"]
+    assert "examples/configs/grpo_math_1B.yaml:" in reason
+    assert any(n.startswith("defaults chain:") and "configs/grpo_math_1B.yaml -> " in n for n in r["notes"])
+    assert r["target"]["world_size"] == 8
+
+
+def test_dotlist_overrides_apply_as_the_launch_passes_them(run_cli):
+    path = CONFIGS / "grpo_math_1B_megatron.yaml"
+    code, doc, _ = _json(run_cli, path, "policy.megatron_cfg.distributed_data_parallel_config.overlap_grad_reduce=false",
+                         "cluster.gpus_per_node=8", "policy.megatron_cfg.tensor_model_parallel_size=2")
+    r = doc["results"][0]
+    assert code == 0, r
+    assert _eff(r, "ddp.overlap_grad_reduce") == (False, "user")
+    assert "command line" in r["effective"]["ddp.overlap_grad_reduce"]["reason"]
+    assert _eff(r, "ddp.bucket_size") == (None, "default")
+    assert r["target"]["data_parallel_size"] == 4
+
+
+def test_a_dotlist_word_for_a_key_the_config_lacks_is_an_input_error(run_cli):
+    code, out, err = run_cli("check", str(CONFIGS / "grpo_math_1B_megatron.yaml"), "policy.megatron_cfg.no_such_key=1")
+    assert code == 2
+    assert "no_such_key" in err and "Traceback" not in err
+
+
+def test_lowering_tp_under_sequence_parallel_is_found_at_the_recipe_line(run_cli):
+    """The recipe sets TP 1 (its line 13) under a base with sequence_parallel: true: RL101."""
+    path = CONFIGS / "recipes" / "llm" / "distillation-nano3-30ba3b-4n4g-megatron-qa-nvfp4-modelopt-spec.yaml"
+    code, doc, _ = _json(run_cli, path)
+    r = doc["results"][0]
+    assert code == 1
+    assert [(f["code"], f["line"]) for f in r["findings"]] == [("RL101", 13)]
+    assert len([n for n in r["notes"] if n.startswith("defaults chain:")][0].split(" -> ")) == 5
+
+
+def test_dtensor_config_is_skipped_with_the_deciding_line(run_cli):
+    code, out, err = run_cli("check", str(CONFIGS / "grpo_math_1B.yaml"))
+    assert code == 0
+    assert "DTensor" in err and "grpo_math_1B.yaml:143" in err
+
+
+def test_missing_base_file_names_the_file_and_line(run_cli, tmp_path):
+    cfg = tmp_path / "child.yaml"
+    cfg.write_text("# a recipe\ndefaults: ../nowhere/base.yaml\npolicy:\n  megatron_cfg:\n    enabled: true\n")
+    code, out, err = run_cli("check", str(cfg))
+    assert code == 2
+    assert f"{cfg}:2" in err and "nowhere/base.yaml" in err and "Traceback" not in err
+
+
+def test_override_marker_replaces_the_base_section(run_cli, tmp_path):
+    base = tmp_path / "base.yaml"
+    base.write_text("grpo: {}\npolicy:\n  megatron_cfg:\n    enabled: true\n    sequence_parallel: true\n"
+                    "    tensor_model_parallel_size: 2\ncluster:\n  gpus_per_node: 8\n  num_nodes: 1\n")
+    child = tmp_path / "child.yaml"
+    child.write_text("defaults: base.yaml\ncluster:\n  _override_: true\n  gpus_per_node: 4\n")
+    code, doc, _ = _json(run_cli, child)
+    r = doc["results"][0]
+    assert code == 0, r
+    # num_nodes came only from the base's cluster, which _override_ removed: the world size is unknown
+    assert r["target"]["world_size"] is None
+
+
+def test_base_flag_with_a_nemo_rl_file_is_refused(run_cli):
+    code, out, err = run_cli("check", "--base", str(CONFIGS / "grpo_math_1B_megatron.yaml"))
+    assert code == 2
+    assert "NeMo-RL config" in err and "Traceback" not in err
+
+
+def test_folder_run_checks_or_skips_every_file(run_cli):
+    code, doc, err = _json(run_cli, DATA / "examples")
+    assert code != 2, err
+    checked = {Path(r["file"]).name for r in doc["results"]}
+    skipped = {Path(s["file"]).name: s["reason"] for s in doc.get("skipped", [])}
+    every = {p.name for p in (DATA / "examples").rglob("*.yaml")}
+    assert checked | set(skipped) == every
+    assert "grpo_math_1B_megatron.yaml" in checked and "grpo_math_1B.yaml" in skipped
+    assert all(reason for reason in skipped.values())
+    assert all(r["error"] is None for r in doc["results"])
+    codes = sorted(f["code"] for r in doc["results"] for f in r["findings"])
+    assert codes == ["RL101"]
+
+
+def test_through_a_real_subprocess():
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "overlap_cli", "check", str(CONFIGS / "grpo_math_1B_megatron.yaml"),
+                           "--format", "json"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)["results"][0]
+    assert r["effective"]["ddp.overlap_param_gather"]["value"] is True
