@@ -14,17 +14,18 @@ def nemo_rl_verdict(path, text, target):
         return None
     if target is not None and target.get("framework") in ("bridge", "megatron-lm"):
         return None
-    from overlap_cli.frameworks.nemo_rl.recognise import looks_like_nemo_rl, recognise
+    from overlap_cli.frameworks.nemo_rl.recognise import looks_like_nemo_rl, recognise, sniff
 
+    head = text if text is not None else sniff(path)
+    if head is None or not looks_like_nemo_rl(head):
+        return None  # not NeMo-RL's shape (or unreadable: the Bridge reader reports what is wrong)
     if text is None:
         from overlap_cli.config.safe_read import read_text
 
         try:
             text = read_text(path)
         except InputError:
-            return None  # the Bridge reader reports what is wrong with the file
-    if not looks_like_nemo_rl(text):
-        return None
+            return "run", None  # the NeMo-RL check reports what is wrong with the file
     return recognise(path, text)
 
 
@@ -75,9 +76,7 @@ def check_nemo_rl(result, path, target, text, selection, overrides):
     result.target["framework"] = "nemo-rl"
     result.effective = dict(view.effective)
     result.findings = sorted(findings, key=finding_order)
-    if len(cfg.chain) > 1:
-        result.notes.append("defaults chain: " + " -> ".join(cfg.chain))
-    result.notes.append(view.world_reason if view.world_size is not None else
-                        f"world size not known: {view.world_reason}")
+    if view.world_size is None:
+        result.notes.append(f"world size not known: {view.world_reason}")
     result.notes.extend(view.notes)
     return view

@@ -77,7 +77,7 @@ class Loaded:
         """The value at ``path`` with its interpolations resolved (an ``Unresolved`` when they cannot be)."""
         if not self.has(path):
             return default
-        return self._resolve(self.raw(path), 0)
+        return self._resolve(self.raw(path), 0, path)
 
     def origin(self, path: tuple) -> Optional[str]:
         """``FILE:LINE`` (or ``command line``) of the layer that wrote ``path`` or its nearest parent."""
@@ -88,7 +88,8 @@ class Loaded:
         return None
 
     # -- interpolation ----------------------------------------------------------------------------------
-    def _resolve(self, value: Any, depth: int) -> Any:
+    def _resolve(self, value: Any, depth: int, at: tuple) -> Any:
+        """``value`` written at key path ``at`` (relative interpolations count from its mapping)."""
         if value == MISSING:
             return Unresolved("??? (a mandatory value no layer gives)")
         if not isinstance(value, str) or "${" not in value:
@@ -98,12 +99,12 @@ class Loaded:
         m = _WHOLE.fullmatch(value.strip())
         if m is None:
             return Unresolved(f"{value} (text with an interpolation inside)")
-        return self._expr(m.group(1).strip(), depth)
+        return self._expr(m.group(1).strip(), depth, at)
 
-    def _expr(self, body: str, depth: int) -> Any:
+    def _expr(self, body: str, depth: int, at: tuple) -> Any:
         name, colon, args = body.partition(":")
         if colon and re.fullmatch(r"[A-Za-z_][\w.]*", name.strip()):
-            values = [self._arg(a, depth) for a in _split_args(args)]
+            values = [self._arg(a, depth, at) for a in _split_args(args)]
             bad = next((v for v in values if isinstance(v, Unresolved)), None)
             if bad is not None:
                 return bad
@@ -111,17 +112,22 @@ class Loaded:
             if name in ("mul", "add") and len(values) == 2 and all(_is_number(v) for v in values):
                 return values[0] * values[1] if name == "mul" else values[0] + values[1]
             return Unresolved("${" + body + "} (a resolver this reader does not evaluate)")
-        if body.startswith("."):
-            return Unresolved("${" + body + "} (a relative interpolation)")
-        path = tuple(body.split("."))
+        if body.startswith("."):  # OmegaConf: one dot is the value's own mapping, each further dot one up
+            dots = len(body) - len(body.lstrip("."))
+            base = at[: len(at) - dots] if dots <= len(at) else None
+            if base is None or not body[dots:]:
+                return Unresolved("${" + body + "} (a relative interpolation above the top)")
+            path = base + tuple(body[dots:].split("."))
+        else:
+            path = tuple(body.split("."))
         if not self.has(path):
             return Unresolved("${" + body + "} (no such key)")
-        return self._resolve(self.raw(path), depth + 1)
+        return self._resolve(self.raw(path), depth + 1, path)
 
-    def _arg(self, text: str, depth: int) -> Any:
+    def _arg(self, text: str, depth: int, at: tuple) -> Any:
         text = text.strip()
         if text.startswith("${"):
-            return self._resolve(text, depth + 1)
+            return self._resolve(text, depth + 1, at)
         from overlap_cli.config.overrides import parse_override_value
 
         return parse_override_value(text)
@@ -160,13 +166,23 @@ def load(path: str, text: Optional[str] = None, overrides: tuple = ()) -> Loaded
     return cfg
 
 
+# (path, text) -> (value, positions): a folder's recipes share their bases, each parsed once per process.
+_PARSED: dict = {}
+
+
 def _read(path: str, text: Optional[str]):
     from overlap_cli.config.safe_read import read_text
-    from overlap_cli.config.yamlnodes import parse_yaml
+    from overlap_cli.config.yamlnodes import copy_values, parse_yaml
 
     if text is None:
         text = read_text(path)
-    value, positions = parse_yaml(text, path)
+    got = _PARSED.get((path, text))
+    if got is None:
+        got = parse_yaml(text, path)
+        if len(_PARSED) > 512:
+            _PARSED.clear()
+        _PARSED[(path, text)] = got
+    value, positions = copy_values(got[0]), dict(got[1])
     if not isinstance(value, dict):
         # config.py:71-73: "Config must be a Dictionary Config (List Config not supported)"
         raise InputError(InputProblem(path, "a NeMo-RL config must be a mapping (NeMo-RL asserts "
@@ -246,10 +262,16 @@ def _merge_into(dst: dict, dst_where: dict, key: Any, value: Any, src_where: dic
             _merge_into(old, dst_where, k, v, src_where, path + (k,))
         return
     dst[key] = _copy(value)
-    _drop(dst_where, path)
-    for p, w in src_where.items():
-        if p[: len(path)] == path:
-            dst_where[p] = w
+    if isinstance(old, (dict, list)):
+        _drop(dst_where, path)
+    else:
+        dst_where.pop(path, None)
+    if isinstance(value, (dict, list)):
+        for p, w in src_where.items():
+            if p[: len(path)] == path:
+                dst_where[p] = w
+    elif path in src_where:
+        dst_where[path] = src_where[path]
 
 
 def _copy(value: Any) -> Any:

@@ -30,6 +30,31 @@ MEGATRON_ENABLED = ("policy", "megatron_cfg", "enabled")
 DTENSOR_ENABLED = ("policy", "dtensor_cfg", "enabled")
 
 
+SNIFF_BYTES = 1 << 20
+
+
+def sniff(path: str) -> Optional[str]:
+    """The first MiB of a regular file as text; None for anything else (a FIFO is never opened) or an
+    unreadable file, which the reader of the check then reports."""
+    import os
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, SNIFF_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def looks_like_nemo_rl(text: str) -> bool:
     """The file's own shape: ``policy`` with ``cluster`` or an algorithm section, or a file ``defaults:``."""
     if "policy" not in text and "defaults" not in text:
