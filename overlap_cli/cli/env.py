@@ -19,6 +19,11 @@ def env(opts) -> int:
     if checked is None:
         return EXIT_INPUT
     result, view = checked.result, checked.view
+    if getattr(view, "framework", "bridge") == "nemo-rl":  # NeMo-RL sets its workers' environment itself
+        sys.stderr.write(f"{result.file}: overlap env plans a Megatron-Bridge or Megatron-LM launch; NeMo-RL sets its "
+                         "workers' environment itself (policy.megatron_cfg.env_vars, nemo_rl/models/policy/"
+                         "lm_policy.py:147): check it with overlap check\n")
+        return EXIT_INPUT
     if getattr(view, "framework", "bridge") == "megatron-lm":  # a launch: what validate_args checks
         from overlap_cli.frameworks.megatron_lm.launch_env import wanted
 

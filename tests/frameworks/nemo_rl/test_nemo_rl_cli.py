@@ -142,3 +142,27 @@ def test_through_a_real_subprocess():
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout)["results"][0]
     assert r["effective"]["ddp.overlap_param_gather"]["value"] is True
+
+
+def test_world_size_flag_gives_the_policy_world_when_the_cluster_cannot(run_cli):
+    """Non-colocated generation: the policy's GPUs are decided at launch; --world-size gives them."""
+    path = CONFIGS / "recipes" / "llm" / "grpo-llama3.2-1b-instruct-2n8g-megatron_generation-noncolocated.yaml"
+    code, doc, _ = _json(run_cli, path)
+    r = doc["results"][0]
+    assert code == 0, r
+    assert r["target"]["world_size"] is None and r["target"]["data_parallel_size"] is None
+    assert any(n.startswith("world size not known") and "grpo.py" in n for n in r["notes"])
+    code, doc, _ = _json(run_cli, path, "--world-size", "8")
+    r = doc["results"][0]
+    tp = r["effective"]["model.tensor_model_parallel_size"]["value"]
+    assert r["target"]["world_size"] == 8 and r["target"]["data_parallel_size"] == 8 // tp
+    code, doc, _ = _json(run_cli, path, "--world-size", "3")
+    assert ("RL002" in [f["code"] for f in doc["results"][0]["findings"]]) == (3 % tp != 0)
+
+
+def test_commands_that_model_bridge_or_lm_launches_refuse_a_nemo_rl_config(run_cli):
+    path = str(CONFIGS / "grpo_math_1B_megatron.yaml")
+    code, out, err = run_cli("env", path)
+    assert code == 2 and "NeMo-RL" in err and "Traceback" not in err
+    code, out, err = run_cli("estimate", path)
+    assert code == 2 and "NeMo-RL config" in err and "Traceback" not in err
