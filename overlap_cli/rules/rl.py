@@ -254,6 +254,82 @@ def cpu_offload_without_distributed_optimizer(view):
                                       "(setup.py:1224)", MEG + ("optimizer", "optimizer_cpu_offload"))
 
 
+# The keys of distributed_data_parallel_config _create_megatron_config passes (setup.py:1380, 1424-1441).
+DDP_KEYS_PASSED = ("grad_reduce_in_fp32", "overlap_grad_reduce", "overlap_param_gather", "data_parallel_sharding_strategy")
+# A key NeMo-RL declares (MegatronDDPConfig, nemo_rl/models/policy/__init__.py:286) for the DDP field it would
+# stand for, but never reads.
+DDP_KEY_FIELD = {"use_custom_fsdp": "use_megatron_fsdp"}
+
+
+@rule("RL303", "ddp-key-not-passed", "warning",
+      "A distributed_data_parallel_config key NeMo-RL does not pass to Megatron-Core", frameworks=RL)
+def ddp_key_not_passed(view):
+    """
+    ## What it does
+    Flags a key under `policy.megatron_cfg.distributed_data_parallel_config` that NeMo-RL does not hand to
+    Megatron-Core, when the value written differs from the one Megatron-Core gets: `bucket_size`,
+    `align_param_gather`, `average_in_collective: true`, `use_custom_fsdp: true`, ...
+
+    ## Why it matters
+    `_create_megatron_config` builds `DistributedDataParallelConfig` from four keys of that section
+    (`grad_reduce_in_fp32`, `overlap_grad_reduce`, `overlap_param_gather`, `data_parallel_sharding_strategy`,
+    nemo_rl/models/megatron/setup.py:1380, 1421-1441) and fixes `average_in_collective=False` and
+    `check_for_nan_in_grad=True`; every other key of the section is read by nothing
+    (`use_custom_fsdp` included: Megatron-FSDP stays off). The setting asked for silently does not take
+    effect; Megatron-Core's default (or NeMo-RL's fixed value) runs instead.
+
+    ## Example
+    ```yaml
+    grpo: {}
+    policy:
+      megatron_cfg:
+        enabled: true
+        distributed_data_parallel_config:
+          overlap_grad_reduce: true
+          align_param_gather: true
+    cluster:
+      gpus_per_node: 8
+      num_nodes: 1
+    ```
+
+    ## Fix
+    None offered: remove the key, or set the value through what NeMo-RL reads (for the model provider's
+    fields, `policy.megatron_cfg.model_overrides`).
+    """
+    section = view.cfg.raw(MEG + ("distributed_data_parallel_config",))
+    if not isinstance(section, dict):
+        return
+    from overlap_cli.frameworks.bridge.facts import DDP_DEFAULTS
+
+    for name in section:
+        if name in DDP_KEYS_PASSED:
+            continue
+        field = DDP_KEY_FIELD.get(name, name)
+        written = view.setting(MEG + ("distributed_data_parallel_config", name))
+        key = f"ddp.{field}"
+        if key in view.effective and view.effective[key].source != "unknown":
+            used = view.effective[key].value
+        elif field in DDP_DEFAULTS:
+            used = DDP_DEFAULTS[field]
+        else:
+            used = None
+            if name == "use_custom_fsdp":
+                continue  # declared by NeMo-RL, nothing to compare with
+        if written == used and (key in view.effective or field in DDP_DEFAULTS):
+            continue
+        shown = f"Megatron-Core gets {used!r}" if (key in view.effective or field in DDP_DEFAULTS) else \
+            "Megatron-Core's default stands"
+        yield Finding(code="RL303", severity="warning", key=".".join(MEG + ("distributed_data_parallel_config", name)),
+                      message=f"distributed_data_parallel_config.{name}: {written!r} is not passed by NeMo-RL "
+                              f"(setup.py:1421-1441): {shown}",
+                      **_place(view, MEG + ("distributed_data_parallel_config", name)))
+
+
+def _place(view, path: tuple) -> dict:
+    line, column, origin = view.place(path)
+    return {"line": line, "column": column, "origin": origin}
+
+
 @rule("RL401", "precision-aware-optimizer-dtype", "error",
       "The precision-aware optimizer without the optimizer's bf16 / fp16 flag", frameworks=RL)
 def precision_aware_optimizer_dtype(view):
