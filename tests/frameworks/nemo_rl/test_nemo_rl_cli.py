@@ -166,3 +166,42 @@ def test_commands_that_model_bridge_or_lm_launches_refuse_a_nemo_rl_config(run_c
     assert code == 2 and "NeMo-RL" in err and "Traceback" not in err
     code, out, err = run_cli("estimate", path)
     assert code == 2 and "NeMo-RL config" in err and "Traceback" not in err
+
+
+def _policy(tp: int, extra: str = "") -> str:
+    return ("sft: {}\npolicy:\n  megatron_cfg:\n    enabled: true\n"
+            f"    tensor_model_parallel_size: {tp}\n{extra}cluster:\n  gpus_per_node: 8\n  num_nodes: 1\n")
+
+
+def test_a_list_of_defaults_merges_in_order_the_last_winning(run_cli, tmp_path):
+    """config.py:79-95: each parent merged in list order, the file itself last."""
+    (tmp_path / "one.yaml").write_text(_policy(2))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "two.yaml").write_text("policy:\n  megatron_cfg:\n    tensor_model_parallel_size: 4\n")
+    child = tmp_path / "child.yaml"
+    child.write_text("defaults:\n  - one.yaml\n  - sub/two.yaml\ncluster:\n  num_nodes: 2\n")
+    code, doc, _ = _json(run_cli, child)
+    r = doc["results"][0]
+    assert code == 0, r
+    assert _eff(r, "model.tensor_model_parallel_size") == (4, "user")
+    assert f"{tmp_path / 'sub' / 'two.yaml'}:3" in r["effective"]["model.tensor_model_parallel_size"]["reason"]
+    assert r["target"]["world_size"] == 16  # gpus_per_node from one.yaml, num_nodes from the child
+
+
+def test_a_defaults_cycle_is_an_input_error(run_cli, tmp_path):
+    (tmp_path / "a.yaml").write_text("defaults: b.yaml\n" + _policy(1))
+    (tmp_path / "b.yaml").write_text("defaults: a.yaml\npolicy: {}\n")
+    code, out, err = run_cli("check", str(tmp_path / "a.yaml"))
+    assert code == 2 and "comes back" in err and "Traceback" not in err
+
+
+def test_interpolations_resolve_as_omegaconf_does(run_cli, tmp_path):
+    cfg = tmp_path / "x.yaml"
+    cfg.write_text(_policy(2, "    context_parallel_size: ${mul:${policy.megatron_cfg.tensor_model_parallel_size}, 2}\n"
+                              "    pipeline_model_parallel_size: ${.tensor_model_parallel_size}\n"))
+    code, doc, _ = _json(run_cli, cfg)
+    r = doc["results"][0]
+    assert _eff(r, "model.context_parallel_size") == (4, "user")
+    assert _eff(r, "model.pipeline_model_parallel_size") == (2, "user")
+    # 8 GPUs for TP 2 * PP 2 * CP 4 = 16 (lm_policy.py:225), and CP without sequence packing (setup.py:880)
+    assert sorted(f["code"] for f in r["findings"]) == ["RL002", "RL801"]
