@@ -103,47 +103,7 @@ def world_size_does_not_hold_the_model(view):
         yield _finding(view, "RL002", view.dp_error, MEG + ("tensor_model_parallel_size",))
 
 
-@rule("RL101", "sequence-parallel-without-tp", "error", "Sequence parallelism with TP = 1", frameworks=RL)
-def sequence_parallel_without_tp(view):
-    """
-    ## What it does
-    Flags `policy.megatron_cfg.sequence_parallel: true` with `tensor_model_parallel_size: 1`, typically
-    a recipe that lowers TP below a base config that turned sequence parallelism on.
-
-    ## Why it matters
-    NeMo-RL copies both onto the model provider as given (nemo_rl/models/megatron/setup.py:860, 872): it
-    does not turn sequence parallelism off at TP = 1 (only its inference model does, setup.py:1576).
-    Bridge's `ConfigContainer.validate()`, which the Megatron policy worker calls
-    (nemo_rl/models/policy/workers/megatron_policy_worker.py:538), finalizes the model config
-    (megatron/bridge/training/config.py:1401), and Megatron-Core's `ModelParallelConfig.__post_init__`
-    raises `Cannot use sequence parallelism without tensor parallelism`
-    (megatron/core/model_parallel_config.py:502-504).
-
-    ## Example
-    ```yaml
-    grpo: {}
-    policy:
-      megatron_cfg:
-        enabled: true
-        tensor_model_parallel_size: 1
-        sequence_parallel: true
-    cluster:
-      gpus_per_node: 8
-      num_nodes: 1
-    ```
-
-    ## Fix
-    None offered: set `sequence_parallel: false` at TP = 1, or keep TP > 1.
-    """
-    tp = _int(view.values.get("model.tensor_model_parallel_size"))
-    if tp is not None and tp <= 1 and view.values.get("model.sequence_parallel") is True:
-        yield _finding(view, "RL101", f"sequence_parallel is true with tensor_model_parallel_size {tp}: Megatron-Core "
-                                      "raises 'Cannot use sequence parallelism without tensor parallelism' "
-                                      "when the policy worker validates the config", MEG + ("sequence_parallel",),
-                       MEG + ("tensor_model_parallel_size",))
-
-
-@rule("RL102", "inference-optimized-without-sp", "error",
+@rule("RL101", "inference-optimized-without-sp", "error",
       "transformer_impl inference_optimized with TP > 1 needs sequence parallelism", frameworks=RL)
 def inference_optimized_without_sp(view):
     """
@@ -176,7 +136,7 @@ def inference_optimized_without_sp(view):
     tp = _int(view.values.get("model.tensor_model_parallel_size"))
     if (view.setting(MEG + ("transformer_impl",)) == "inference_optimized" and tp is not None and tp > 1
             and view.values.get("model.sequence_parallel") is False):
-        yield _finding(view, "RL102", "transformer_impl inference_optimized with TP > 1 and sequence_parallel false: "
+        yield _finding(view, "RL101", "transformer_impl inference_optimized with TP > 1 and sequence_parallel false: "
                                       "NeMo-RL raises 'transformer_impl=inference_optimized requires sequence "
                                       "parallelism with TP>1' (setup.py:340)", MEG + ("sequence_parallel",))
 

@@ -12,7 +12,8 @@ CommOverlapConfig, no mixed-precision recipe, no ``runtime_config_update``; Brid
 Keys are spelled as Bridge's effective keys where they are the same setting (``ddp.overlap_grad_reduce``,
 ``model.tensor_model_parallel_size``). Sources: ``user`` (the YAML or the command line, the reason naming
 ``FILE:LINE``), ``default`` (NeMo-RL's own fixed value, or Megatron-Core's default for a field NeMo-RL never
-passes), ``unknown`` (an interpolation or a missing required key).
+passes), ``forced-off`` (written on, switched off by Bridge's finalize: sequence parallelism at TP 1),
+``unknown`` (an interpolation or a missing required key).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from typing import Any, Optional
 
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
-from overlap_cli.results import DEFAULT, UNKNOWN, USER, Value
+from overlap_cli.results import DEFAULT, FORCED_OFF, UNKNOWN, USER, Value
 
 SETUP = "nemo_rl/models/megatron/setup.py"
 LM_POLICY = "nemo_rl/models/policy/lm_policy.py"
@@ -121,6 +122,7 @@ def resolve(cfg, target) -> NemoRLView:
     eff: dict = {}
     for key, path, reads in FROM_YAML:
         eff[key] = _yaml_value(cfg, key, path, reads)
+    _sequence_parallel(eff)
     _precision(cfg, eff)
     for key, value, reason in FIXED_BY_NEMO_RL:
         eff[key] = Value(value, DEFAULT, reason)
@@ -135,6 +137,20 @@ def resolve(cfg, target) -> NemoRLView:
         f"({SETUP}:1411-1449): TP communication overlap, Bridge's PP overlap settings and align_param_gather "
         "stay at Megatron-Core's defaults (off), whatever the policy.megatron_cfg section says")
     return view
+
+
+def _sequence_parallel(eff: dict) -> None:
+    """NeMo-RL copies sequence_parallel onto the provider as written (setup.py:872) and its own
+    ``model_cfg.__post_init__()`` (setup.py:725) is Bridge's deferred no-op; Bridge's
+    ``TransformerConfig.finalize`` turns it off at TP <= 1 (megatron/bridge/models/transformer_config.py:175-176),
+    run by ``ConfigContainer.validate()`` (megatron/bridge/training/config.py:1401) in the policy worker
+    (nemo_rl/models/policy/workers/megatron_policy_worker.py:538): Megatron-Core never sees the pair."""
+    sp, tp = eff["model.sequence_parallel"], eff["model.tensor_model_parallel_size"]
+    if sp.value is True and isinstance(tp.value, int) and tp.value <= 1:
+        eff["model.sequence_parallel"] = Value(
+            False, FORCED_OFF, f"{sp.reason.split(', read at')[0]} is true, but Bridge's model finalize turns "
+                               "sequence_parallel off at TP <= 1 (megatron/bridge/models/transformer_config.py:175, "
+                               "run by ConfigContainer.validate() from megatron_policy_worker.py:538)", layer=sp.layer)
 
 
 def _precision(cfg, eff: dict) -> None:
