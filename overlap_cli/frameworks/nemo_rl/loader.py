@@ -58,19 +58,18 @@ class Loaded:
     chain: list = field(default_factory=list)
 
     def has(self, path: tuple) -> bool:
-        node: Any = self.data
-        for part in path:
-            if not isinstance(node, dict) or part not in node:
-                return False
-            node = node[part]
-        return True
+        return self.raw(path, _ABSENT) is not _ABSENT
 
     def raw(self, path: tuple, default: Any = None) -> Any:
+        """The value at ``path`` as written (a list item by its index), ``default`` when absent."""
         node: Any = self.data
         for part in path:
-            if not isinstance(node, dict) or part not in node:
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:
                 return default
-            node = node[part]
         return node
 
     def get(self, path: tuple, default: Any = None) -> Any:
@@ -133,6 +132,7 @@ class Loaded:
         return parse_override_value(text)
 
 
+_ABSENT = object()
 _WHOLE = re.compile(r"\$\{(.*)\}", re.S)
 
 

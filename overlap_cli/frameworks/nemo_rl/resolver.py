@@ -228,12 +228,40 @@ def _cluster_world(cfg) -> tuple:
     if any(k in cfg.data for k in ("sft", "dpo", "rm")) and "generation" not in (cfg.data.get("policy") or {}):
         return gpn * nodes, where + " (the whole cluster: nemo_rl/algorithms/sft.py:187-194)"
     colocated = cfg.get(("policy", "generation", "colocated", "enabled"))
-    env = cfg.data.get("env") if isinstance(cfg.data.get("env"), dict) else {}
-    reward_model = isinstance(env.get("reward_model"), dict) and env["reward_model"].get("enabled", False)
-    if "grpo" in cfg.data and colocated is True and not reward_model and "opd" not in cfg.data:
+    if "grpo" in cfg.data and colocated is True and not _shares_the_cluster(cfg):
         return gpn * nodes, where + " (colocated generation: the policy takes the whole cluster, nemo_rl/algorithms/grpo.py:811-834)"
+    if "grpo" in cfg.data and colocated is False and not _shares_the_cluster(cfg):
+        res = ("policy", "generation", "colocated", "resources")
+        inf_gpn, inf_nodes = cfg.get(res + ("gpus_per_node",)), cfg.get(res + ("num_nodes",))
+        # grpo.py:855-911: on one node inference takes inference_gpus_per_node of it; on several, whole nodes
+        if nodes == 1 and isinstance(inf_gpn, int) and 0 < inf_gpn < gpn:
+            return gpn - inf_gpn, (where + f" less the {inf_gpn} GPUs of non-colocated generation "
+                                           f"({cfg.origin(res + ('gpus_per_node',))}; nemo_rl/algorithms/grpo.py:865-887)")
+        if nodes > 1 and isinstance(inf_nodes, int) and 0 < inf_nodes < nodes and inf_gpn == gpn:
+            return (nodes - inf_nodes) * gpn, (where + f" less the {inf_nodes} node(s) of non-colocated generation "
+                                                       f"({cfg.origin(res + ('num_nodes',))}; nemo_rl/algorithms/grpo.py:895-911)")
     return None, ("the policy's share of the cluster is decided at launch (non-colocated generation, a reward "
                   "model or teachers: nemo_rl/algorithms/grpo.py:759-913); give --world-size")
+
+
+def _shares_the_cluster(cfg) -> bool:
+    """Whether GRPO gives GPUs to something beside the policy: a reward-model environment named by the data
+    config (grpo.py:729 with nemo_rl/data/datasets/utils.py:291-311; grpo.py:764-779), or non-colocated
+    on-policy-distillation teachers (nemo_rl/algorithms/opd.py:101-112; grpo.py:781-806). Unknown counts as yes."""
+    data = cfg.get(("data",))
+    if not isinstance(data, dict):
+        return True
+    for key in ("train", "validation", "default"):
+        entries = data.get(key)
+        for entry in entries if isinstance(entries, list) else [entries]:
+            if isinstance(entry, dict) and "env_name" in entry:
+                name = cfg.get(("data", key) + ((entries.index(entry),) if isinstance(entries, list) else ()) + ("env_name",))
+                if name == "reward_model" or not isinstance(name, str):
+                    return True
+    opd = ("on_policy_distillation",)
+    if cfg.get(opd + ("enabled",), False) is not False:
+        return cfg.get(opd + ("non_colocated_teachers", "enabled"), False) is not False
+    return False
 
 
 def _bucket(view: NemoRLView) -> None:

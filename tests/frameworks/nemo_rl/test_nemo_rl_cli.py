@@ -144,20 +144,30 @@ def test_through_a_real_subprocess():
     assert r["effective"]["ddp.overlap_param_gather"]["value"] is True
 
 
-def test_world_size_flag_gives_the_policy_world_when_the_cluster_cannot(run_cli):
-    """Non-colocated generation: the policy's GPUs are decided at launch; --world-size gives them."""
+def test_non_colocated_generation_leaves_the_policy_the_other_nodes(run_cli):
+    """2 nodes of 8, generation on 1 of them (grpo.py:895-911): the policy has 8 GPUs; --world-size wins."""
     path = CONFIGS / "recipes" / "llm" / "grpo-llama3.2-1b-instruct-2n8g-megatron_generation-noncolocated.yaml"
     code, doc, _ = _json(run_cli, path)
     r = doc["results"][0]
     assert code == 0, r
-    assert r["target"]["world_size"] is None and r["target"]["data_parallel_size"] is None
-    assert any(n.startswith("world size not known") and "grpo.py" in n for n in r["notes"])
-    code, doc, _ = _json(run_cli, path, "--world-size", "8")
+    assert r["target"]["world_size"] == 8 and r["target"]["data_parallel_size"] == 8
+    assert "non-colocated generation" in r["effective"]["target.data_parallel_size"]["reason"]
+    code, doc, _ = _json(run_cli, path, "--world-size", "4")
+    assert doc["results"][0]["target"]["data_parallel_size"] == 4
+
+
+def test_a_reward_model_environment_leaves_the_world_size_to_the_flag(run_cli, tmp_path):
+    cfg = tmp_path / "rm.yaml"
+    cfg.write_text("grpo: {}\ndata:\n  default:\n    env_name: reward_model\npolicy:\n  generation:\n    colocated:\n"
+                   "      enabled: true\n  megatron_cfg:\n    enabled: true\n    tensor_model_parallel_size: 3\n"
+                   "    pipeline_model_parallel_size: 1\n    context_parallel_size: 1\n"
+                   "cluster:\n  gpus_per_node: 8\n  num_nodes: 1\n")
+    code, doc, _ = _json(run_cli, cfg)
     r = doc["results"][0]
-    tp = r["effective"]["model.tensor_model_parallel_size"]["value"]
-    assert r["target"]["world_size"] == 8 and r["target"]["data_parallel_size"] == 8 // tp
-    code, doc, _ = _json(run_cli, path, "--world-size", "3")
-    assert ("RL002" in [f["code"] for f in doc["results"][0]["findings"]]) == (3 % tp != 0)
+    assert code == 0 and r["target"]["world_size"] is None
+    assert any(n.startswith("world size not known") and "grpo.py" in n for n in r["notes"])
+    code, doc, _ = _json(run_cli, cfg, "--world-size", "8")
+    assert code == 1 and [f["code"] for f in doc["results"][0]["findings"]] == ["RL002"]
 
 
 def test_commands_that_model_bridge_or_lm_launches_refuse_a_nemo_rl_config(run_cli):
