@@ -1,8 +1,8 @@
 """The RL family: NeMo-RL configs whose policy trains with the Megatron backend
-(frameworks/nemo_rl). Each rule is an assert or raise of NeMo-RL's own setup, or of Megatron-Core on the
-values NeMo-RL hands it, that stops the launch; its docstring cites the line. RL0xx the policy and its
-cluster, RL1xx tensor parallelism, RL3xx data parallelism and the optimizer, RL4xx precision, RL8xx
-context parallelism.
+(frameworks/nemo_rl). Each error is an assert or raise of NeMo-RL's own setup, or of Megatron-Core on the
+values NeMo-RL hands it, that stops the launch; the warning (RL303) is a setting that silently does not take
+effect. Each docstring cites the line. RL0xx the policy and its cluster, RL1xx tensor parallelism, RL3xx data
+parallelism and the optimizer, RL4xx precision, RL8xx context parallelism.
 """
 
 from __future__ import annotations

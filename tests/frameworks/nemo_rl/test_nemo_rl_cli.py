@@ -1,4 +1,9 @@
-"""NeMo-RL configs through the CLI, on NeMo-RL's own files (tests/data/upstream/nemo-rl, see its README)."""
+"""NeMo-RL configs through the CLI, on NeMo-RL's own files: tests/data/upstream/NVIDIA-NeMo+RL holds files of
+NVIDIA-NeMo/RL at 7ea279abfbeb698b092856d0dab61e7cf39bc909 (Apache-2.0) unchanged at their upstream paths, each
+listed in tests/data/upstream/SOURCES.json, so their `defaults:` chains resolve as upstream: the GRPO / SFT /
+DPO / distillation bases, Megatron recipes (colocated and non-colocated GRPO, CP with packing, fused linear
+logprobs, a five-file chain through examples/modelopt/), a DTensor recipe, two evaluation configs, and
+nemo_rl/utils/config.py, the loader frameworks/nemo_rl/loader.py mirrors (never imported or run)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-DATA = ROOT / "tests" / "data" / "upstream" / "nemo-rl"
+DATA = ROOT / "tests" / "data" / "upstream" / "NVIDIA-NeMo+RL"
 CONFIGS = DATA / "examples" / "configs"
 
 
