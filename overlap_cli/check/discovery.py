@@ -19,6 +19,9 @@ concerns the walk itself — the order, links, hidden folders, fragments sourced
   checked as ``FILE::FUNCTION`` (or ``FILE`` for a script); one that builds no ConfigContainer is passed
   over in a folder and, named explicitly, skipped with a line saying so (and how to check the recipe it
   names). ``FILE::FUNCTION`` names one run.
+- A NeMo-RL config (forms.nemo_rl, frameworks.nemo_rl.recognise: decided from its shape and its ``defaults:`` chain) is
+  checked when its policy trains with Megatron and skipped, with the deciding key's ``FILE:LINE``, when it
+  uses the DTensor policy.
 - The same file reached twice is checked once, at its first position.
 """
 
@@ -45,6 +48,8 @@ SKIP_KINDS = (
     ("not a training run", "not a training run"),
     ("the same file as", "link to a file already listed"),
     ("a Megatron-Bridge training script in Python", "Bridge Python training script"),
+    ("a NeMo-RL config for the DTensor", "NeMo-RL DTensor policy"),
+    ("a NeMo-RL config with the Megatron backend disabled", "NeMo-RL without a policy backend"),
 )
 
 

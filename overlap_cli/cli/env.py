@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from overlap_cli.cli.check import EXIT_CLEAN, EXIT_INPUT, check_one_config
+from overlap_cli.problems import InputError
 
 
 def env(opts) -> int:
@@ -17,7 +18,11 @@ def env(opts) -> int:
     if checked is None:
         return EXIT_INPUT
     result, view = checked.result, checked.view
-    entries = checked.form.launch_env(view)  # the form's framework says what the launch environment is
+    try:
+        entries = checked.form.launch_env(view)  # the form's framework says what the launch environment is
+    except InputError as exc:  # a form whose launch environment is not the tool's to plan (NeMo-RL)
+        sys.stderr.write(exc.problem.one_line() + "\n")
+        return EXIT_INPUT
     notes = [n for n in result.notes if getattr(n, "kind", None) == "target"]
     if opts.format == "json":
         import json

@@ -106,6 +106,9 @@ def _int_env(value, default: int = 0) -> int:
 def shape_from_view(view, step_time: bool = True) -> Shape:
     """The Shape of a resolved config. Raises Unsupported (one sentence) when it cannot be modelled
     (``step_time=False``: a GPU without step-time figures is accepted; the memory count does not need them)."""
+    if getattr(view, "framework", None) == "nemo-rl":
+        raise Unsupported("a NeMo-RL config: its model shape comes from the Hugging Face checkpoint NeMo-RL "
+                          "converts at launch, not from the file")
     model, ddp = view.final.get("model", {}), view.final.get("ddp", {})
     optimizer = view.final.get("optimizer", {})
     cfg = view.cfg

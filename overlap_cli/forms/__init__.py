@@ -36,6 +36,7 @@ FORMS = (
     "python_run",  # a Bridge run written in Python: FILE.py, FILE.py::FUNCTION
     "launch_script",  # a launch script: Megatron-LM's pretrain_*.py (hands run_recipe.py launches to recipe_launch)
     "mlm_test_yaml",  # Megatron-LM's functional-test YAML (MODEL_ARGS)
+    "nemo_rl",  # NeMo-RL's configs whose policy trains with Megatron (policy.megatron_cfg)
     "bridge_yaml",  # a Bridge dump, override file or the GPTModelConfig form
 )
 # Forms no file is recognised as: another form hands a file to them after reading it.
@@ -49,6 +50,8 @@ def module(name: str):
         from overlap_cli.forms import launch_script as form
     elif name == "mlm_test_yaml":
         from overlap_cli.forms import mlm_test_yaml as form
+    elif name == "nemo_rl":
+        from overlap_cli.forms import nemo_rl as form
     elif name == "recipe_launch":
         from overlap_cli.forms import recipe_launch as form
     elif name == "bridge_yaml":

@@ -56,7 +56,12 @@ def load(path: Optional[str], text: Optional[str], target: Target, overrides, lo
     """The BridgeRun (frameworks.bridge.runs) this file and its target describe: the file alone, or the
     merged run its target's recipe / base starts, ``lower`` override files between."""
     from overlap_cli.config.loader import load_config
+    from overlap_cli.forms import nemo_rl
     from overlap_cli.frameworks.bridge.runs import BridgeRun
+
+    problem = nemo_rl.base_problem(target)
+    if problem is not None:
+        raise InputError(problem)
 
     def run(cfg, t) -> Run:
         return Run(form=FORM, file=path, text=cfg.text, target=t, config=cfg, notes=bridge_run.config_notes(cfg),

@@ -464,16 +464,17 @@ def for_recipe(t: Target, recipe: str, replace: bool = False) -> Target:
     return out
 
 
-def for_launch(t: Target, world_size: Optional[int], exported: Optional[dict] = None) -> Target:
+def for_launch(t: Target, world_size: Optional[int], exported: Optional[dict] = None, source: str = "launch") -> Target:
     """``t`` for a run a launch line starts: the launch's sizes give the world size where they rank
     (launch_sizes_apply: above the recipe's launch and [tool.overlap], below a flag / directive /
-    per-file-target), and what the launch exports is the process's environment (over the shell's)."""
+    per-file-target), and what the launch exports is the process's environment (over the shell's).
+    ``source``: what stated the size (``launch``; ``cluster`` for NeMo-RL's cluster section)."""
     out = _copy(t)
     if exported:
         out.shell_env = {**(t.shell_env or {}), **exported}
     if world_size is not None and launch_sizes_apply(t):
         out.world_size = world_size
-        out.sources["world_size"] = "launch"
+        out.sources["world_size"] = source
         for k in ("nodes", "gpus_per_node"):
             out.extra.pop(k, None)
             out.sources.pop(k, None)

@@ -31,6 +31,7 @@ def all_rules() -> dict[str, Rule]:
         from overlap_cli.rules import dp_optimizer, dp_param_gather, env, env_section, ep, ep_dispatcher, ep_wgrad, mp, mp_model, pp, pp_layout  # noqa: F401
         from overlap_cli.rules import tp, ub, ub_config  # noqa: F401
         from overlap_cli.rules import lm, lm_dp, lm_env, lm_precision, lm_sizes  # noqa: F401  (Megatron-LM launches)
+        from overlap_cli.rules import rl  # noqa: F401  (NeMo-RL's Megatron policies)
 
         missing = unregistered(RULES)
         if missing:  # a code taken in codes.py whose rule no module registers

@@ -150,6 +150,16 @@ FAMILY_BLOCKS = (
         ("LM701", "lm_sizes", "expert_parallel_setting_rejected", STABLE),
         ("LM801", "lm_sizes", "context_parallel_setting_rejected", STABLE),
     )),
+    ("RL", "NeMo-RL Megatron policies", (
+        ("RL001", "rl", "both_policy_backends", STABLE),
+        ("RL002", "rl", "world_size_does_not_hold_the_model", STABLE),
+        ("RL101", "rl", "inference_optimized_without_sp", STABLE),
+        ("RL301", "rl", "fused_logprobs_with_param_gather_overlap", STABLE),
+        ("RL302", "rl", "cpu_offload_without_distributed_optimizer", STABLE),
+        ("RL303", "rl", "ddp_key_not_passed", STABLE),
+        ("RL401", "rl", "precision_aware_optimizer_dtype", STABLE),
+        ("RL801", "rl", "context_parallel_needs_packing", STABLE),
+    )),
 )  # fmt: skip
 
 FAMILIES = tuple(prefix.lower() for prefix, _, _ in FAMILY_BLOCKS)
