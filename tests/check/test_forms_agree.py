@@ -16,7 +16,7 @@ What is normalised, and nothing else: file locations (tests/formslib.py, "normal
 A disagreement that has a known cause is assigned to it by a predicate over the observed data (``CAUSES``);
 ``test_forms_agree`` fails on any disagreement no cause explains. Each cause is one
 ``test_cause_is_gone[NAME]`` marked ``xfail(strict=True)``: it passes (and so fails the suite) as soon as no
-run shows the cause any more, and its mark is then to be removed with the cause.
+run of the default sample shows the cause any more, and its mark is then to be removed with the cause.
 
 OVERLAP_FORMS_RUNS=N (default 60) and OVERLAP_FORMS_SEED=S draw another or a longer sample.
 """
@@ -39,6 +39,9 @@ import formslib as F  # noqa: E402
 SEED = int(os.environ.get("OVERLAP_FORMS_SEED", "20261204"))
 COUNT = int(os.environ.get("OVERLAP_FORMS_RUNS", "60"))
 SEVERE = ("warning", "error")
+# A cause the default sample shows is held by a strict xfail; another sample may miss a rare cause, so there
+# its mark is not strict (the report of ``python tests/check/test_forms_agree.py`` is what a long run reads).
+DEFAULT_SAMPLE = "OVERLAP_FORMS_RUNS" not in os.environ and "OVERLAP_FORMS_SEED" not in os.environ
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,25 @@ def _fix_place_named_by_check(d, seen) -> bool:
     return "<base>" in place and (code, "<user>") in fix_places
 
 
+_OVERWRITTEN = re.compile(r"(?:, )?(?:CFG005|MP401) \([^)]*\)")
+
+
+def _python_overwritten(d, seen) -> bool:
+    """Python leaves out CFG005 / MP401: a finding the reference has, or the reference's note of findings
+    that depend on unknown keys naming one more of them, the notes alike once those entries go."""
+    if d.form != "python":
+        return False
+    if d.aspect in ("findings", "fix-findings"):
+        return d.side == "reference" and _is_finding(d.item) and d.item[0] in ("CFG005", "MP401")
+    if d.aspect in ("fix-fixed", "fix-stderr") and d.side == "reference":  # the reference fixes what Python never saw
+        m = re.match(r"(?:<user>(?::\d+)?: )?(CFG005|MP401)\b", d.item)
+        return m is not None and m[1] not in {f[0] for f in seen["python"]["check"].get("findings") or []}
+    if d.aspect == "notes" and d.item.startswith("findings that depend on keys"):
+        strip = lambda notes: sorted(_OVERWRITTEN.sub("", n) for n in notes)  # noqa: E731
+        return strip(_notes_of(seen, "python")) == strip(_notes_of(seen, F.REFERENCE))
+    return False
+
+
 CAUSES = (
     Cause("launch-drops-notes",
           "check/engine_recipe_launch.py drops notes the YAML path prints (e.g. 'Transformer Engine assumed "
@@ -102,8 +124,18 @@ CAUSES = (
           "a Python run that assigns a ddp value Bridge overwrites later is not told so: no CFG005 (overwritten "
           "by comm_overlap's data-parallel path) and no MP401 (overwritten by the mixed-precision recipe), "
           "which the same override in YAML, as a word or in a launch gets",
-          lambda d, seen: d.form == "python" and d.aspect in ("findings", "fix-findings") and d.side == "reference"
-          and _is_finding(d.item) and d.item[0] in ("CFG005", "MP401")),
+          _python_overwritten),
+    Cause("python-fix-cannot-remove-assignment",
+          "fix skips CFG005 in a Python run ('removing ddp.X cannot be written in Python (Bridge's dataclass "
+          "keeps the field)') where it removes the key from an override file: what is fixed and what is left "
+          "differ",
+          lambda d, seen: d.form == "python" and d.aspect.startswith("fix-")
+          and "cannot be written in Python" in _fix_stderr(seen, "python")),
+    Cause("fix-refuses-override-file-over-source-recipe",
+          "fix of an override file over a recipe read from source is refused ('the edited text would not mean "
+          "what the fix says (unusual layout)') while the same run as a Python run is fixed",
+          lambda d, seen: d.aspect.startswith("fix-") and not d.run.has_dump and any(
+              "the edited text would not mean what the fix says" in _fix_stderr(seen, f) for f in (d.form, F.REFERENCE))),
     Cause("fix-crashes-on-launch",
           "overlap fix on a run_recipe.py launch stops with an internal error (AttributeError: 'Resolved' "
           "object has no attribute 'launch'), exit 2, nothing fixed",
@@ -118,11 +150,6 @@ CAUSES = (
           "overlap fix formats the findings left itself (cli/fix.py:196) and prints FILE:1:1 where check names "
           "the recipe and the key (FILE (recipe NAME: KEY))",
           _fix_place_named_by_check),
-    Cause("fix-skip-reason-by-form",
-          "a fix skipped for the same finding is explained in other words per form (Python: 'cannot be written "
-          "in Python'; YAML: 'also set in recipe NAME; a file merged on top cannot remove it')",
-          lambda d, seen: d.aspect == "fix-stderr" and isinstance(d.item, str)
-          and re.match(r"<user>(:\d+)?: [A-Z]+\d+ fix skipped: ", d.item) is not None),
 )
 BY_NAME = {c.name: c for c in CAUSES}
 
@@ -178,7 +205,7 @@ def test_forms_agree(observed):
 
 
 @pytest.mark.parametrize("cause", [
-    pytest.param(c.name, marks=pytest.mark.xfail(strict=True, reason=c.reason)) for c in CAUSES
+    pytest.param(c.name, marks=pytest.mark.xfail(strict=DEFAULT_SAMPLE, reason=c.reason)) for c in CAUSES
 ])
 def test_cause_is_gone(observed, cause):
     """No run shows ``cause`` (strict xfail while it does)."""
