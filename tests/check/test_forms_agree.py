@@ -98,25 +98,6 @@ def _fix_place_named_by_check(d, seen) -> bool:
     return "<base>" in place and (code, "<user>") in fix_places
 
 
-_OVERWRITTEN = re.compile(r"(?:, )?(?:CFG005|MP401) \([^)]*\)")
-
-
-def _python_overwritten(d, seen) -> bool:
-    """Python leaves out CFG005 / MP401: a finding the reference has, or the reference's note of findings
-    that depend on unknown keys naming one more of them, the notes alike once those entries go."""
-    if d.form != "python":
-        return False
-    if d.aspect in ("findings", "fix-findings"):
-        return d.side == "reference" and _is_finding(d.item) and d.item[0] in ("CFG005", "MP401")
-    if d.aspect in ("fix-fixed", "fix-stderr") and d.side == "reference":  # the reference fixes what Python never saw
-        m = re.match(r"(?:<user>(?::\d+)?: )?(CFG005|MP401)\b", d.item)
-        return m is not None and m[1] not in {f[0] for f in seen["python"]["check"].get("findings") or []}
-    if d.aspect == "notes" and d.item.startswith("findings that depend on keys"):
-        strip = lambda notes: sorted(_OVERWRITTEN.sub("", n) for n in notes)  # noqa: E731
-        return strip(_notes_of(seen, "python")) == strip(_notes_of(seen, F.REFERENCE))
-    return False
-
-
 CAUSES = (
     Cause("launch-drops-notes",
           "check/engine_recipe_launch.py drops notes the YAML path prints (e.g. 'Transformer Engine assumed "
@@ -147,11 +128,6 @@ CAUSES = (
           lambda d, seen: d.form == "dump" and d.aspect in ("findings", "fix-findings") and d.side == "form"
           and _is_finding(d.item) and d.item[0] in ("MP401", "CFG005")
           and d.item[2] not in {k for k, _ in d.run.overrides}),
-    Cause("python-misses-overwritten-value",
-          "a Python run that assigns a ddp value Bridge overwrites later is not told so: no CFG005 (overwritten "
-          "by comm_overlap's data-parallel path) and no MP401 (overwritten by the mixed-precision recipe), "
-          "which the same override in YAML, as a word or in a launch gets",
-          _python_overwritten),
     Cause("python-fix-cannot-remove-assignment",
           "fix skips CFG005 in a Python run ('removing ddp.X cannot be written in Python (Bridge's dataclass "
           "keeps the field)') where it removes the key from an override file: what is fixed and what is left "
