@@ -70,22 +70,6 @@ def _is_finding(item) -> bool:
     return isinstance(item, tuple) and len(item) == 4 and item[1] in ("info", "warning", "error")
 
 
-_DEPENDING = "findings that depend on keys the run leaves unknown"
-
-
-def _depending(seen: dict, form: str) -> set:
-    notes = [n for n in _notes_of(seen, form) if n.startswith(_DEPENDING)]
-    return set(re.findall(r"[A-Z]+\d+ \([^)]*\)", notes[0])) if notes else set()
-
-
-def _file_owns_merged_mapping(d, seen) -> bool:
-    """The notes of findings that depend on unknown keys differ by PP205 alone, the reference listing it."""
-    if d.aspect != "notes" or not d.item.startswith(_DEPENDING):
-        return False
-    mine, ref = _depending(seen, d.form), _depending(seen, F.REFERENCE)
-    return not (mine - ref) and bool(ref - mine) and all(x.startswith("PP205 ") for x in ref - mine)
-
-
 def _fix_place_named_by_check(d, seen) -> bool:
     """fix prints ``FILE:1:1`` (``<user>`` once normalised) where check prints ``FILE (recipe NAME: KEY)``
     (``<user> (<base>: KEY)``) or the dump's line (``<base>``) for a finding of the base's keys."""
@@ -113,21 +97,6 @@ CAUSES = (
           "builds the recipe with peft_scheme=...'); the --recipe forms of the same recipe say nothing of it",
           lambda d, seen: d.form == "launch" and d.aspect == "notes" and d.side == "form"
           and d.item.startswith("--mode ")),
-    Cause("override-file-owns-merged-mapping",
-          "an override file that merges keys into the recipe's model mapping owns the whole mapping "
-          "(config/layers.py _merge: owner[model] = the file), so a key the run leaves unknown under it counts "
-          "as written by the file (Config.layer_of falls back to the ancestor): frameworks/bridge/resolver.py's "
-          "gradient_accumulation_fusion keeps the file's false instead of the target's default and PP205 is "
-          "listed among the findings that depend on unknown keys, which the same override as words, in Python "
-          "or in a launch does not list",
-          _file_owns_merged_mapping),
-    Cause("dump-values-reported-as-overwritten",
-          "a value the dump holds is the file's (--base dump.yaml), the same value in the recipe is the recipe's "
-          "(--recipe NAME): an override that makes Bridge overwrite it (mixed_precision=bf16_mixed over an FP8 "
-          "recipe's ddp.fp8_param_gather: true) gets MP401 / CFG005 in the dump form only",
-          lambda d, seen: d.form == "dump" and d.aspect in ("findings", "fix-findings") and d.side == "form"
-          and _is_finding(d.item) and d.item[0] in ("MP401", "CFG005")
-          and d.item[2] not in {k for k, _ in d.run.overrides}),
     Cause("python-fix-cannot-remove-assignment",
           "fix skips CFG005 in a Python run ('removing ddp.X cannot be written in Python (Bridge's dataclass "
           "keeps the field)') where it removes the key from an override file: what is fixed and what is left "

@@ -62,3 +62,20 @@ def test_a_file_writing_where_the_catalog_holds_nothing_keeps_the_unknown(tmp_pa
     assert from_file["model.overlap_p2p_comm"]["source"] == "unknown"
     assert {k: (v["value"], v["source"]) for k, v in from_file.items()} == \
         {k: (v["value"], v["source"]) for k, v in from_words.items()}
+
+
+def test_a_file_merged_into_an_unknown_model_leaves_gradient_accumulation_fusion_to_the_target(tmp_path, run_cli):
+    """gradient_accumulation_fusion under an unknown model is no key the file wrote: the resolver builds it on
+    the target (resolver.py, _gaf) for the file as for the words, so the findings that depend on the
+    unknown model (PP205 reads it) are the same."""
+    recipe = "qwen35_vl_35b_a3b_pretrain_8gpu_h100_bf16_mock_config"
+    over = tmp_path / "over.yaml"
+    over.write_text("model:\n  sequence_parallel: false\n")
+    notes = []
+    for words in ([str(over)], ["model.sequence_parallel=false"]):
+        code, out, err = run_cli("check", "--format", "json", "--world-size", "8", "--gpu", "h100",
+                                 "--recipe", recipe, *words)
+        assert code in (0, 1), err
+        notes.append([n for n in json.loads(out)["results"][0]["notes"] if n.startswith("findings that depend")])
+    assert notes[0] and notes[0] == notes[1]
+    assert "PP205" not in notes[0][0]
