@@ -97,6 +97,13 @@ CAUSES = (
           "builds the recipe with peft_scheme=...'); the --recipe forms of the same recipe say nothing of it",
           lambda d, seen: d.form == "launch" and d.aspect == "notes" and d.side == "form"
           and d.item.startswith("--mode ")),
+    Cause("dump-values-reported-as-overwritten",
+          "a value the dump holds is the file's (--base dump.yaml), the same value in the recipe is the recipe's "
+          "(--recipe NAME): an override that makes Bridge overwrite it (mixed_precision=bf16_mixed over an FP8 "
+          "recipe's ddp.fp8_param_gather: true) gets MP401 / CFG005 in the dump form only",
+          lambda d, seen: d.form == "dump" and d.aspect in ("findings", "fix-findings") and d.side == "form"
+          and _is_finding(d.item) and d.item[0] in ("MP401", "CFG005")
+          and d.item[2] not in {k for k, _ in d.run.overrides}),
     Cause("python-fix-cannot-remove-assignment",
           "fix skips CFG005 in a Python run ('removing ddp.X cannot be written in Python (Bridge's dataclass "
           "keeps the field)') where it removes the key from an override file: what is fixed and what is left "
