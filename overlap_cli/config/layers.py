@@ -102,6 +102,7 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     _own(data, (), 0, owner)
     base_dataclasses = {k for k in DATACLASS_SECTIONS if isinstance(data.get(k), dict)}
     lower_data = None
+    merged_into: set = set()  # mappings merged into the one below, not replaced (the recipe's unknowns stay)
     files = list(stack.lower) + ([path] if path is not None else [])
     for i, f in enumerate(files):
         is_top = i == len(files) - 1
@@ -110,7 +111,7 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
         fdata, fpositions, n, ftext = _mapping(f, text if is_top else None)
         interpolations += n
         layers.append(Layer(FILE, f, f, fpositions))
-        _merge(data, fdata, (), len(layers) - 1, owner)
+        _merge(data, fdata, (), len(layers) - 1, owner, merged_into)
         top_file, top_text, top_positions = f, ftext, fpositions
     cfg = Config(file=top_file, data=data, positions=top_positions, text=top_text)
     cfg.layer_list, cfg.layers, cfg.top = layers, owner, len(layers) - 1
@@ -130,8 +131,10 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
         for i, ov in enumerate(overrides):
             if merged[i]:  # a mapping merged into one already there: only the keys it names are the command line's
                 _own(ov.value, ov.path, len(layers) - 1, owner)
+                merged_into.add(ov.path)
                 continue
             _drop(owner, ov.path)
+            _drop_paths(merged_into, ov.path)
             if ov.op != "delete":
                 _own(ov.value, ov.path, len(layers) - 1, owner)
                 owner[ov.path] = len(layers) - 1
@@ -144,8 +147,12 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
     if stack.recipe_layer is not None and stack.recipe_layer.unknown:
         # What the recipe leaves unknown stays so unless a file or the command line wrote that very key
         # (a value written under it is known by being there: Config.unknown).
-        # A mapping a dotlist only started, to write one key under it, stays unknown around that key.
-        cfg.unknown = {p: why for p, why in stack.recipe_layer.unknown if owner.get(p, 0) == 0 or p in started}
+        # A mapping a dotlist only started, to write one key under it, stays unknown around that key; so does
+        # one an override file merged keys into: OmegaConf.merge (omegaconf_utils.py:148) and _apply_overrides
+        # (omegaconf_utils.py:454) set those keys on the recipe's own object and keep its other fields,
+        # as the same keys given as dotlist words do.
+        cfg.unknown = {p: why for p, why in stack.recipe_layer.unknown
+                       if owner.get(p, 0) == 0 or p in started or p in merged_into}
     from overlap_cli.config.loader import finish
 
     return finish(cfg, interpolations, overrides)
@@ -242,15 +249,28 @@ def _drop(owner: dict, path: tuple) -> None:
         del owner[p]
 
 
-def _merge(dst: dict, src: dict, path: tuple, index: int, owner: dict) -> None:
-    """OmegaConf.merge of ``src`` onto ``dst`` (both plain dicts; ``dst`` changes)."""
+def _drop_paths(paths: set, path: tuple) -> None:
+    n = len(path)
+    paths.difference_update([p for p in paths if p[:n] == path])
+
+
+def _merge(dst: dict, src: dict, path: tuple, index: int, owner: dict, merged: set) -> None:
+    """OmegaConf.merge of ``src`` onto ``dst`` (both plain dicts; ``dst`` changes). ``merged`` gets the
+    paths where a mapping of ``src`` was merged into one of ``dst`` (or written where ``dst`` holds none)
+    and loses those ``src`` replaced; it decides only what stays of the recipe's unknowns."""
     for key, value in src.items():
         p = path + (key,)
         old = dst.get(key)
         if isinstance(value, dict) and isinstance(old, dict):
             owner[p] = index
-            _merge(old, value, p, index, owner)
+            merged.add(p)
+            _merge(old, value, p, index, owner, merged)
             continue
         _drop(owner, p)
+        _drop_paths(merged, p)
+        if isinstance(value, dict) and old is None:
+            # Onto nothing the catalog holds: where the recipe leaves that key unknown, its real value is an
+            # object the mapping merges into, as a dotlist word starting the mapping (``started``) is.
+            merged.add(p)
         dst[key] = value
         _own(value, p, index, owner)

@@ -229,8 +229,13 @@ def _gradient_accumulation_fusion(r: Resolved, cfg: Config, target: Target, mode
     section = cfg.section("model") or {}
     machine = bridge.gaf_default_is_machine_dependent(section.get("_target_"))
     value = cfg.get(path)
-    layer = cfg.layer_of(path) if cfg.layered else None
-    built_on_target = not cfg.has(path) or (layer is not None and layer.kind == RECIPE and value is False)
+    # The layer that wrote this very key: a mapping merged into the recipe's model (an override file's
+    # ``model:``) wrote only the keys it holds, and a value no layer wrote (a key the recipe leaves unknown,
+    # filled by frameworks/bridge/unknowns.py) is the recipe's to build, as with dotlist words.
+    exact = cfg.layers.get(path) if cfg.layered else None
+    layer = cfg.layer_list[exact] if exact is not None else None
+    built_on_target = not cfg.has(path) or (
+        value is False and cfg.layered and (layer is None or layer.kind == RECIPE))
     if built_on_target:
         if machine:
             model["gradient_accumulation_fusion"] = bool(target.transformer_engine)

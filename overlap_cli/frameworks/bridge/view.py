@@ -96,9 +96,11 @@ def user_wrote(cfg: Config, section: str, key: str) -> bool:
     path = (section, key)
     if path in cfg.override_paths:
         return True
-    if cfg.layered:  # a merged run: a key an override file wrote is a choice; the recipe's read as a dump
+    if cfg.layered:  # a merged run: a key an override file, a dotlist or a Python run's assignment wrote is a
+        # choice (a Python run's top layer holds only what the script assigns: python_load.py); the recipe's
+        # values are read as a dump
         layer = cfg.layer_of(path)
-        if layer is not None and layer.kind in ("file", "command line") and cfg.has(path):
+        if layer is not None and layer.kind in ("file", "command line", "python") and cfg.has(path):
             return True
     sec = cfg.data.get(section)
     if not isinstance(sec, dict) or key not in sec:
