@@ -3,7 +3,7 @@
 The entry points: ``read_launch_script`` (the launch, as ``argv.LaunchText``), ``has_launch_line`` and
 ``launch_summary`` (folder discovery). Where each part of bash is handled:
 
-    shell_lex, shell_parse     words and quotes; the command tree
+    shell_lex, shell_parse     words and quotes; the command tree (its nodes: shell_tree)
     shell_eval                 the evaluator: one function per kind of node, control flow (if, case, &&)
     shell_values               Field / Hole / Var, and State: one path's variables, functions, decisions
     shell_expand               $VAR, ${ARR[@]}, ${VAR:-x}, $1, word splitting, case patterns
