@@ -4,7 +4,7 @@
 text (``shell_lex.Lexer``: positions, ``read_default``), the options of the reading and what the reading
 found (``records``: each path's launch; ``forks``: the decisions; ``inner``: launches in ``bash -c``
 strings). ``exec(node, st)`` runs one node on one path (``shell_values.State``) and returns the paths after
-it. Each kind of node is handled by one function, named in ``_HANDLERS``:
+it. Each kind of node is handled by one function, named in ``HANDLERS``:
 
     Seq, Group, If, AndOr, Pipeline, Case     here (control flow)
     Simple (a command), Test ([[ ]]), Arith   shell_commands (assignments: shell_assign; source:
@@ -97,7 +97,7 @@ class Reader(Lexer):
         if self.steps > STEP_LIMIT:
             raise self.fail("the script takes too many steps to follow statically", node.start)
         st.key = None
-        return _HANDLERS[node.__class__](self, node, st)
+        return HANDLERS[node.__class__](self, node, st)
 
     def source_text(self, start: int, stop: str = "") -> str:
         """The text of the line from ``start``, up to ``stop`` (``; then``), shortened for a sentence."""
@@ -268,7 +268,7 @@ def exec_case(rd: Reader, node, st: State) -> list:
     return settle(rd, out, node.line)
 
 
-_HANDLERS = {
+HANDLERS = {
     tree.Seq: exec_seq,
     tree.Simple: exec_simple,
     tree.AndOr: exec_and_or,
