@@ -66,8 +66,8 @@ _NUMACTL_VALUE = frozenset(("-N", "-n", "-C", "-m", "-p", "-np", "--cpunodebind"
 
 
 class LaunchFinder:
-    """Launch-line recognition over a command's expanded words (``shell_expand.Field``), mixed into the
-    shell reader."""
+    """Launch-line recognition over a command's expanded words (``shell_values.Field``), for the shell
+    reader (``shell_eval.Reader`` holds one)."""
 
     @staticmethod
     def static_text(field) -> Optional[str]:

@@ -3,7 +3,7 @@
 The entry points: ``read_launch_script`` (the launch, as ``argv.LaunchText``), ``has_launch_line`` and
 ``launch_summary`` (folder discovery). Where each part of bash is handled:
 
-    shell_lex, shell_parse     words and quotes; the command tree
+    shell_lex, shell_parse     words and quotes; the command tree (its nodes: shell_tree)
     shell_eval                 the evaluator: one function per kind of node, control flow (if, case, &&)
     shell_values               Field / Hole / Var, and State: one path's variables, functions, decisions
     shell_expand               $VAR, ${ARR[@]}, ${VAR:-x}, $1, word splitting, case patterns
@@ -16,7 +16,7 @@ The entry points: ``read_launch_script`` (the launch, as ``argv.LaunchText``), `
     shell_cond, shell_arith    the conditions and the arithmetic, as pure functions
     shell_launch               the launch line of each path, merged into one LaunchText
 
-``shell_parse`` builds bash's command tree; this module walks it the way bash would, over *paths*: a path
+``shell_eval`` walks the command tree the way bash would, over *paths*: a path
 is one way through the script with its own variables. What is known statically is evaluated exactly: the
 assignments and ``export`` / ``declare -x`` / ``unset`` / ``local``, ``if`` / ``elif`` / ``case`` /
 ``&&`` / ``||`` over ``[ ]``, ``test``, ``[[ ]]``, ``(( ))`` and ``let`` on known values, ``for`` over

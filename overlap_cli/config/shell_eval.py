@@ -1,10 +1,10 @@
-"""The evaluator: walks ``shell_parse``'s command tree the way bash would run it, over paths.
+"""The evaluator: runs the command tree (``shell_tree``, built by ``shell_parse``) as bash would, over paths.
 
 ``Reader`` is one reading of one text (the script, a sourced file, a ``bash -c`` string): it knows the
 text (``shell_lex.Lexer``: positions, ``read_default``), the options of the reading and what the reading
 found (``records``: each path's launch; ``forks``: the decisions; ``inner``: launches in ``bash -c``
 strings). ``exec(node, st)`` runs one node on one path (``shell_values.State``) and returns the paths after
-it. Each kind of node is handled by one function, named in ``_HANDLERS``:
+it. Each kind of node is handled by one function, named in ``HANDLERS``:
 
     Seq, Group, If, AndOr, Pipeline, Case     here (control flow)
     Simple (a command), Test ([[ ]]), Arith   shell_commands (assignments: shell_assign; source:
@@ -23,12 +23,13 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.config import shell_parse as tree
+from overlap_cli.config import shell_tree as tree
 from overlap_cli.config.launchers import LaunchFinder
 from overlap_cli.config.shell_commands import exec_arith_node, exec_double_test, exec_simple
 from overlap_cli.config.shell_expand import constant, expand_joined, match_any
 from overlap_cli.config.shell_lex import Lexer
 from overlap_cli.config.shell_loops import exec_for, exec_loop
+from overlap_cli.config.shell_parse import parse_script
 from overlap_cli.config.shell_paths import fork, settle
 from overlap_cli.config.shell_values import State, field_signature
 
@@ -85,7 +86,7 @@ class Reader(Lexer):
 
     def run_script(self, start: Optional[State] = None) -> None:
         try:
-            program, _parser = tree.parse_script(self.path, self.text)
+            program, _parser = parse_script(self.path, self.text)
             self.exec(program, start if start is not None else State())
         except RecursionError:
             raise self.fail("commands nested too deeply to read") from None
@@ -96,7 +97,7 @@ class Reader(Lexer):
         if self.steps > STEP_LIMIT:
             raise self.fail("the script takes too many steps to follow statically", node.start)
         st.key = None
-        return _HANDLERS[node.__class__](self, node, st)
+        return HANDLERS[node.__class__](self, node, st)
 
     def source_text(self, start: int, stop: str = "") -> str:
         """The text of the line from ``start``, up to ``stop`` (``; then``), shortened for a sentence."""
@@ -267,7 +268,7 @@ def exec_case(rd: Reader, node, st: State) -> list:
     return settle(rd, out, node.line)
 
 
-_HANDLERS = {
+HANDLERS = {
     tree.Seq: exec_seq,
     tree.Simple: exec_simple,
     tree.AndOr: exec_and_or,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from overlap_cli.problems import InputError
-from overlap_cli.config import shell_parse as tree
+from overlap_cli.config.shell_parse import parse_script
 from overlap_cli.config.shell_expand import expand_joined
 from overlap_cli.config.shell_values import Field, State, Var
 
@@ -61,7 +61,7 @@ def _read_string(rd, node, st: State, f: Field, fields: list, at: int) -> bool:
         h.hole(hole.what, hole.constant)
         start.vars[name] = Var(name, [h], False, node.line)
     try:
-        program, _parser = tree.parse_script(rd.path, text)
+        program, _parser = parse_script(rd.path, text)
         inner.exec(program, start)
     except (InputError, RecursionError):
         return False

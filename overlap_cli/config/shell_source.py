@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from overlap_cli.config.shell_values import State
 
 from overlap_cli.problems import InputError
-from overlap_cli.config import shell_parse as tree
+from overlap_cli.config.shell_parse import Parser
 from overlap_cli.config.shell_values import Field, Hole, Var
 
 SOURCE_DEPTH = 4  # files sourced within sourced files
@@ -54,7 +54,7 @@ def read_sourced(rd, node, fields: list, st: State) -> Optional[list]:
     if len(fields) > 2:  # source FILE ARGS: the file's $1 ... (bash restores the caller's after it)
         start.positional = list(fields[2:])
     try:
-        parser = tree.Parser(rd.path, text)
+        parser = Parser(rd.path, text)
         parser.pos = lambda offset: at  # the nodes' lines too are the source line's
         outs = frag.exec(parser.parse(), start)
     except (InputError, RecursionError):
