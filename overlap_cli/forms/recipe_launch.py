@@ -5,7 +5,8 @@ is the recipe it names, merged with the launch's overrides in the runner's order
 merged run (forms.bridge_run). No file is recognised as this form: forms.launch_script hands a launch
 over once it has read what the launch starts.
 
-A finding is placed at the launch's word that set its key, else in the layer that did (the recipe).
+A finding is placed at the launch's word that set its key, else in the layer that did (the recipe); a fix is
+an override word of the launch line (fix/recipe_launch.py).
 """
 
 from __future__ import annotations
@@ -151,16 +152,10 @@ def _mark_unknown(effective: dict, unknown_keys: list) -> None:
 
 
 def edit_round(current: str, findings: list, checked, comments: bool):
-    """No edit is placed in a recipe launch: an override word written into the launch line would have to be
-    proven against the runner's parser and the shell's quoting, which fix.script does for Megatron-LM
-    flags only. Each fix is reported as skipped with the override that would make it."""
-    from overlap_cli.fix.common import Skipped
+    """One round of ``overlap fix``: each edit an override word of the launch line (fix.recipe_launch)."""
+    from overlap_cli.fix.recipe_launch import apply_round
 
-    skipped = []
-    for f in findings:
-        words = " ".join(f"{e.key}={e.value}" if e.op != "remove" else f"~{e.key}" for e in f.fix.edits)
-        skipped.append(Skipped(f, f"a run_recipe.py launch is edited by hand: add the override {words}"))
-    return current, [], skipped
+    return apply_round(current, findings, checked)
 
 
 def fix_session(text: str):

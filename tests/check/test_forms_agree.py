@@ -83,10 +83,6 @@ def _fix_place_named_by_check(d, seen) -> bool:
 
 
 CAUSES = (
-    Cause("launch-drops-notes",
-          "check/engine_recipe_launch.py drops notes the YAML path prints (e.g. 'Transformer Engine assumed "
-          "present on the target')",
-          lambda d, seen: d.form == "launch" and d.aspect == "notes" and d.side == "reference"),
     Cause("launch-adds-reading-notes",
           "the run_recipe.py launch path prints how it read the launch ('read as a Megatron-Bridge run: ...', "
           "\"world size N from the launch's sizes\"), a note no other form prints for the same run",
@@ -121,20 +117,11 @@ CAUSES = (
           "what the fix says (unusual layout)') while the same run as a Python run is fixed",
           lambda d, seen: d.aspect.startswith("fix-") and not d.run.has_dump and any(
               "the edited text would not mean what the fix says" in _fix_stderr(seen, f) for f in (d.form, F.REFERENCE))),
-    Cause("fix-crashes-on-launch",
-          "overlap fix on a run_recipe.py launch stops with an internal error (AttributeError: 'Resolved' "
-          "object has no attribute 'launch'), exit 2, nothing fixed",
-          lambda d, seen: d.form == "launch" and d.aspect.startswith("fix-")
-          and "internal error" in _fix_stderr(seen, "launch")),
     Cause("fix-refuses-override-file-without-keys",
           "overlap fix refuses an override file that holds only a comment ('the round-trip YAML parser cannot "
           "read this file (NoneType object has no attribute get)'), while the same run as a Python run is fixed",
           lambda d, seen: d.aspect.startswith("fix-") and d.aspect != "fix-places" and any(
               "round-trip YAML parser cannot read this file" in _fix_stderr(seen, f) for f in (d.form, F.REFERENCE))),
-    Cause("fix-prints-1-1",
-          "overlap fix formats the findings left itself (cli/fix.py:196) and prints FILE:1:1 where check names "
-          "the recipe and the key (FILE (recipe NAME: KEY))",
-          _fix_place_named_by_check),
 )
 BY_NAME = {c.name: c for c in CAUSES}
 

@@ -1,0 +1,103 @@
+"""``overlap fix`` on a launch of Bridge's recipe runner (``run_recipe.py --recipe NAME KEY=VALUE ...``):
+an edit of the run is an override word of the launch line, as the runner's user writes one.
+
+- a key a trailing override word already sets gets its value replaced in that word, when the word is
+  literal text of the line (not built by an expansion) and written without quotes;
+- any other key gets a new word ``KEY=VALUE`` after the launch's last word, when that word is literal: the
+  runner applies trailing overrides last and in order (run_recipe.py:450), so the new word wins over a
+  convenience flag and over the recipe;
+- a removal, a value that is no plain scalar, or a launch whose last word comes from a variable is refused
+  with the reason.
+
+Each edit is proven by reading the edited launch again (config/shell.py, frameworks/bridge/run_recipe.py):
+the runner must see exactly the overrides it saw, with this one replaced or added, and the same recipe.
+"""
+
+from __future__ import annotations
+
+from overlap_cli.fix.common import Applied, Skipped
+from overlap_cli.fix.script import Unplaceable
+
+
+def _word(key: str, value) -> str:
+    if isinstance(value, bool):
+        shown = "true" if value else "false"
+    elif value is None:
+        shown = "null"
+    elif isinstance(value, (int, float)):
+        shown = repr(value)
+    elif isinstance(value, str) and value and all(c.isalnum() or c in "._-/:" for c in value):
+        shown = value
+    else:
+        raise Unplaceable(f"the value {value!r} of {key} is not a plain word to write on a launch line")
+    return f"{key}={shown}"
+
+
+def _read(path: str, text: str, env: dict):
+    from overlap_cli.config.shell import read_launch_script
+    from overlap_cli.frameworks.bridge import run_recipe
+
+    found = read_launch_script(path, text, env=env)
+    return found, run_recipe.read(found)
+
+
+def _splice(text: str, span: tuple, new: str) -> str:
+    line, start, end = span
+    lines = text.split("\n")
+    row = lines[line - 1]
+    lines[line - 1] = row[: start - 1] + new + row[end - 1:]
+    return "\n".join(lines)
+
+
+def place(path: str, text: str, env: dict, edit, cfg=None) -> str:
+    """``text`` with ``edit`` (a results.Edit) made as an override word, proven; Unplaceable otherwise.
+    ``cfg``: the run's merged config; a new word for a key it lacks is ``+KEY=VALUE`` (Hydra's struct mode,
+    which the runner's overrides go through, refuses a new key without ``+``)."""
+    if edit.op == "remove":
+        raise Unplaceable(f"removing {edit.key} cannot be written as an override word (the runner merges onto the recipe)")
+    word = _word(edit.key, edit.value)
+    found, before = _read(path, text, env)
+    given = [t for t in found.tokens if t.text is not None and t.text.startswith(edit.key + "=")
+             and not t.text.startswith("-")]
+    if given:
+        tok = given[-1]
+        if not tok.literal or tok.span is None or tok.span[2] - tok.span[1] != len(tok.text):
+            raise Unplaceable(f"{edit.key} is given by a word that is not plain text of the line ({tok.origin}): edit it by hand")
+        new = _splice(text, tok.span, word)
+        want = [(word if raw == tok.text else raw) for raw, _ in before.overrides]
+    else:
+        last = found.tokens[-1] if found.tokens else None
+        if last is None or not last.literal or last.span is None:
+            raise Unplaceable("the launch line's last word is not plain text of the line: add the override by hand")
+        line, _start, end = last.span
+        if cfg is not None and not cfg.has(tuple(edit.key.split("."))):
+            word = "+" + word
+        new = _splice(text, (line, end, end), " " + word)
+        want = [raw for raw, _ in before.overrides] + [word]
+    _found, after = _read(path, new, env)
+    if [raw for raw, _ in after.overrides] != want or after.recipe != before.recipe:
+        raise Unplaceable(f"{word} does not read back as the runner's override (the launch line's layout)")
+    return new
+
+
+def apply_round(current: str, findings: list, checked) -> tuple:
+    """(new text, [Applied], [Skipped]): each finding's edits placed in turn."""
+    from overlap_cli.forms.megatron_lm import launch_env_of
+
+    path, env = checked.run.file, launch_env_of(checked.run.target)
+    new, applied, skipped = current, [], []
+    for f in findings:
+        try:
+            candidate = new
+            for e in f.fix.edits:
+                candidate = place(path, candidate, env, e, checked.view.cfg)
+        except Unplaceable as exc:
+            skipped.append(Skipped(f, str(exc)))
+            continue
+        except Exception as exc:  # the edited launch does not read back: refuse this fix
+            skipped.append(Skipped(f, f"the edited launch does not read back ({exc})"))
+            continue
+        if candidate != new:
+            applied.append(Applied(f, list(f.fix.edits), 0))
+            new = candidate
+    return new, applied, skipped
