@@ -97,6 +97,12 @@ def _load(path, target: Target, overrides, text, lower):
             text = read_text(path)
         # The file's own target: its directive, its per-file-target entry, its pyproject's [tool.overlap].
         target = target.for_file(path, text)
+    if target.get("recipe") and not target.get("base"):  # the recipe's own launch, ranked (launch_profile)
+        from overlap_cli.frameworks.bridge.recipe_launch import recipe_launch
+        from overlap_cli.launch_profile.profile import for_run
+
+        launch = recipe_launch(target.get("recipe"))
+        target = for_run(target, recipe=launch) if launch is not None else target
     if not _layered(target):
         if path is None:
             raise InputError(InputProblem("<command line>", "no config file given"))
@@ -133,17 +139,12 @@ def _load_python(spec: str, target: Target, overrides, text):
     if own is not None and recipes.how(own) != "helper":  # Bridge's own recipe function: its name is its launch
         start = type(start)("recipe", own)
     if start.kind == "recipe":
-        import copy
+        from overlap_cli.frameworks.bridge.recipe_launch import recipe_launch
+        from overlap_cli.launch_profile.profile import for_run
 
-        from overlap_cli.launch_profile.profile import apply_recipe
-
-        t = copy.copy(target)
-        t.extra, t.sources = dict(target.extra), dict(target.sources)
-        if t.extra.get("recipe") is None:
-            t.extra["recipe"] = start.name
-            t.sources["recipe"] = "recipe"
-        apply_recipe(t)
-        target = t
+        launch = recipe_launch(target.get("recipe") or start.name)
+        if launch is not None:
+            target = for_run(target, recipe=launch)
     return cfg, target
 
 
@@ -181,12 +182,10 @@ def _recipe_world_does_not_hold(target: Target, views: list):
         return None
     if len({(v.tp, v.pp, v.cp) for v in views}) > 1:
         return None  # the run's TP·PP·CP is unknown (sampled): what depends on it is unknown already
-    import copy
+    from overlap_cli.launch_profile.profile import for_run
 
     bad = next(v for v in views if v.dp_error)
-    t = copy.copy(target)
-    t.sources = {**target.sources, "world_size": "unknown"}
-    t.world_size = None
+    t = for_run(target, recipe_world_holds=False)
     note = (f"world size unknown: recipe {target.get('recipe')} is written for {target.world_size} GPUs, which do not "
             f"hold this run's TP*PP*CP = {bad.tp}*{bad.pp}*{bad.cp} = {bad.tp * bad.pp * bad.cp}; the "
             "data-parallel-dependent values are unknown (give --world-size)")

@@ -120,24 +120,13 @@ def _launch_target(target, recipe: str, found):
     """The target of the run: the recipe's own launch (its GPU) below every statement about this file, the
     launch's world size above the recipe's and [tool.overlap]'s, a flag / directive / per-file-target above
     both (launch_profile.profile's precedence, the launch's sizes ranked as the recipe's)."""
-    import copy
+    from overlap_cli.frameworks.bridge.recipe_launch import recipe_launch
+    from overlap_cli.launch_profile.profile import RecipeLaunch, for_run
 
-    from overlap_cli.launch_profile import profile as prof
-
-    t = copy.copy(target)
-    t.extra, t.sources = dict(target.extra), dict(target.sources)
-    t.extra["recipe"] = recipe
-    prof.apply_recipe(t)
     exported = {n: e.value for n, e in found.env.items() if e.how in ("export", "prefix") and isinstance(e.value, str)}
-    if exported:  # what the launch exports is the process's environment: it wins over env_vars (setdefault)
-        t.shell_env = {**(target.shell_env or {}), **exported}
-    if found.world_size is not None and prof.launch_sizes_apply(target):
-        t.world_size = found.world_size
-        t.sources["world_size"] = "launch"
-        for k in ("nodes", "gpus_per_node"):
-            t.extra.pop(k, None)
-            t.sources.pop(k, None)
-    return t
+    # what the launch exports is the process's environment: it wins over env_vars (setdefault)
+    return for_run(target, recipe=recipe_launch(recipe) or RecipeLaunch(recipe), launch_world_size=found.world_size,
+                   launch_env=exported)
 
 
 def _unknown_overrides(cfg, unknown_keys: list) -> None:

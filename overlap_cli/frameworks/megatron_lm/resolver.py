@@ -20,7 +20,6 @@ launch order, with the message the launch prints; rules report it.
 
 from __future__ import annotations
 
-import copy
 
 from overlap_cli.results import DEFAULT, FORCED_OFF, UNKNOWN as UNKNOWN_SOURCE, USER, Value
 from overlap_cli.frameworks.megatron_lm import facts as lm
@@ -94,14 +93,12 @@ def resolve(launch, target) -> LMResolved:
 
     # -- world size, the GTP weight shards, the data-parallel size (arguments.py:144, 411-446) ------
     ws = launch.world_size if isinstance(launch.world_size, int) and not isinstance(launch.world_size, bool) else None
-    from overlap_cli.launch_profile.profile import launch_sizes_apply
+    from overlap_cli.launch_profile.profile import for_run, launch_sizes_apply
 
     if ws is not None and not launch_sizes_apply(target) and target.world_size is not None:
         ws = None  # flag > file: --world-size / --nodes / a directive states the scale to check it at
     if ws is not None:
-        target = copy.copy(target)
-        target.world_size = ws
-        target.sources = {**target.sources, "world_size": "launch"}
+        target = for_run(target, launch_world_size=ws)
         r.target = target
         r.world_source = "launch"
     else:
