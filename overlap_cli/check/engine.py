@@ -75,6 +75,12 @@ def _base_label(target: Target) -> str:
         return f"recipe {recipe}"
 
 
+def _bridge_config():
+    from overlap_cli.frameworks.bridge.dotlist_shape import BRIDGE_CONFIG
+
+    return BRIDGE_CONFIG
+
+
 def _layered(target: Target) -> bool:
     return bool(target.get("recipe") or target.get("base"))
 
@@ -90,7 +96,7 @@ def _load(path, target: Target, overrides, text, lower):
         return _load_python(path, target, overrides, text)
     if path is not None:
         if text is None and not lower and target.built_from is None and not _layered(target):
-            return load_config(path, overrides), target  # a fixed target: nothing in the file can change it
+            return load_config(path, overrides, shape=_bridge_config()), target  # a fixed target: nothing in the file can change it
         if text is None:
             from overlap_cli.config.safe_read import read_text
 
@@ -106,7 +112,7 @@ def _load(path, target: Target, overrides, text, lower):
     if not _layered(target):
         if path is None:
             raise InputError(InputProblem("<command line>", "no config file given"))
-        return load_config(path, overrides, text=text), target
+        return load_config(path, overrides, text=text, shape=_bridge_config()), target
     run = BridgeRun(recipe=None if target.get("base") else target.get("recipe"), base=target.get("base"),
                     files=tuple(lower) + ((path,) if path is not None else ()), dotlist=tuple(overrides or ()))
     try:

@@ -43,7 +43,7 @@ def check_launch(result: FileResult, path: str, target, text, selection, overrid
         result.target = target.to_json(None)
         if not path.lower().endswith((".yaml", ".yml")):
             from overlap_cli.config.shell import read_launch_script
-            from overlap_cli.frameworks.entry_points import BRIDGE_RECIPE, classify
+            from overlap_cli.config.entry_points import BRIDGE_RECIPE, classify
 
             found = read_launch_script(path, text, env=launch_env_of(target))
             if classify(found.script)[0] == BRIDGE_RECIPE:

@@ -315,10 +315,11 @@ def search(path, checked, target, overrides: list, reshard: bool = False, top: i
         pairs = overrides_for(view, base_shape, knobs)
         if not pairs or any(abs(t - a) < 1e-3 * base.step_time for a in accepted_fast):
             continue  # nothing to change, or (by the fast estimate) the same gain as a candidate already taken
-        from overlap_cli.cli.check import parse_overrides
+        from overlap_cli.config.overrides import parse_override
 
         n_checked += 1
-        again = check(path, target, list(overrides) + parse_overrides(_dotlist(pairs)), lower=lower)
+        # the words are this module's own (_dotlist): one that does not parse is a bug here, not the user's input
+        again = check(path, target, list(overrides) + [parse_override(o) for o in _dotlist(pairs)], lower=lower)
         if again.result.error is not None or again.view is None:
             rejected.append((pairs, again.result.error.one_line() if again.result.error else "no view"))
             continue

@@ -81,7 +81,7 @@ def parse_directive(text: str, file: str) -> Optional[Directive]:
     matches = list(_DIRECTIVE.finditer(text))
     if not matches:
         return None
-    from overlap_cli.check.suppression import scalar_spans
+    from overlap_cli.config.yamlspans import scalar_spans
 
     spans = scalar_spans(text)
     table: dict = {}
