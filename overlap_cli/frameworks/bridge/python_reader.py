@@ -1262,7 +1262,9 @@ def _value_of(v):
 
         if pv.is_preset_name(v.name):
             return pv.preset_value(v.name)
-        return Unknown(f"{v.name}: not a userbuffers preset of Megatron-Bridge 0.6.2")
+        from overlap_cli.frameworks.bridge.releases import BRIDGE
+
+        return Unknown(f"{v.name}: not a userbuffers preset of Megatron-Bridge {BRIDGE.get().BRIDGE_VERSION}")
     return v
 
 
