@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from typing import Optional
 
 from overlap_cli import lazyre
+from overlap_cli.config.yamlspans import scalar_spans
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
 DIRECTIVE = lazyre.compile(r"#\s*overlap\s*:\s*(ignore-file|ignore)(?![\w-])\s*(?:\[([^\]\n]*)\])?", re.IGNORECASE)
@@ -30,28 +31,6 @@ class Directive:
     applies_to: Optional[int]  # the line it covers; None for ignore-file
     tokens: tuple  # as written; empty = every code
     used: set = field(default_factory=set)  # tokens that suppressed something
-
-
-def scalar_spans(text: str) -> list:
-    """Character spans of the scalars in ``text``, so that a ``#`` inside a string is not a comment."""
-    from overlap_cli.config.yamlnodes import loader_class, pyyaml
-
-    yaml = pyyaml()
-
-    spans = []
-    loader = loader_class()(text)
-    try:
-        while True:
-            tok = loader.get_token()
-            if tok is None:
-                break
-            if isinstance(tok, yaml.ScalarToken):
-                spans.append((tok.start_mark.index, tok.end_mark.index))
-    except yaml.YAMLError:
-        pass  # the loader reports the error; directives before it still count
-    finally:
-        loader.dispose()
-    return spans
 
 
 def parse_directives(text: str) -> list:

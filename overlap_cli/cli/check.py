@@ -104,7 +104,9 @@ def target_from_options(opts, config_file=None):
         detection = read_machine()
     try:
         found = find_settings(config_file, settings)
-        return profile(flags, found, detection, dict(os.environ), settings)
+        from overlap_cli.frameworks.bridge.recipe_launch import recipe_launch
+
+        return profile(flags, found, detection, dict(os.environ), settings, recipe_launch=recipe_launch)
     except InputError as exc:
         raise UsageError(exc.problem.one_line()) from None
 

@@ -403,7 +403,7 @@ def srun_world_size(reader: "Reader", found: "LaunchText", words: list, upto: in
     if tasks is None and number("nodes") is not None and number("ntasks-per-node") is not None:
         tasks = number("nodes") * number("ntasks-per-node")
         where = sizes.get("ntasks-per-node")
-    from overlap_cli.frameworks.entry_points import BRIDGE_RECIPE, classify
+    from overlap_cli.config.entry_points import BRIDGE_RECIPE, classify
 
     if classify(found.script)[0] == BRIDGE_RECIPE:
         # Bridge's initialize takes the world size from WORLD_SIZE, else from SLURM_NTASKS, which srun sets to

@@ -76,10 +76,13 @@ def _mapping(path: str, text: Optional[str]) -> tuple:
     return data, positions, interpolations, text
 
 
-def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = None, text: Optional[str] = None) -> Config:
+def load_layered(
+    path: Optional[str], stack: Stack, overrides: Optional[list] = None, text: Optional[str] = None, shape=None
+) -> Config:
     """The merged config of ``stack`` + the override file ``path`` (its ``text`` when given) + ``overrides``
     (parsed dotlists). ``path`` None: the base alone (plus dotlists). The Config's ``file``, ``text`` and
-    ``positions`` are those of the top file -- the one a fix edits -- or the base's when there is none."""
+    ``positions`` are those of the top file -- the one a fix edits -- or the base's when there is none.
+    ``shape``: the config the framework builds around the files, for the dotlists (config.overrides)."""
     import copy
 
     layers: list = []
@@ -125,7 +128,7 @@ def load_layered(path: Optional[str], stack: Stack, overrides: Optional[list] = 
 
         layers.append(Layer(COMMAND_LINE, COMMAND_LINE, None, {}))
         started = {p for ov in overrides if ov.op != "delete" for p in _started(cfg.data, ov.path)}
-        merged = apply_overrides(cfg, overrides, base_label=stack.label if not files else "the merged config")
+        merged = apply_overrides(cfg, overrides, stack.label if not files else "the merged config", shape)
         for p in started:  # a mapping the dotlist started (+comm_overlap.KEY=... onto null) is the command line's
             owner[p] = len(layers) - 1
         for i, ov in enumerate(overrides):

@@ -35,7 +35,9 @@ DATACLASS_SECTIONS = {
 }
 
 
-def load_config(path: str, overrides: Optional[list] = None, text: Optional[str] = None) -> Config:
+def load_config(path: str, overrides: Optional[list] = None, text: Optional[str] = None, shape=None) -> Config:
+    """``shape``: the config the framework builds around the file, for the dotlist ``overrides``
+    (config.overrides.StructShape; None: the file alone)."""
     if text is None:
         text = read_text(path)
     data, positions, interpolations = parse_nodes(text, path)
@@ -58,7 +60,7 @@ def load_config(path: str, overrides: Optional[list] = None, text: Optional[str]
         from overlap_cli.config.overrides import apply_overrides
 
         loaded = (copy.deepcopy(data), dict(positions)) if any(ov.op == "delete" for ov in overrides) else None
-        apply_overrides(cfg, overrides)
+        apply_overrides(cfg, overrides, shape=shape)
         if loaded is not None:
             _keep_loaded_values(cfg, overrides, *loaded)
     if whole:

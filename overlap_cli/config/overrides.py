@@ -22,6 +22,35 @@ from overlap_cli.records import dataclass  # not dataclasses: start-up time (rec
 _FLOW_COLON = lazyre.compile(r":(?=[^\s/])")
 
 
+def _no_field(section: str, name: str) -> bool:
+    return False
+
+
+def _no_fields(target: Any) -> frozenset:
+    return frozenset()
+
+
+@dataclass(frozen=True)
+class StructShape:
+    """The config a framework builds before it hands it to Hydra: what is there that the file may not say.
+    Hydra's struct mode refuses a key the config lacks, so applying a dotlist needs it; the framework fills
+    it in (frameworks.bridge.dotlist_shape for Bridge's ConfigContainer). The default: the file alone.
+
+    ``always_present``: top-level sections built whatever the file says; ``optional``: sections that are null
+    unless set; ``known_field(section, name)``: a field of a section's class; ``field_default(section, name)``:
+    that field's class default (called only for a known field); ``dataclass_fields(target)``: the fields of
+    the class a mapping's ``_target_`` names."""
+
+    always_present: frozenset = frozenset()
+    optional: frozenset = frozenset()
+    known_field: Any = _no_field
+    field_default: Any = None
+    dataclass_fields: Any = _no_fields
+
+
+FILE_ONLY = StructShape()
+
+
 def parse_override_value(text: str) -> Any:
     """Values parse as YAML scalars or flow collections, Hydra style (``{A:1}`` is a mapping)."""
     yaml = pyyaml()
@@ -90,7 +119,9 @@ def parse_override(arg: str) -> Override:
     return Override(arg, op, path, parse_override_value(val))
 
 
-def apply_overrides(cfg: Config, overrides: list[Override], base_label: Optional[str] = None) -> list:
+def apply_overrides(
+    cfg: Config, overrides: list[Override], base_label: Optional[str] = None, shape: Optional[StructShape] = None
+) -> list:
     """Apply dotlists as Bridge does: ``parse_hydra_overrides`` (megatron/bridge/training/utils/
     omegaconf_utils.py:163-186) sets the merged config to struct mode and hands each override to Hydra's
     ``ConfigLoaderImpl._apply_overrides_to_config`` (hydra-core 1.3, config_loader_impl.py:336-399), which
@@ -113,9 +144,11 @@ def apply_overrides(cfg: Config, overrides: list[Override], base_label: Optional
     as ``_call_: false`` / ``_partial_: true`` mappings; ``activation_func`` and dtypes become strings).
 
     ``base_label``: a merged run (config.layers) -- what the dotlists apply to, named in errors ("recipe
-    NAME"); a bad one is then a command-line problem. Returns, per override, whether it merged a mapping
+    NAME"); a bad one is then a command-line problem. ``shape``: the config the framework builds around the
+    file (StructShape). Returns, per override, whether it merged a mapping
     into one already there (so the keys it did not name keep their layer)."""
     where = "command line" if base_label else cfg.file
+    shape = FILE_ONLY if shape is None else shape
     merged: list = []
     for ov in overrides:
         def bad(msg: str, bridge_says: Optional[str] = None) -> InputError:
@@ -126,10 +159,10 @@ def apply_overrides(cfg: Config, overrides: list[Override], base_label: Optional
             return InputError(InputProblem(where, f"override {ov.raw!r}: {msg}"))
 
         key = dotted(ov.path)
-        found = _select(cfg, ov.path)
+        found = _select(cfg, ov.path, shape)
         if ov.op == "delete":
             if found is _NONE:
-                what = _why_none(cfg, ov.path)
+                what = _why_none(cfg, ov.path, shape)
                 raise bad(f"{what}: Hydra deletes only a key that holds a value",
                           f"Could not delete from config. '{key}' does not exist.")
             if ov.has_value and found != ov.value:
@@ -149,7 +182,7 @@ def apply_overrides(cfg: Config, overrides: list[Override], base_label: Optional
         if ov.op == "add" and found is not _NONE and not isinstance(ov.value, (dict, list)):
             raise bad(f"key {key} already exists (use ++{key}=... to force it)",
                       f"Could not append to config. An item is already at '{key}'.")
-        merged.append(_update(cfg, ov, force=ov.op in ("add", "force"), bad=bad))
+        merged.append(_update(cfg, ov, force=ov.op in ("add", "force"), bad=bad, shape=shape))
         cfg.override_paths.add(ov.path)
     return merged
 
@@ -165,28 +198,16 @@ def fmt_hydra(value: Any) -> str:
     return str(value)
 
 
-def _container_default(cfg: Config, path: tuple) -> Any:
-    """The value a ConfigContainer field the file leaves out holds (its class default), or _NONE when
-    ``path`` is no such field. Sections Bridge always builds (model, ddp, optimizer), and comm_overlap /
-    mixed_precision once the config holds them as a mapping."""
-    from overlap_cli.frameworks.bridge import facts as bridge
-    from overlap_cli.frameworks.bridge.schema import ALWAYS_PRESENT_SECTIONS, known_field
-
-    if len(path) != 2 or not known_field(*path):
+def _container_default(cfg: Config, path: tuple, shape: StructShape) -> Any:
+    """The value a field of the framework's config that the file leaves out holds (its class default), or
+    _NONE when ``path`` is no such field: in the sections always built, and in an optional one once the
+    config holds it as a mapping."""
+    if len(path) != 2 or not shape.known_field(*path):
         return _NONE
     section, name = path
-    if section not in ALWAYS_PRESENT_SECTIONS and not isinstance(cfg.data.get(section), dict):
+    if section not in shape.always_present and not isinstance(cfg.data.get(section), dict):
         return _NONE
-    if section == "comm_overlap":
-        return bridge.COMM_OVERLAP_FIELDS.get(name)
-    if section == "mixed_precision":
-        return bridge.MP_DEFAULTS.get(name)
-    defaults = bridge.SECTION_DEFAULTS[section]
-    if name in defaults:
-        return defaults[name]
-    if section == "model" and name in bridge.LAUNCH_MODEL_DEFAULTS:
-        return bridge.LAUNCH_MODEL_DEFAULTS[name]
-    return bridge.OTHER_FIELD_DEFAULTS[path]
+    return shape.field_default(section, name)
 
 
 def _left_out(value: Any, name: Any) -> bool:
@@ -228,16 +249,14 @@ def _child(node: Any, part: str, marker_absent: bool = True) -> Any:
     return _NONE
 
 
-def _select(cfg: Config, path: tuple) -> Any:
+def _select(cfg: Config, path: tuple, shape: StructShape) -> Any:
     """``OmegaConf.select(cfg, key)`` over the config Bridge hands Hydra; _NONE where it answers None."""
-    from overlap_cli.frameworks.bridge.schema import ALWAYS_PRESENT_SECTIONS
-
     node: Any = cfg.data
     for i, part in enumerate(path):
         if i == 0 and part not in node:
-            nxt = {} if part in ALWAYS_PRESENT_SECTIONS else _NONE  # built by Bridge, whatever the file says
+            nxt = {} if part in shape.always_present else _NONE  # built by Bridge, whatever the file says
         elif i == 1 and isinstance(node, dict) and part not in node:
-            nxt = _container_default(cfg, path[:2])
+            nxt = _container_default(cfg, path[:2], shape)
         else:
             nxt = _child(node, part, _marker_absent(cfg, path[: i + 1]))
         if nxt is _NONE or nxt is None:
@@ -257,7 +276,7 @@ def _marker_absent(cfg: Config, path: tuple) -> bool:
     return layer is None or layer.kind in ("recipe", "base")
 
 
-def _why_none(cfg: Config, path: tuple) -> str:
+def _why_none(cfg: Config, path: tuple, shape: StructShape) -> str:
     node: Any = cfg.data
     for i, part in enumerate(path):
         if isinstance(node, dict) and (_is_dtype(node) or (part in node and _marker_absent(cfg, path[: i + 1]))):
@@ -276,7 +295,7 @@ def _why_none(cfg: Config, path: tuple) -> str:
             continue
         if i and not isinstance(node, (dict, list)):
             return f"{dotted(path[:i])} is not a mapping"
-        if i == 1 and _container_default(cfg, path[:2]) is None:
+        if i == 1 and _container_default(cfg, path[:2], shape) is None:
             return f"{dotted(path)} is null (its class default)"
         return f"key {dotted(path)} is not in the config"
     return f"key {dotted(path)} is null"
@@ -294,24 +313,20 @@ def _parent(data: dict, path: tuple) -> Any:
     return node
 
 
-def _exists_in_struct(cfg: Config, node: Any, path: tuple) -> bool:
+def _exists_in_struct(cfg: Config, node: Any, path: tuple, shape: StructShape) -> bool:
     """Whether the struct-mode config has the key ``path[-1]`` under ``node`` (a container field the file
-    leaves out counts: Bridge's config has every one)."""
+    leaves out counts: the framework's config has every one)."""
     part = path[-1]
     if isinstance(node, dict) and part in node and not _left_out(node[part], part):
         return True
     if _under_unknown(cfg, path):
         return True
     if isinstance(node, dict) and isinstance(part, str) and not part.startswith("_"):
-        from overlap_cli.frameworks.bridge.recipes import config_fields
-
-        if part in config_fields(node.get("_target_")):
+        if part in shape.dataclass_fields(node.get("_target_")):
             return True  # a field of the dataclass there: in the dict config, even where the values lack it
     if len(path) == 1:
-        from overlap_cli.frameworks.bridge.schema import ALWAYS_PRESENT_SECTIONS, OPTIONAL_SECTIONS
-
-        return part in ALWAYS_PRESENT_SECTIONS or part in OPTIONAL_SECTIONS
-    return _container_default(cfg, path) is not _NONE
+        return part in shape.always_present or part in shape.optional
+    return _container_default(cfg, path, shape) is not _NONE
 
 
 def _under_unknown(cfg: Config, path: tuple) -> bool:
@@ -322,7 +337,7 @@ def _under_unknown(cfg: Config, path: tuple) -> bool:
     return bool(unknown) and any(path[:i] in unknown for i in range(1, len(path) + 1))
 
 
-def _update(cfg: Config, ov: Override, force: bool, bad) -> bool:
+def _update(cfg: Config, ov: Override, force: bool, bad, shape: StructShape) -> bool:
     """``OmegaConf.update(cfg, key, value, merge=True, force_add=force)`` in struct mode (omegaconf.py:685-746)."""
     import copy
 
@@ -334,19 +349,17 @@ def _update(cfg: Config, ov: Override, force: bool, bad) -> bool:
         nxt = root.get(part) if isinstance(root, dict) else _child(root, part)
         if not isinstance(nxt, (dict, list)) or (isinstance(root, dict) and _left_out(nxt, part)):
             if not force and not (nxt is None and isinstance(root, dict) and part not in root and _under_unknown(cfg, here)):
-                from overlap_cli.frameworks.bridge.schema import ALWAYS_PRESENT_SECTIONS, OPTIONAL_SECTIONS
-
                 present = isinstance(root, dict) and part in root and not _left_out(nxt, part)
-                if len(here) == 1 and part in OPTIONAL_SECTIONS and nxt is None:
+                if len(here) == 1 and part in shape.optional and nxt is None:
                     what = f"{part} is not a mapping in the config (Bridge leaves it null unless the recipe sets it)"
                 elif present and nxt is None:
                     what = f"{dotted(here)} is null"
                 elif present:
                     what = f"{dotted(here)} is not a mapping"
-                elif len(here) == 1 and part in ALWAYS_PRESENT_SECTIONS:
+                elif len(here) == 1 and part in shape.always_present:
                     what = None  # a section Bridge always builds: it is there, holding what the file left out
                 else:
-                    what = _not_in_config(here, ov.path).split(" (use +")[0]
+                    what = _not_in_config(here, ov.path, shape).split(" (use +")[0]
                 if what is not None:
                     raise bad(f"{what} (use +{key}=... to add it)", refuse)
             if isinstance(root, list):
@@ -377,10 +390,10 @@ def _update(cfg: Config, ov: Override, force: bool, bad) -> bool:
         if isinstance(node, list):
             node[:] = value
             return False
-        _merge_struct(cfg, node, value, ov.path, struct=not force, bad=bad, refuse=refuse)
+        _merge_struct(cfg, node, value, ov.path, struct=not force, bad=bad, refuse=refuse, shape=shape)
         return True
-    if isinstance(root, dict) and not force and (node is _NONE) and not _exists_in_struct(cfg, root, ov.path):
-        raise bad(_not_in_config(ov.path, ov.path), refuse)
+    if isinstance(root, dict) and not force and (node is _NONE) and not _exists_in_struct(cfg, root, ov.path, shape):
+        raise bad(_not_in_config(ov.path, ov.path, shape), refuse)
     if isinstance(root, list):
         root[int(leaf)] = value
     else:
@@ -388,28 +401,26 @@ def _update(cfg: Config, ov: Override, force: bool, bad) -> bool:
     return False
 
 
-def _merge_struct(cfg: Config, dst: dict, src: dict, path: tuple, struct: bool, bad, refuse: str) -> None:
+def _merge_struct(cfg: Config, dst: dict, src: dict, path: tuple, struct: bool, bad, refuse: str, shape: StructShape) -> None:
     """``merge_with`` of a mapping into one already there: key by key, nested mappings merged, anything else
     replacing; in struct mode a key the destination lacks is refused."""
     for k, v in src.items():
         p = path + (k,)
         old = dst.get(k, _NONE)
-        if old is _NONE and struct and not _exists_in_struct(cfg, dst, p):
+        if old is _NONE and struct and not _exists_in_struct(cfg, dst, p, shape):
             raise bad(f"key {dotted(p)} is not in the config (use +{dotted(path)}=... to add it)", refuse)
         if isinstance(v, dict) and isinstance(old, dict):
-            _merge_struct(cfg, old, v, p, struct, bad, refuse)
+            _merge_struct(cfg, old, v, p, struct, bad, refuse, shape)
         elif isinstance(v, (dict, list)) and isinstance(old, (dict, list)) and isinstance(v, dict) != isinstance(old, dict):
             raise bad(f"{dotted(p)} and the value are a mapping and a list", "Cannot merge DictConfig with ListConfig")
         else:
             dst[k] = v
 
 
-def _not_in_config(missing: tuple, path: tuple) -> str:
-    from overlap_cli.frameworks.bridge.schema import OPTIONAL_SECTIONS, known_field
-
+def _not_in_config(missing: tuple, path: tuple, shape: StructShape) -> str:
     head = f"key {dotted(missing)} is not in the config"
-    if len(path) == 2 and path[0] in OPTIONAL_SECTIONS and known_field(*path):
+    if len(path) == 2 and path[0] in shape.optional and shape.known_field(*path):
         head = f"{path[0]} is not a mapping in the config (Bridge leaves it null unless the recipe sets it)"
-    elif len(path) == 2 and not known_field(*path):
+    elif len(path) == 2 and not shape.known_field(*path):
         head += " and is not a field overlap-cli knows"
     return f"{head} (use +{dotted(path)}=... to add it)"

@@ -26,7 +26,9 @@ import itertools
 from overlap_cli.estimate.inputs import Unsupported, shape_from_view
 from overlap_cli.estimate.model import estimate
 
-BUCKETS = (10_000_000, 40_000_000, 134_217_728, 536_870_912)
+# DDP bucket sizes tried, in parameters; Bridge's own default (its release data, between the second and the
+# third) is tried too, see _buckets.
+BUCKETS = (10_000_000, 40_000_000, 536_870_912)
 CONNECTIONS = ("1", "8", "32")
 MARGINS = (0, 16, 20)
 # The effective settings that identify a candidate (two candidates with the same ones are the same run).
@@ -74,13 +76,20 @@ def _divisors(n: int, limit: int) -> list:
     return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
 
 
+def _buckets(view) -> list:
+    """BUCKETS with the default bucket of the Bridge release the view was resolved against, in size order."""
+    from overlap_cli.frameworks.bridge import releases
+
+    return sorted({*BUCKETS, releases.of(getattr(view, "target", None)).BUCKET_SIZE})
+
+
 def knob_space(view, shape, reshard: bool) -> dict:
     """knob -> the values to try (the first is the config's own)."""
     s = shape
     space: dict = {}
     if s.dp * s.cp > 1 and not s.fsdp:
         space["overlap_grad_reduce"] = [s.overlap_grad_reduce, not s.overlap_grad_reduce]
-        space["bucket_size"] = [s.bucket_size] + [b for b in BUCKETS if b != s.bucket_size]
+        space["bucket_size"] = [s.bucket_size] + [b for b in _buckets(view) if b != s.bucket_size]
         if s.distopt:
             space["overlap_param_gather"] = [s.overlap_param_gather, not s.overlap_param_gather]
     if s.tp > 1:
@@ -315,10 +324,11 @@ def search(path, checked, target, overrides: list, reshard: bool = False, top: i
         pairs = overrides_for(view, base_shape, knobs)
         if not pairs or any(abs(t - a) < 1e-3 * base.step_time for a in accepted_fast):
             continue  # nothing to change, or (by the fast estimate) the same gain as a candidate already taken
-        from overlap_cli.cli.check import parse_overrides
+        from overlap_cli.config.overrides import parse_override
 
         n_checked += 1
-        again = check(path, target, list(overrides) + parse_overrides(_dotlist(pairs)), lower=lower)
+        # the words are this module's own (_dotlist): one that does not parse is a bug here, not the user's input
+        again = check(path, target, list(overrides) + [parse_override(o) for o in _dotlist(pairs)], lower=lower)
         if again.result.error is not None or again.view is None:
             rejected.append((pairs, again.result.error.one_line() if again.result.error else "no view"))
             continue

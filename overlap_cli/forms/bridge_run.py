@@ -68,10 +68,10 @@ def recipe_world_does_not_hold(target: Target, views: list):
         return None
     if len({(v.tp, v.pp, v.cp) for v in views}) > 1:
         return None  # the run's TP·PP·CP is unknown (sampled): what depends on it is unknown already
-    from overlap_cli.launch_profile.profile import without_world_size
+    from overlap_cli.launch_profile.profile import for_run
 
     bad = next(v for v in views if v.dp_error)
     note = (f"world size unknown: recipe {target.get('recipe')} is written for {target.world_size} GPUs, which do not "
             f"hold this run's TP*PP*CP = {bad.tp}*{bad.pp}*{bad.cp} = {bad.tp * bad.pp * bad.cp}; the "
             "data-parallel-dependent values are unknown (give --world-size)")
-    return without_world_size(target), Note(note, "world-size")
+    return for_run(target, recipe_world_holds=False), Note(note, "world-size")

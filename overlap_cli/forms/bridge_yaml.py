@@ -57,7 +57,10 @@ def load(path: Optional[str], text: Optional[str], target: Target, overrides, lo
     merged run its target's recipe / base starts, ``lower`` override files between."""
     from overlap_cli.config.loader import load_config
     from overlap_cli.forms import nemo_rl
+    from overlap_cli.frameworks.bridge.dotlist_shape import BRIDGE_CONFIG
+    from overlap_cli.frameworks.bridge.recipe_launch import recipe_launch
     from overlap_cli.frameworks.bridge.runs import BridgeRun
+    from overlap_cli.launch_profile.profile import for_run
 
     problem = nemo_rl.base_problem(target)
     if problem is not None:
@@ -69,17 +72,21 @@ def load(path: Optional[str], text: Optional[str], target: Target, overrides, lo
 
     if path is not None:
         if text is None and not lower and target.built_from is None and not layered(target):
-            return run(load_config(path, overrides), target)  # a fixed target: nothing in the file can change it
+            # a fixed target: nothing in the file can change it
+            return run(load_config(path, overrides, shape=BRIDGE_CONFIG), target)
         if text is None:
             from overlap_cli.config.safe_read import read_text
 
             text = read_text(path)
         # The file's own target: its directive, its per-file-target entry, its pyproject's [tool.overlap].
         target = target.for_file(path, text)
+    if target.get("recipe") and not target.get("base"):  # the recipe's own launch, ranked (launch_profile)
+        launch = recipe_launch(target.get("recipe"))
+        target = for_run(target, recipe=launch) if launch is not None else target
     if not layered(target):
         if path is None:
             raise InputError(InputProblem("<command line>", "no config file given"))
-        return run(load_config(path, overrides, text=text), target)
+        return run(load_config(path, overrides, text=text, shape=BRIDGE_CONFIG), target)
     merged = BridgeRun(recipe=None if target.get("base") else target.get("recipe"), base=target.get("base"),
                        files=tuple(lower) + ((path,) if path is not None else ()), dotlist=tuple(overrides or ()))
     try:

@@ -35,7 +35,7 @@ def recognise(path: Optional[str], head: Optional[str]) -> bool:
 
 def load(path: str, text: Optional[str], target, overrides, lower) -> Run:
     from overlap_cli.config.shell import read_launch_script
-    from overlap_cli.frameworks.entry_points import BRIDGE_RECIPE, classify
+    from overlap_cli.config.entry_points import BRIDGE_RECIPE, classify
 
     if text is None:
         from overlap_cli.config.safe_read import read_text

@@ -89,7 +89,7 @@ def load(path: str, text: Optional[str], target, overrides, lower) -> Run:
 
 def resolve(run: Run, findings_for) -> Answer:
     from overlap_cli.frameworks.nemo_rl.resolver import resolve as resolve_nemo_rl
-    from overlap_cli.launch_profile.profile import for_launch
+    from overlap_cli.launch_profile.profile import for_run
 
     view = resolve_nemo_rl(run.config, run.target)
     target = run.target
@@ -97,7 +97,7 @@ def resolve(run: Run, findings_for) -> Answer:
     if view.world_size is None:
         world_note = Note(f"world size not known: {view.world_reason}", "world-size")
     elif view.world_reason.startswith("cluster"):  # the cluster section states the scale, as a launch line does
-        target = for_launch(target, view.world_size, source="cluster")
+        target = for_run(target, launch_world_size=view.world_size)
     findings = findings_for(view)
     return Answer(view, dict(view.effective), findings, target, view.dp, world_note=world_note,
                   notes=[Note(n, "left-off") for n in view.notes])

@@ -44,7 +44,8 @@ def load(spec: str, text: Optional[str], target: Target, overrides, lower) -> Ru
     from overlap_cli.config.safe_read import read_text
     from overlap_cli.frameworks.bridge import recipes
     from overlap_cli.frameworks.bridge.runs import BridgeRun
-    from overlap_cli.launch_profile.profile import for_recipe
+    from overlap_cli.frameworks.bridge.recipe_launch import recipe_launch
+    from overlap_cli.launch_profile.profile import for_run
 
     path = file_of(spec)
     if text is None:
@@ -59,7 +60,9 @@ def load(spec: str, text: Optional[str], target: Target, overrides, lower) -> Ru
     if own is not None and recipes.how(own) != "helper":  # Bridge's own recipe function: its name is its launch
         start = type(start)("recipe", own)
     if start.kind == "recipe":
-        target = for_recipe(target, start.name)
+        launch = recipe_launch(target.get("recipe") or start.name)
+        if launch is not None:
+            target = for_run(target, recipe=launch)
     return Run(form=FORM, file=spec, text=cfg.text, target=target, config=cfg, notes=bridge_run.config_notes(cfg),
                comments_file=cfg.file)
 

@@ -52,7 +52,8 @@ def load_found(path: str, text: str, found, target, overrides) -> Run:
     from overlap_cli.config.overrides import parse_override
     from overlap_cli.frameworks.bridge import run_recipe
     from overlap_cli.frameworks.bridge.runs import recipe_run
-    from overlap_cli.launch_profile.profile import for_launch, for_recipe
+    from overlap_cli.frameworks.bridge.recipe_launch import recipe_launch
+    from overlap_cli.launch_profile.profile import RecipeLaunch, for_run
 
     read = run_recipe.read(found)
     if read.recipe is None:
@@ -68,7 +69,9 @@ def load_found(path: str, text: str, found, target, overrides) -> Run:
         except InputError as exc:
             raise InputError(InputProblem(path, exc.problem.message, line=line)) from None
     exported = {n: e.value for n, e in found.env.items() if e.how in ("export", "prefix") and isinstance(e.value, str)}
-    target = for_launch(for_recipe(target, name, replace=True), found.world_size, exported)
+    # what the launch exports is the process's environment: it wins over env_vars (setdefault)
+    target = for_run(target, recipe=recipe_launch(name) or RecipeLaunch(name), launch_world_size=found.world_size,
+                     launch_env=exported)
     cfg = recipe_run(name, None, [o for o, _ in dotlist] + list(overrides or ())).load()
     for layer in cfg.layer_list:  # the launch's words are the command line: name the script's lines
         if layer.kind == COMMAND_LINE:

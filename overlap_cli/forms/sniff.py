@@ -103,7 +103,7 @@ def script_verdict(path: str) -> tuple:
         return "check", None
     if kind == "none":
         return "none", None
-    from overlap_cli.frameworks.entry_points import NOT_TRAINING, classify
+    from overlap_cli.config.entry_points import NOT_TRAINING, classify
 
     what, sentence = classify(detail)
     if what == NOT_TRAINING:

@@ -31,7 +31,7 @@ from overlap_cli.records import dataclass, field  # not dataclasses: start-up ti
 # target.apply_table); ``-`` and ``_`` are interchangeable. Other [tool.overlap] keys belong to other parts.
 TARGET_KEYS = (
     "world_size", "nodes", "gpus_per_node", "gpu", "transformer_engine", "te", "te_version", "torch_version",
-    "env_from_shell", "recipe",
+    "env_from_shell", "recipe", "bridge_version", "core_version",
 )  # fmt: skip
 # ``# overlap: target KEY=VALUE ...``, or ``# overlap: recipe=NAME`` (the same table, one key).
 _DIRECTIVE_HEAD = lazyre.compile(r"#[ \t]*overlap[ \t]*:", re.IGNORECASE)
@@ -81,7 +81,7 @@ def parse_directive(text: str, file: str) -> Optional[Directive]:
     matches = list(_DIRECTIVE.finditer(text))
     if not matches:
         return None
-    from overlap_cli.check.suppression import scalar_spans
+    from overlap_cli.config.yamlspans import scalar_spans
 
     spans = scalar_spans(text)
     table: dict = {}

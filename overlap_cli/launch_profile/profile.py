@@ -22,7 +22,8 @@ from overlap_cli.records import dataclass, field  # not dataclasses: start-up ti
 FLAG, DIRECTIVE, PER_FILE, PYPROJECT, DETECTED = "flag", "directive", "per-file-target", "pyproject", "detected"
 DEFAULT, UNKNOWN = "default", "unknown"
 RECIPE = "recipe"  # the launch a catalog recipe is tuned for (its world size and GPU), see apply_recipe
-_RANK = {FLAG: 7, DIRECTIVE: 6, PER_FILE: 5, RECIPE: 4, PYPROJECT: 3, DETECTED: 2, DEFAULT: 1, UNKNOWN: 0}
+LAUNCH = "launch"  # the run's own launch line (torchrun's / srun's sizes, what it exports), see for_run
+_RANK = {FLAG: 8, DIRECTIVE: 7, PER_FILE: 6, LAUNCH: 5, RECIPE: 4, PYPROJECT: 3, DETECTED: 2, DEFAULT: 1, UNKNOWN: 0}
 
 # GPU names accepted by --gpu and [tool.overlap] gpu, with their CUDA compute capability.
 # B300/GB300 are sm_103, B200/GB200 sm_100; everything at 10.0 or above counts as "SM100 or newer",
@@ -94,13 +95,44 @@ def check_version(value: Any, what: str) -> str:
     return value.strip()
 
 
+# Fields a target holds beyond FIELDS; the JSON ``target`` object has each only once something states it.
+STATED_FIELDS = ("framework", "recipe", "base", "bridge_version", "core_version")
+
+
+@dataclass(frozen=True)
+class RecipeLaunch:
+    """What a catalog recipe's name says about its launch: the catalog's spelling of the name, the world size
+    and the GPU it is tuned for (None where the name does not say). The framework's catalog fills it in
+    (frameworks.bridge.recipe_launch); this package only ranks it."""
+
+    name: str
+    world_size: Optional[int] = None
+    gpu: Optional[str] = None
+
+
 @dataclass
 class Target:
     world_size: Optional[int] = None
     transformer_engine: bool = True
-    # where each value came from: flag | directive | per-file-target | pyproject | detected | default | unknown
+    nodes: Optional[int] = None
+    gpus_per_node: Optional[int] = None
+    te_version: Optional[str] = None
+    torch_version: Optional[str] = None
+    gpu: Optional[str] = None  # a key of GPUS
+    gpu_name: Optional[str] = None  # what --detect read (``NVIDIA L40S``)
+    compute_capability: Optional[str] = None
+    gpu_count: Optional[int] = None
+    env_from_shell: Optional[bool] = None
+    framework: Optional[str] = None  # bridge | megatron-lm (--framework)
+    recipe: Optional[str] = None  # the catalog recipe the run starts from
+    base: Optional[str] = None  # the full dump the run starts from
+    # The Megatron-Bridge / megatron-core release the run is checked against. None: the newest release the
+    # tool mirrors (the frameworks' release data says which, and names it in a note).
+    bridge_version: Optional[str] = None
+    core_version: Optional[str] = None
+    # where each value came from: flag | directive | per-file-target | launch | recipe | pyproject | detected
+    # | default | unknown
     sources: dict = field(default_factory=lambda: {"world_size": "unknown", "transformer_engine": "default"})
-    extra: dict = field(default_factory=dict)  # further fields (gpu, versions, ...) — see FIELDS
     # The exported shell environment, when --env-from-shell asked for it. Never serialised: only the
     # launch variables a config names are ever shown.
     shell_env: Optional[dict] = None
@@ -115,11 +147,11 @@ class Target:
     layers: dict = field(default_factory=dict)
 
     def get(self, name: str, default: Any = None) -> Any:
-        if name in ("world_size", "transformer_engine"):
-            return getattr(self, name)
-        if name == "gpu_generation":
-            return self.gpu_generation
-        return self.extra.get(name, default)
+        """Field ``name`` by its name (the JSON key), ``default`` when it holds nothing."""
+        if name not in _FIELD_NAMES:
+            return default
+        value = getattr(self, name)
+        return default if value is None else value
 
     def source(self, name: str) -> str:
         if name == "gpu_generation":
@@ -128,13 +160,25 @@ class Target:
 
     def set(self, name: str, value: Any, source: str) -> None:
         """Set ``name`` unless a source of higher precedence already set it."""
+        if name not in _SETTABLE:
+            raise AttributeError(f"a target has no field {name!r}")
         if _RANK[source] < _RANK.get(self.sources.get(name, UNKNOWN), 0):
             return
-        if name in ("world_size", "transformer_engine"):
-            setattr(self, name, value)
-        else:
-            self.extra[name] = value
+        setattr(self, name, value)
         self.sources[name] = source
+
+    def drop(self, *names: str) -> None:
+        """Forget ``names`` (value and source), as if nothing had stated them."""
+        for name in names:
+            setattr(self, name, None)
+            self.sources.pop(name, None)
+
+    def copy(self) -> "Target":
+        """A copy whose fields and sources can change without changing this target."""
+        t = type(self).__new__(type(self))
+        t.__dict__.update(self.__dict__)
+        t.sources, t.layers = dict(self.sources), dict(self.layers)
+        return t
 
     def for_file(self, config_file: str, text: Optional[str] = None) -> "Target":
         """This target as it applies to ``config_file``: the same flags and detection, the [tool.overlap] of
@@ -155,18 +199,19 @@ class Target:
         ):
             return self
         return profile(
-            r["flags"], settings, r.get("detection"), r.get("shell_env"), r.get("settings"), per_file, directive
+            r["flags"], settings, r.get("detection"), r.get("shell_env"), r.get("settings"), per_file, directive,
+            r.get("recipe_launch"),
         )
 
     @property
     def gpu_generation(self) -> Optional[str]:
-        return generation_of(self.extra.get("compute_capability")) or GPU_GENERATIONS.get(self.extra.get("gpu"))
+        return generation_of(self.compute_capability) or GPU_GENERATIONS.get(self.gpu)
 
     def gpu_label(self) -> str:
         """``h100`` / ``NVIDIA L40S`` / ``compute capability 8.9`` / ``unknown GPU``."""
         if self.gpu_generation is None:
             return "unknown GPU"
-        return self.extra.get("gpu") or self.extra.get("gpu_name") or f"compute capability {self.extra.get('compute_capability')}"
+        return self.gpu or self.gpu_name or f"compute capability {self.compute_capability}"
 
     def source_label(self, name: str) -> str:
         """Where field ``name`` came from, in words: ``--world-size``, ``# overlap: target (line 3)``, ..."""
@@ -178,8 +223,8 @@ class Target:
         if src == PYPROJECT:
             return f"[tool.overlap] in {self.settings_path}"
         if src == RECIPE:
-            return f"recipe {self.extra.get('recipe')}"
-        return {FLAG: "command line", DETECTED: "--detect"}.get(src, src)
+            return f"recipe {self.recipe}"
+        return {FLAG: "command line", DETECTED: "--detect", LAUNCH: "the launch line"}.get(src, src)
 
     def to_json(self, data_parallel_size: Optional[int]) -> dict:
         out = {
@@ -190,8 +235,9 @@ class Target:
         for k in FIELDS:
             if k not in out:
                 out[k] = self.get(k)
-        for k, v in self.extra.items():
-            out.setdefault(k, v)
+        for k in STATED_FIELDS:
+            if k in self.sources or getattr(self, k) is not None:
+                out[k] = getattr(self, k)
         sources = {k: self.source(k) for k in FIELDS}
         sources.update({k: v for k, v in self.sources.items() if k not in sources})
         out["sources"] = sources
@@ -216,6 +262,10 @@ class Target:
         return "target from " + "; ".join(parts) if parts else None
 
 
+_SETTABLE = frozenset(FIELDS + STATED_FIELDS) - {"gpu_generation"}
+_FIELD_NAMES = _SETTABLE | {"gpu_generation"}
+
+
 def _show(value: Any, missing: str = "none") -> str:
     if isinstance(value, bool):
         return str(value).lower()
@@ -229,6 +279,7 @@ def build_target(
     shell_env: Optional[dict] = None,
     per_file: tuple = (),
     directive=None,
+    recipe_launch=None,
 ) -> Target:
     """Combine command-line ``flags`` (None = not given), the ``directive`` of the file
     (file_target.Directive), the matching ``per_file`` tables ([(glob, table)]), ``settings``
@@ -237,7 +288,9 @@ def build_target(
     ``flags`` keys: world_size, nodes, gpus_per_node, transformer_engine, gpu, te_version, torch_version,
     env_from_shell. Raises ValueError for a value that is not acceptable (SettingError names the key; the
     caller names where it came from). World size from ``nodes * gpus_per_node`` counts as the source that
-    gave both.
+    gave both. ``recipe_launch``: name -> RecipeLaunch or None, the framework's catalog lookup
+    (frameworks.bridge.recipe_launch) that gives a named recipe's own launch; without it the recipe's launch
+    is left to the run (for_run).
     """
     t = Target()
     _apply_world(t, flags.get("world_size"), flags.get("nodes"), flags.get("gpus_per_node"), FLAG)
@@ -265,7 +318,7 @@ def build_target(
             _apply_gpu(t, detection.gpu, detection.compute_capability, DETECTED, detection.gpu_name)
     if flags.get("transformer_engine") is not None:
         t.set("transformer_engine", bool(flags["transformer_engine"]), FLAG)
-    for name in ("te_version", "torch_version"):
+    for name in ("te_version", "torch_version", "bridge_version", "core_version"):
         if flags.get(name) is not None:
             t.set(name, check_version(flags[name], "--" + name.replace("_", "-")), FLAG)
     if flags.get("gpu") is not None:
@@ -278,10 +331,12 @@ def build_target(
     for name in ("recipe", "base"):
         if flags.get(name) is not None:
             t.set(name, flags[name], FLAG)
-    apply_recipe(t)
+    launch = recipe_launch(t.recipe) if recipe_launch is not None and t.recipe and not t.base else None
+    if launch is not None:
+        apply_recipe(t, launch)
     if flags.get("set_vars"):
         t.launch_vars = dict(flags["set_vars"])
-    if t.extra.get("env_from_shell"):
+    if t.env_from_shell:
         t.shell_env = dict(shell_env or {})
     else:
         t.set("env_from_shell", False, DEFAULT)
@@ -290,29 +345,48 @@ def build_target(
 
 def launch_sizes_apply(t: Target) -> bool:
     """Whether a launch script's own sizes (torchrun's, srun's) give the world size of its run: they rank
-    as the recipe's launch does, below a flag, a ``# overlap: target`` directive and a per-file-target
-    entry (flag > file), above [tool.overlap] and defaults."""
-    return _RANK.get(t.source("world_size"), 0) <= _RANK[RECIPE]
+    below a flag, a ``# overlap: target`` directive and a per-file-target entry (flag > file), above the
+    recipe's name, [tool.overlap] and defaults."""
+    return _RANK.get(t.source("world_size"), 0) < _RANK[LAUNCH]
 
 
-def apply_recipe(t: Target) -> None:
-    """The recipe's own launch (world size and GPU from Bridge's recipe name, recipes.info), below every
-    statement about this file and above [tool.overlap]. An unknown name is left to the loader to report."""
-    name = t.extra.get("recipe")
-    if not name or t.extra.get("base"):
-        return
-    from overlap_cli.frameworks.bridge import recipes
+def apply_recipe(t: Target, launch: RecipeLaunch) -> None:
+    """The recipe's own launch (world size and GPU from Bridge's recipe name), below every statement about
+    this file and above [tool.overlap]."""
+    if t.recipe is None or t.source("recipe") == UNKNOWN:
+        t.sources["recipe"] = RECIPE
+    t.recipe = launch.name  # the catalog's spelling (with _config), same source
+    if launch.world_size is not None:
+        _apply_world(t, launch.world_size, None, None, RECIPE)
+    if launch.gpu in GPUS:
+        _apply_gpu(t, launch.gpu, GPUS[launch.gpu], RECIPE)
 
-    try:
-        row = recipes.info(name)
-    except KeyError:
-        return
-    t.extra["recipe"] = row["name"]  # the catalog's spelling (with _config), same source
-    if row.get("world_size") is not None:
-        _apply_world(t, row["world_size"], None, None, RECIPE)
-    gpu = row.get("gpu")
-    if gpu in GPUS:
-        _apply_gpu(t, gpu, GPUS[gpu], RECIPE)
+
+def for_run(
+    target: Target,
+    recipe: Optional[RecipeLaunch] = None,
+    launch_world_size: Optional[int] = None,
+    launch_env: Optional[dict] = None,
+    recipe_world_holds: bool = True,
+) -> Target:
+    """The target of one run, a new Target (``target`` is left as it is). The one place the world size's
+    precedence is decided: flag > ``# overlap: target`` directive > per-file-target > the launch line
+    (``launch_world_size``: torchrun's / srun's sizes) > the recipe's name (``recipe``: the run's recipe and
+    the launch it is tuned for) > [tool.overlap] > --detect >
+    default. ``launch_env``: what the launch exports, the process's environment over the shell's.
+    ``recipe_world_holds`` False: a world size that is only the recipe's is forgotten (the run's sharding
+    does not fit it, so it says nothing about where the run launches)."""
+    t = target.copy()
+    if recipe is not None and not t.base:
+        apply_recipe(t, recipe)
+    if launch_env:
+        t.shell_env = {**(target.shell_env or {}), **launch_env}
+    if launch_world_size is not None:
+        _apply_world(t, launch_world_size, None, None, LAUNCH)
+    if not recipe_world_holds and t.source("world_size") == RECIPE:
+        t.drop("world_size")
+        t.sources["world_size"] = UNKNOWN
+    return t
 
 
 def _toml_key(pattern: str) -> str:
@@ -327,13 +401,14 @@ def profile(
     explicit_settings: Optional[str] = None,
     per_file: tuple = (),
     directive=None,
+    recipe_launch=None,
 ) -> Target:
     """build_target that remembers how it was built (Target.for_file) and reports a bad value as
     model.InputError naming where it was written: the settings file and key, or the config file's line."""
     from overlap_cli.problems import InputError, InputProblem
 
     try:
-        t = build_target(flags, settings, detection, shell_env, per_file, directive)
+        t = build_target(flags, settings, detection, shell_env, per_file, directive, recipe_launch)
     except ValueError as exc:
         if isinstance(exc, SettingError) and exc.source == DIRECTIVE and directive is not None:
             raise InputError(
@@ -347,6 +422,7 @@ def profile(
         "settings": explicit_settings,
         "detection": detection,
         "shell_env": shell_env,
+        "recipe_launch": recipe_launch,
     }
     return t
 
@@ -355,6 +431,8 @@ def _apply_world(t: Target, world_size, nodes, gpus_per_node, source: str) -> No
     if _RANK[source] < _RANK.get(t.sources.get("world_size", UNKNOWN), 0):
         return  # the world size is already given by a stronger source; keep its node split with it
     if world_size is not None:
+        if _RANK[source] > _RANK.get(t.sources.get("nodes", UNKNOWN), 0):
+            t.drop("nodes", "gpus_per_node")  # a weaker source's node split does not describe this world
         t.set("world_size", world_size, source)
     elif nodes is not None and gpus_per_node is not None:
         t.set("world_size", nodes * gpus_per_node, source)
@@ -367,9 +445,7 @@ def _apply_gpu(t: Target, gpu: Optional[str], cc: str, source: str, name: Option
     # higher-precedence GPU name.
     if _RANK[source] < _RANK.get(t.sources.get("compute_capability", UNKNOWN), 0):
         return
-    for key in ("gpu", "gpu_name", "compute_capability"):
-        t.extra.pop(key, None)
-        t.sources.pop(key, None)
+    t.drop("gpu", "gpu_name", "compute_capability")
     t.set("gpu", gpu, source if gpu else UNKNOWN)
     if name:
         t.set("gpu_name", name, source)
@@ -415,7 +491,7 @@ def apply_table(t: Target, s, source: str) -> None:
         te = boolean("te")
     if te is not None:
         t.set("transformer_engine", te, source)
-    for key in ("te_version", "torch_version"):
+    for key in ("te_version", "torch_version", "bridge_version", "core_version"):
         v = s.get(key)
         if v is not None:
             try:
@@ -436,54 +512,3 @@ def apply_table(t: Target, s, source: str) -> None:
         if not isinstance(recipe, str) or not recipe.strip():
             raise SettingError("recipe", f"must be a recipe name, got {recipe!r}", source)
         t.set("recipe", recipe.strip(), source)
-
-
-# -- deriving a run's target: one place for the world size's precedence ------------------------------
-# flag > directive > per-file-target > the launch line's sizes = the recipe's launch > [tool.overlap] >
-# detected > default (_RANK). Every form derives the target of its run through these, never by copying a
-# Target and writing fields.
-
-
-def _copy(t: Target) -> Target:
-    import copy
-
-    out = copy.copy(t)
-    out.extra, out.sources = dict(t.extra), dict(t.sources)
-    return out
-
-
-def for_recipe(t: Target, recipe: str, replace: bool = False) -> Target:
-    """``t`` for a run that starts from catalog recipe ``recipe``: the recipe's own launch (its world size
-    and GPU) below every statement about the file. A recipe already named by a setting stays, unless
-    ``replace`` (a launch line names the recipe it runs: that one runs)."""
-    out = _copy(t)
-    if replace or out.extra.get("recipe") is None:
-        out.extra["recipe"] = recipe
-        out.sources["recipe"] = RECIPE
-    apply_recipe(out)
-    return out
-
-
-def for_launch(t: Target, world_size: Optional[int], exported: Optional[dict] = None, source: str = "launch") -> Target:
-    """``t`` for a run a launch line starts: the launch's sizes give the world size where they rank
-    (launch_sizes_apply: above the recipe's launch and [tool.overlap], below a flag / directive /
-    per-file-target), and what the launch exports is the process's environment (over the shell's).
-    ``source``: what stated the size (``launch``; ``cluster`` for NeMo-RL's cluster section)."""
-    out = _copy(t)
-    if exported:
-        out.shell_env = {**(t.shell_env or {}), **exported}
-    if world_size is not None and launch_sizes_apply(t):
-        out.world_size = world_size
-        out.sources["world_size"] = source
-        for k in ("nodes", "gpus_per_node"):
-            out.extra.pop(k, None)
-            out.sources.pop(k, None)
-    return out
-
-
-def without_world_size(t: Target) -> Target:
-    """``t`` with its world size unknown (a size that cannot hold the run and that nobody stated for it)."""
-    out = _copy(t)
-    out.world_size = None
-    out.sources["world_size"] = UNKNOWN
-    return out

@@ -10,6 +10,8 @@ Target-profile keys (read by target.build_target; ``-`` and ``_`` are interchang
     te_version = "2.7"        # strings: a TOML number 2.10 would read as 2.1
     torch_version = "2.6"
     env_from_shell = false    # exported variables override env_vars, as at launch
+    bridge_version = "X.Y.Z"  # the Megatron-Bridge release checked against (default: the newest mirrored)
+    core_version = "X.Y.Z"    # the megatron-core release (default: the one that Bridge release pins)
 
     [tool.overlap.per-file-target]   # glob -> the same keys, for the files it matches (file_target.py)
     "configs/b200/*.yaml" = { gpu = "b200", world-size = 256 }

@@ -16,22 +16,8 @@ from overlap_cli.rules.registry import rule
 
 UNKNOWN = object()
 
-# Class defaults of the non-model fields read below (megatron-bridge 0.6.2 training/config.py:
-# ValidationConfig.eval_global_batch_size / eval_micro_batch_size None, DistributedInitConfig.
-# eval_context_parallel_size None; megatron-core 0.19.2 BlendedMegatronDatasetConfig.fast_cache_load False,
-# path_to_cache None; TransformerConfig fp8_output_proj False, calculate_per_token_loss False, fp8 / fp4 /
-# fp8_param / fp4_param None, expert_model_parallel_size 1 (model_parallel_config.py)).
-_DEFAULTS = {
-    ("validation", "eval_global_batch_size"): None,
-    ("validation", "eval_micro_batch_size"): None,
-    ("dist", "eval_context_parallel_size"): None,
-    ("dataset", "fast_cache_load"): False,
-    ("dataset", "path_to_cache"): None,
-    ("model", "fp8_output_proj"): False,
-    ("model", "calculate_per_token_loss"): False,
-    ("model", "expert_model_parallel_size"): 1,
-    ("ddp", "average_in_collective"): False,
-}
+# The class defaults of the non-model fields read below are release data (VALIDATE_DEFAULTS of
+# frameworks/bridge/releases/), read through releases.of(view.target).
 
 # Dataset classes ``validate()`` compares sequence lengths for (config.py:1488-1498) and, for all but the
 # first, checks the CP finetuning loss settings on (config.py:1439-1457); the ``_target_`` Bridge's dumps write.
@@ -59,7 +45,9 @@ def value(view, section: str, key: str):
             return bridge.LAUNCH_MODEL_DEFAULTS[key]
     elif view.cfg.has((section, key)):
         return view.cfg.get((section, key))
-    return _DEFAULTS.get((section, key), UNKNOWN)
+    from overlap_cli.frameworks.bridge import releases
+
+    return releases.of(view.target).VALIDATE_DEFAULTS.get((section, key), UNKNOWN)
 
 
 def _int(v):

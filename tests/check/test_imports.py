@@ -228,3 +228,50 @@ def test_no_private_name_is_imported_from_another_module():
 def test_every_import_is_visible_to_the_walk():
     _, _, unseen = import_graph(ROOT, PACKAGE)
     assert unseen == []
+
+
+# -- the layers run one way (overlap_cli/layers.py) -----------------------------------------------
+
+
+def upward_imports(edges: dict, layer_of) -> list:
+    """[(module, imported module)] for every import of a module on a higher layer than the importer's, and
+    [(module, None)] for a module the table places on no layer."""
+    out = []
+    for module in sorted(edges):
+        own = layer_of(module)
+        if own is None:
+            out.append((module, None))
+            continue
+        out.extend((module, dep) for dep in sorted(edges[module]) if (layer_of(dep) or 0) > own)
+    return out
+
+
+def test_an_upward_import_is_found_on_a_toy_package(tmp_path):
+    from overlap_cli.layers import layer_of
+
+    layers = (("pkg", "pkg.words"), ("pkg.text",), ("pkg.app",))
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "words.py": "",
+            "text/__init__.py": "from pkg import words\n",
+            "text/read.py": "def read():\n    from pkg.app.main import run  # up: text < app\n",
+            "app/__init__.py": "",
+            "app/main.py": "from pkg.text import read\nfrom pkg.words import *\n",
+            "stray.py": "",
+        },
+    )
+    edges, _, _ = import_graph(root, "pkg")
+    found = upward_imports(edges, lambda m: layer_of(m, layers))
+    assert found == [("pkg.text.read", "pkg.app.main")]
+    root = _package(tmp_path, {"words.py": "import pkg.text.read\n"})  # the ground floor reaching up
+    edges, _, _ = import_graph(root, "pkg")
+    assert ("pkg.words", "pkg.text.read") in upward_imports(edges, lambda m: layer_of(m, layers))
+
+
+def test_every_module_has_a_layer_and_no_import_runs_up():
+    from overlap_cli.layers import layer_of
+
+    edges, _, _ = import_graph(ROOT, PACKAGE)
+    assert upward_imports(edges, layer_of) == []

@@ -101,7 +101,7 @@ def checked():
         except InputError:
             continue
         target = Target(world_size=ws)
-        target.extra["gpu"] = gpu
+        target.gpu = gpu
         out.append((path, key, ws, gpu, daily, run_rules(resolve(launch, target))))
     return out
 

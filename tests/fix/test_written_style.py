@@ -65,7 +65,9 @@ def test_annotate_new_nulls_use_the_files_spelling(run_cli, tmp_path):
 def test_annotate_keeps_every_null_of_a_bridge_dump(run_cli, corpus):
     """Every `key: null` line of a real dump is still `key: null` (or carries the effective value annotate
     writes in for an overlap key); none becomes `key:`."""
-    from overlap_cli.frameworks.bridge.resolver import EFFECTIVE_KEYS
+    from overlap_cli.frameworks.bridge.releases import BRIDGE
+
+    EFFECTIVE_KEYS = BRIDGE.get().EFFECTIVE_KEYS
 
     path = CORPUS / "llama3_70b_pretrain_32gpu_h100_bf16_config.yaml"
     text = path.read_text()

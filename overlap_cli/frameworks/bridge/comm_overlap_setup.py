@@ -14,6 +14,9 @@ from overlap_cli.frameworks.bridge.view import Overwrite, Resolved, user_wrote
 
 def setup_comm_overlap(r: Resolved, co: dict, prov: dict) -> None:
     cfg, target = r.cfg, r.target
+    from overlap_cli.frameworks.bridge import releases
+
+    release = releases.of(target)
     model, ddp = r.final["model"], r.final["ddp"]
     known = bridge.COMM_OVERLAP_FIELDS
     if "tp_comm_overlap" not in co:
@@ -21,7 +24,7 @@ def setup_comm_overlap(r: Resolved, co: dict, prov: dict) -> None:
     # finalize(): snapshot of the user's fields. ``None`` means "let Bridge decide" for every field.
     user = {k: v for k, v in co.items() if k in known and k != "data_parallel_size" and v is not None}
     if "tp_comm_bootstrap_backend" not in co:
-        user["tp_comm_bootstrap_backend"] = "nccl"  # the dataclass default is not None
+        user["tp_comm_bootstrap_backend"] = release.TP_COMM_BOOTSTRAP_BACKEND  # the dataclass default is not None
     r.comm_overlap_user = {k: v for k, v in co.items() if k in known and v is not None and k != "_target_"}
 
     def in_file(key: str) -> str:
@@ -34,15 +37,7 @@ def setup_comm_overlap(r: Resolved, co: dict, prov: dict) -> None:
         return cfg.label(("comm_overlap", key) if ("comm_overlap", key) in cfg.layers else ("model", key))
 
     # _get_model_comm_overlap_cfgs: defaults, the TP gate, the PP choice, then user values win.
-    auto: dict = {
-        "tp_comm_overlap": False,
-        "tp_comm_overlap_cfg": None,
-        "defer_embedding_wgrad_compute": False,
-        "wgrad_deferral_limit": -1,
-        "overlap_moe_expert_parallel_comm": False,
-        "delay_wgrad_compute": False,
-        "tp_comm_bootstrap_backend": None,
-    }
+    auto: dict = dict(release.MODEL_OVERLAP_DEFAULTS)
     reasons: dict = {
         "tp_comm_overlap": (BRIDGE_AUTO, "comm_overlap present without tp_comm_overlap: true; Bridge writes false"),
         "tp_comm_overlap_cfg": (BRIDGE_AUTO, "comm_overlap writes its tp_comm_overlap_cfg (none given)"),
@@ -83,7 +78,7 @@ def setup_comm_overlap(r: Resolved, co: dict, prov: dict) -> None:
             if k == "tp_comm_overlap" and r.tp_gate:
                 src = (FORCED_OFF, _gate_reason(r))
             elif k == "tp_comm_bootstrap_backend" and "tp_comm_bootstrap_backend" not in co:
-                src = (DEFAULT, "CommOverlapConfig default 'nccl'")
+                src = (DEFAULT, f"CommOverlapConfig default {release.TP_COMM_BOOTSTRAP_BACKEND!r}")
             else:
                 src = (USER, f"comm_overlap.{k} in {in_file(k)} wins over Bridge's default", layer(k))
         else:
@@ -123,17 +118,11 @@ def setup_comm_overlap(r: Resolved, co: dict, prov: dict) -> None:
     if not r.distopt_at_setup:
         return
     r.dp_path_ran = True
-    dp_defaults: dict = {
-        "bucket_size": None,
-        "overlap_grad_reduce": False,
-        "overlap_param_gather": False,
-        "overlap_param_gather_with_optimizer_step": False,
-        "align_param_gather": False,
-    }
+    dp_defaults: dict = dict(release.DP_OVERLAP_DEFAULTS)
     if r.dp is not None and r.dp > 1:
-        dp_defaults.update(bucket_size=bridge.BRIDGE_BUCKET_SIZE, overlap_grad_reduce=True, overlap_param_gather=True)
+        dp_defaults.update(release.DP_OVERLAP_WHEN_DP)
         if r.pp > 1 and r.vp > 1:
-            dp_defaults["align_param_gather"] = True
+            dp_defaults.update(release.DP_OVERLAP_WHEN_INTERLEAVED)
     r.dp_defaults = dict(dp_defaults)
     dp_cfg = {k: None for k in bridge.COMM_OVERLAP_FIELDS if k not in ("tp_comm_overlap", "data_parallel_size")}
     dp_cfg.update(dp_defaults)
@@ -174,13 +163,19 @@ def _gate_reason(r: Resolved) -> str:
     return "TP overlap requested, but Transformer Engine is absent on the target: Bridge disables it"
 
 
+def _release(r: Resolved):
+    from overlap_cli.frameworks.bridge import releases
+
+    return releases.of(r.target)
+
+
 def _dp_reason(r: Resolved, key: str, value: Any) -> tuple[tuple[str, str], bool]:
     """Provenance of a DP default; ``unknown`` when the world size was not given."""
     if r.dp is None:
         if key == "overlap_param_gather_with_optimizer_step":
             return (BRIDGE_AUTO, "Bridge leaves it off (disabled upstream: checkpointing issue)"), False
         when = {
-            "bucket_size": f"{bridge.BRIDGE_BUCKET_SIZE} parameters",
+            "bucket_size": f"{_release(r).BUCKET_SIZE} parameters",
             "overlap_grad_reduce": "true",
             "overlap_param_gather": "true",
             "align_param_gather": "true" if (r.pp > 1 and r.vp > 1) else "false (needs PP > 1 and VPP > 1)",

@@ -177,8 +177,7 @@ LANDS_ON_DDP = ("overlap_grad_reduce", "overlap_param_gather", "align_param_gath
 LANDS_ON_OPTIMIZER = ("overlap_param_gather", "overlap_param_gather_with_optimizer_step")
 DP_FIELDS = ("bucket_size", "overlap_grad_reduce", "overlap_param_gather", "overlap_param_gather_with_optimizer_step", "align_param_gather")
 
-# Bridge's DP default bucket: 128 * 1024 * 1024 parameters (comm_overlap.py, _get_optimizer_overlap_cfgs).
-BRIDGE_BUCKET_SIZE = 128 * 1024 * 1024
+# Bridge's DP defaults (the bucket size, what DP > 1 turns on): release data, frameworks/bridge/releases/.
 
 # ----------------------------------------------------------------------------------------------
 # Mixed precision (megatron/bridge/training/mixed_precision.py)

@@ -130,7 +130,9 @@ class Context(Library):
 
             if pv.is_preset_name(value.name):
                 return pv.preset_value(value.name)
-            return Unknown(f"{value.name}: not a userbuffers preset of Megatron-Bridge 0.6.2")
+            from overlap_cli.frameworks.bridge.releases import BRIDGE
+
+            return Unknown(f"{value.name}: not a userbuffers preset of Megatron-Bridge {BRIDGE.get().BRIDGE_VERSION}")
         return value
 
     def module_attribute(self, module: str, attr: str):

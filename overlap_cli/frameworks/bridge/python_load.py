@@ -166,7 +166,9 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
         from overlap_cli.config.overrides import apply_overrides
 
         cfg.layer_list.append(Layer("command line", "command line", None, {}))
-        apply_overrides(cfg, overrides, base_label=run.label)
+        from overlap_cli.frameworks.bridge.dotlist_shape import BRIDGE_CONFIG
+
+        apply_overrides(cfg, overrides, base_label=run.label, shape=BRIDGE_CONFIG)
         for ov in overrides:
             for q in [q for q in owner if q[: len(ov.path)] == ov.path]:
                 del owner[q]

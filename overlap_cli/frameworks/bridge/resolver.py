@@ -24,35 +24,10 @@ from overlap_cli.frameworks.bridge.schema import validate_types
 from overlap_cli.frameworks.bridge.view import Overwrite, Resolved, user_wrote
 from overlap_cli.launch_profile.profile import Target
 
-# The keys every result's ``effective`` holds, whatever the file sets (the JSON contract in docs/ci.md).
-EFFECTIVE_KEYS = (
-    "model.tensor_model_parallel_size",
-    "model.pipeline_model_parallel_size",
-    "model.virtual_pipeline_model_parallel_size",
-    "model.context_parallel_size",
-    "model.sequence_parallel",
-    "model.tp_comm_overlap",
-    "model.tp_comm_overlap_cfg",
-    "model.tp_comm_bootstrap_backend",
-    "model.overlap_p2p_comm",
-    "model.batch_p2p_comm",
-    "model.defer_embedding_wgrad_compute",
-    "model.wgrad_deferral_limit",
-    "model.overlap_moe_expert_parallel_comm",
-    "model.delay_wgrad_compute",
-    "ddp.use_distributed_optimizer",
-    "ddp.overlap_grad_reduce",
-    "ddp.overlap_param_gather",
-    "ddp.align_param_gather",
-    "ddp.bucket_size",
-    "ddp.grad_reduce_in_fp32",
-    "ddp.fp8_param_gather",
-    "optimizer.overlap_param_gather",
-    "optimizer.overlap_param_gather_with_optimizer_step",
-)
-
-
 def resolve(cfg: Config, target: Target) -> Resolved:
+    from overlap_cli.frameworks.bridge import releases
+
+    effective_keys = releases.of(target).EFFECTIVE_KEYS  # the keys every result's ``effective`` holds
     validate_types(cfg)
     r = Resolved(cfg=cfg, target=target)
 
@@ -76,7 +51,7 @@ def resolve(cfg: Config, target: Target) -> Resolved:
         default = bridge.SECTION_DEFAULTS[section].get(key)
         return Value(default, DEFAULT, "not in the file: Megatron-Core/Bridge class default")
 
-    for key in EFFECTIVE_KEYS:
+    for key in effective_keys:
         section, name = key.split(".", 1)
         prov[key] = from_file(section, name)
 
@@ -200,7 +175,7 @@ def resolve(cfg: Config, target: Target) -> Resolved:
             "at model finalize, after comm_overlap ran",
         )
 
-    for key in EFFECTIVE_KEYS:
+    for key in effective_keys:
         section, name = key.split(".", 1)
         v = prov[key]
         if v.source not in (UNKNOWN,):

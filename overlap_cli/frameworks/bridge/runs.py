@@ -50,6 +50,7 @@ class BridgeRun:
 
             return load_python(self.python, text, overrides)[0]
         from overlap_cli.config.layers import Stack, load_layered
+        from overlap_cli.frameworks.bridge.dotlist_shape import BRIDGE_CONFIG
 
         top = self.files[-1] if self.files else None
         stack = Stack(recipe=None if self.base else self.recipe, base=self.base, lower=tuple(self.files[:-1]),
@@ -59,8 +60,8 @@ class BridgeRun:
                 raise InputError(InputProblem("<command line>", "no config file given"))
             from overlap_cli.config.loader import load_config
 
-            return load_config(top, overrides, text=text)  # one file, nothing under it
-        return load_layered(top, stack, overrides, text if top is not None else None)
+            return load_config(top, overrides, text=text, shape=BRIDGE_CONFIG)  # one file, nothing under it
+        return load_layered(top, stack, overrides, text if top is not None else None, BRIDGE_CONFIG)
 
 
 def unknown_recipe(name: str, where: str = "--recipe") -> InputProblem:

@@ -3,7 +3,7 @@
 ``final``: the TransformerConfig fields (``core_transformer_config_from_args``, megatron/training/
 argument_utils.py:277-340), the DDP config (``get_megatron_ddp_config``, megatron/training/training.py:1977)
 with the bucket size ``resolve_ddp_bucket_size`` computes (training.py:1552-1567), the optimizer config and
-the training sizes; ``effective``: the overlap keys with their provenance (facts.EFFECTIVE_KEYS, the names
+the training sizes; ``effective``: the overlap keys with their provenance (the release's EFFECTIVE_KEYS, the names
 Bridge's resolver uses) and the launch environment (``env.*``).
 """
 
@@ -28,6 +28,9 @@ def how_set(env) -> str:
 
 
 def build_configs(r, a, prov, known, unknown, fail) -> None:
+    from overlap_cli.frameworks.megatron_lm import releases
+
+    effective_keys = releases.of(r.target).EFFECTIVE_KEYS
     """``final``: the TransformerConfig, DDP config, optimizer config and training sizes Megatron-LM builds
     from ``args``; ``effective``: the overlap keys with their provenance."""
     clean = {k: (None if v is unknown else v) for k, v in a.items()}
@@ -73,7 +76,7 @@ def build_configs(r, a, prov, known, unknown, fail) -> None:
         # every other field keeps DistributedDataParallelConfig's default.
         from overlap_cli.frameworks.bridge.facts import DDP_DEFAULTS
 
-        for key in lm.EFFECTIVE_KEYS:
+        for key in effective_keys:
             section, name = key.split(".", 1)
             if section == "ddp" and name != "bucket_size":
                 ddp[name] = DDP_DEFAULTS[name]
@@ -91,7 +94,7 @@ def build_configs(r, a, prov, known, unknown, fail) -> None:
     from overlap_cli.frameworks.megatron_lm.args import option
 
     eff = {}
-    for key in lm.EFFECTIVE_KEYS:
+    for key in effective_keys:
         section, name = key.split(".", 1)
         dest = lm.DEST_OF.get(key, name)
         value = r.final[section].get(name)

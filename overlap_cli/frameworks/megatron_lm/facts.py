@@ -227,33 +227,7 @@ DEST_OF = {
     "model.fp8_param": "fp8_param_gather",
 }
 
-# The keys of ``effective`` (the JSON contract Bridge's resolver keeps: the same Megatron-Core names).
-EFFECTIVE_KEYS = (
-    "model.tensor_model_parallel_size",
-    "model.pipeline_model_parallel_size",
-    "model.virtual_pipeline_model_parallel_size",
-    "model.context_parallel_size",
-    "model.expert_model_parallel_size",
-    "model.sequence_parallel",
-    "model.tp_comm_overlap",
-    "model.tp_comm_overlap_cfg",
-    "model.overlap_p2p_comm",
-    "model.batch_p2p_comm",
-    "model.defer_embedding_wgrad_compute",
-    "model.wgrad_deferral_limit",
-    "model.overlap_moe_expert_parallel_comm",
-    "model.delay_wgrad_compute",
-    "ddp.use_distributed_optimizer",
-    "ddp.overlap_grad_reduce",
-    "ddp.overlap_param_gather",
-    "ddp.align_param_gather",
-    "ddp.bucket_size",
-    "ddp.grad_reduce_in_fp32",
-    "ddp.fp8_param_gather",
-    "optimizer.use_distributed_optimizer",
-    "optimizer.overlap_param_gather",
-    "optimizer.overlap_param_gather_with_optimizer_step",
-)
+# The keys of ``effective``: release data (frameworks/megatron_lm/releases/), read through releases.of(target).
 
 # Section of a Megatron-Core field in ``final`` (the rest of the dests go to "train").
 DDP_FIELDS = (

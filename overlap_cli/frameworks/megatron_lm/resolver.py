@@ -24,7 +24,6 @@ launch order, with the message the launch prints; rules report it.
 
 from __future__ import annotations
 
-import copy
 
 from overlap_cli.results import DEFAULT, FORCED_OFF, UNKNOWN as UNKNOWN_SOURCE, USER, Value
 from overlap_cli.frameworks.megatron_lm import facts as lm
@@ -142,16 +141,14 @@ def _use_dist_ckpt(s: _Launch) -> None:
 def _world_size(s: _Launch) -> None:
     """The world size (WORLD_SIZE from the launcher, arguments.py:144; the target's unless the launch states
     it), the parallel sizes and the GTP weight shards (arguments.py:411-416)."""
-    from overlap_cli.launch_profile.profile import launch_sizes_apply
+    from overlap_cli.launch_profile.profile import for_run, launch_sizes_apply
 
     launch, r, target = s.launch, s.r, s.r.target
     ws = launch.world_size if isinstance(launch.world_size, int) and not isinstance(launch.world_size, bool) else None
     if ws is not None and not launch_sizes_apply(target) and target.world_size is not None:
         ws = None  # flag > file: --world-size / --nodes / a directive states the scale to check it at
     if ws is not None:
-        target = copy.copy(target)
-        target.world_size = ws
-        target.sources = {**target.sources, "world_size": "launch"}
+        target = for_run(target, launch_world_size=ws)
         r.target = target
         r.world_source = "launch"
     else:

@@ -1,0 +1,46 @@
+"""The config Megatron-Bridge hands Hydra before a dotlist applies, as config.overrides needs it (StructShape).
+
+``parse_hydra_overrides`` (megatron/bridge/training/utils/omegaconf_utils.py:163-186) applies the dotlist to
+``create_omegaconf_dict_config`` of the whole ConfigContainer (omegaconf_utils.py:195-290): every field of
+its dataclasses, a file leaving it out or not, null ones included. config.overrides knows Hydra; this module
+says what Bridge's config holds."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
+if TYPE_CHECKING:
+    from typing import Any
+
+from overlap_cli.config.overrides import StructShape
+from overlap_cli.frameworks.bridge.schema import ALWAYS_PRESENT_SECTIONS, OPTIONAL_SECTIONS, known_field
+
+
+def field_default(section: str, name: str) -> Any:
+    """The class default of Bridge's config field ``section.name`` (a field known_field knows)."""
+    from overlap_cli.frameworks.bridge import facts as bridge
+
+    if section == "comm_overlap":
+        return bridge.COMM_OVERLAP_FIELDS.get(name)
+    if section == "mixed_precision":
+        return bridge.MP_DEFAULTS.get(name)
+    defaults = bridge.SECTION_DEFAULTS[section]
+    if name in defaults:
+        return defaults[name]
+    if section == "model" and name in bridge.LAUNCH_MODEL_DEFAULTS:
+        return bridge.LAUNCH_MODEL_DEFAULTS[name]
+    return bridge.OTHER_FIELD_DEFAULTS[(section, name)]
+
+
+def dataclass_fields(target: Any) -> frozenset:
+    from overlap_cli.frameworks.bridge.recipes import config_fields
+
+    return config_fields(target)
+
+
+BRIDGE_CONFIG = StructShape(
+    always_present=frozenset(ALWAYS_PRESENT_SECTIONS),
+    optional=frozenset(OPTIONAL_SECTIONS),
+    known_field=known_field,
+    field_default=field_default,
+    dataclass_fields=dataclass_fields,
+)
