@@ -85,8 +85,8 @@ def test_check_never_breaks(tmp_path_factory, data):
     jcode, jout, jerr = run("check", path, "--format", "json")
     assert jcode == code
     doc = json.loads(jout)
-    if not doc["results"]:  # mutated into some other YAML (no ConfigContainer section left): skipped, said so
-        assert code == 0 and f"{path}: skipped: not a training config" in jerr, (jout, jerr)
+    if not doc["results"]:  # mutated into some other YAML (or a NeMo-RL config without Megatron): skipped, said so
+        assert code == 0 and f"{path}: skipped: " in jerr, (jout, jerr)  # with its reason
         return
     assert len(doc["results"]) == 1 and doc["results"][0]["file"] == str(path)
     assert (doc["results"][0]["error"] is not None) == (code == 2)

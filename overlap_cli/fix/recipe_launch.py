@@ -53,8 +53,9 @@ def place(path: str, text: str, env: dict, edit, cfg=None) -> str:
     """``text`` with ``edit`` (a results.Edit) made as an override word, proven; Unplaceable otherwise.
     ``cfg``: the run's merged config; a new word for a key it lacks is ``+KEY=VALUE`` (Hydra's struct mode,
     which the runner's overrides go through, refuses a new key without ``+``)."""
-    if edit.op == "remove":
-        raise Unplaceable(f"removing {edit.key} cannot be written as an override word (the runner merges onto the recipe)")
+    if edit.op == "remove":  # the runner merges the overrides onto the recipe, which has no deletion
+        below = cfg.layer_list[0].label if cfg is not None and cfg.layer_list else "the recipe"
+        raise Unplaceable(f"{edit.key} is also set in {below}; a file merged on top cannot remove it: set it by hand")
     word = _word(edit.key, edit.value)
     found, before = _read(path, text, env)
     given = [t for t in found.tokens if t.text is not None and t.text.startswith(edit.key + "=")
