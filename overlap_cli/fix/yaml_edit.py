@@ -113,6 +113,8 @@ def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str
     from overlap_cli.config.yamlnodes import parse_yaml
 
     plain = parse_yaml(text, "<fix>")[0]
+    if plain is None:  # an override file of comments only: its keys start after them
+        return _fill_empty(text, findings, cfg)
     fast = fixfast.possible(text)
     if fast:  # no anchors or merges: plain data answers "does this edit change anything"
         y, data, before = None, copy.deepcopy(plain), None
@@ -170,6 +172,36 @@ def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str
         for e in edits_made:
             fixtree.apply_edit(data, e)
     new = fixtext.transplant(base, before, yamlrt.dump(y, data))
+    problem = _proven(text, new, plain)
+    if problem:
+        raise fixtext.Unmappable(problem)
+    return new, applied, skipped
+
+
+def _fill_empty(text: str, findings: list, cfg) -> tuple:
+    """apply_round for a document with no value (comments, blank lines): the edits become a new block
+    mapping after the file's own lines, proven like any round's text."""
+    y, data = fixtree.load("x: 0\n")  # a block mapping ruamel writes in block style once keys are added
+    del data["x"]
+    plain: dict = {}
+    applied, skipped = [], []
+    for f in sorted(findings, key=lambda f: all(e.op == "add" for e in f.fix.edits)):
+        edits = f.fix.edits
+        if cfg.layered:
+            edits, why = _for_top_file(edits, cfg, data)
+            if why:
+                skipped.append(Skipped(f, why))
+                continue
+        changed = [e for e in edits if e.op != "remove"]
+        for e in changed:
+            fixtree.apply_edit(data, e)
+            fixtext.apply_plain(plain, e.op, split_key(e.key), e.value)
+        if changed:
+            applied.append(Applied(f, changed, 0))
+    if not applied:
+        return text, [], skipped
+    head = text if not text or text.endswith("\n") else text + "\n"
+    new = head + yamlrt.dump(y, data)
     problem = _proven(text, new, plain)
     if problem:
         raise fixtext.Unmappable(problem)

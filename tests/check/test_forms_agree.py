@@ -117,11 +117,6 @@ CAUSES = (
           "what the fix says (unusual layout)') while the same run as a Python run is fixed",
           lambda d, seen: d.aspect.startswith("fix-") and not d.run.has_dump and any(
               "the edited text would not mean what the fix says" in _fix_stderr(seen, f) for f in (d.form, F.REFERENCE))),
-    Cause("fix-refuses-override-file-without-keys",
-          "overlap fix refuses an override file that holds only a comment ('the round-trip YAML parser cannot "
-          "read this file (NoneType object has no attribute get)'), while the same run as a Python run is fixed",
-          lambda d, seen: d.aspect.startswith("fix-") and d.aspect != "fix-places" and any(
-              "round-trip YAML parser cannot read this file" in _fix_stderr(seen, f) for f in (d.form, F.REFERENCE))),
 )
 BY_NAME = {c.name: c for c in CAUSES}
 

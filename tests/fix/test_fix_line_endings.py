@@ -3,6 +3,8 @@ works on ``\\n`` text and puts the file's own style (CRLF, CR alone, a BOM) back
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 PYTHON_RUN = (
@@ -38,3 +40,17 @@ def test_fix_write_keeps_bom_and_line_ends(tmp_path, run_cli, name, text, ending
         assert other not in body and body.count("\r") >= text.count("\n"), repr(body)
     normal = body.replace(ending, "\n")
     assert "sequence_parallel = True" in normal or "sequence_parallel: true" in normal, normal
+
+
+def test_fix_writes_into_an_override_file_of_comments_only(tmp_path, run_cli):
+    """An override file that holds only comments (a directive naming its recipe) is a document without a
+    value; a fix starts its keys after those lines instead of refusing the file."""
+    path = tmp_path / "over.yaml"
+    original = "# overlap: recipe=llama3_70b_pretrain_config\n# nothing changed yet\n"
+    path.write_text(original)
+    code, out, err = run_cli("fix", str(path), "--world-size", "64", "--write")
+    text = path.read_text()
+    assert text.startswith(original), text
+    assert "env_vars:\n  CUDA_DEVICE_MAX_CONNECTIONS: 1" in text, (text, out, err)
+    code, out, err = run_cli("check", str(path), "--world-size", "64", "--format", "json")
+    assert "ENV501" not in {f["code"] for f in json.loads(out)["results"][0]["findings"]}
