@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import re
 
+from overlap_cli.forms.sniff import read_head
 from overlap_cli.problems import InputProblem
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
@@ -141,14 +142,6 @@ def discover(args, configs_only: bool = False, target=None) -> Discovered:
     return out
 
 
-def _read_head(path: str):
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(_SNIFF_BYTES)
-    except OSError:
-        return None
-
-
 _SOURCE_RE = re.compile(r"^[ \t]*(?:source|\.)[ \t]+(['\"]?)((?:`[^`\n]*`|[^\s;'\"|&`])+)\1", re.MULTILINE)
 
 
@@ -161,7 +154,7 @@ def _sourced_by(fragments: list, scripts: list) -> dict:
     for script in scripts:
         if not script.lower().endswith((".sh", ".bash", ".slurm", ".sbatch")):
             continue
-        head = _read_head(script)
+        head = read_head(script)
         if not head or b"source" not in head and b". " not in head:
             continue
         text = head.decode("utf-8", "replace")
@@ -186,7 +179,7 @@ def _parses(path: str) -> bool:
     from overlap_cli.config.shell_parse import parse_script
     from overlap_cli.problems import InputError
 
-    head = _read_head(path)
+    head = read_head(path)
     try:
         parse_script(path, (head or b"").decode("utf-8", "replace"))
     except (InputError, RecursionError):

@@ -14,6 +14,10 @@ class Refused(Exception):
     message is the line ``overlap fix`` prints for it)."""
 
 
+class Unplaceable(Exception):
+    """An edit cannot be made exactly on this text; the message says why (the fix is skipped)."""
+
+
 class Session:
     """How fix.loop works on a file's text: with ``\n`` line ends while the rounds run (every edit writes
     ``\n``), the file's own line ends — CRLF, or CR alone — put back when it is written, so an edited
@@ -41,6 +45,26 @@ def _ending(text: str) -> str:
     if "\r" in text and "\n" not in text:
         return "\r"
     return "\n"
+
+
+def each_fix(current: str, findings: list, place) -> tuple:
+    """(new text, [Applied], [Skipped]) of one round in which ``place(text, finding)`` makes each finding's
+    edits on the text so far and returns the new text; a fix it cannot place (Unplaceable, or a
+    text that no longer reads) is skipped with the reason, the others go on."""
+    new, applied, skipped = current, [], []
+    for f in findings:
+        try:
+            candidate = place(new, f)
+        except Unplaceable as exc:
+            skipped.append(Skipped(f, str(exc)))
+            continue
+        except Exception as exc:  # the edited text does not read back: refuse this fix
+            skipped.append(Skipped(f, f"the edited file does not read back ({exc})"))
+            continue
+        if candidate != new:
+            applied.append(Applied(f, list(f.fix.edits), 0))
+            new = candidate
+    return new, applied, skipped
 
 
 @dataclass

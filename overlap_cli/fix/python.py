@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.fix.script import Unplaceable
+from overlap_cli.fix.common import Unplaceable
 
 
 def _literal(value) -> str:
@@ -105,29 +105,23 @@ def _flat(data, path=()):
 def apply_round(spec: str, current: str, findings: list, run) -> tuple:
     """(new text, [Applied], [Skipped]): each finding's edits made in turn, each proven by reading the
     file again (``run``: the PythonRun of ``current``)."""
-    from overlap_cli.fix.common import Applied, Skipped
+    from overlap_cli.fix.common import each_fix
     from overlap_cli.frameworks.bridge.python_load import read_run
 
-    new, applied, skipped = current, [], []
-    for f in findings:
-        try:
-            candidate, now = new, run
-            for e in f.fix.edits:
-                if _get(now.data, tuple(e.key.split("."))) == e.value and e.op != "remove":
-                    continue
-                step = apply_edit(candidate, now, e)
-                after, _ = read_run(spec, step)
-                why = _prove(now, after, e)
-                if why is not None:
-                    raise Unplaceable(f"not proven: {why}")
-                candidate, now = step, after
-        except Unplaceable as exc:
-            skipped.append(Skipped(f, str(exc)))
-            continue
-        except Exception as exc:  # the edited text does not read back: refuse this fix
-            skipped.append(Skipped(f, f"the edited file does not read back ({exc})"))
-            continue
-        if candidate != new:
-            applied.append(Applied(f, list(f.fix.edits), 0))
-            new, run = candidate, now
-    return new, applied, skipped
+    state = {"run": run}  # the run of the text so far: a placed fix's edits are proven against it
+
+    def place_fix(text: str, f) -> str:
+        now = state["run"]
+        for e in f.fix.edits:
+            if _get(now.data, tuple(e.key.split("."))) == e.value and e.op != "remove":
+                continue
+            step = apply_edit(text, now, e)
+            after, _ = read_run(spec, step)
+            why = _prove(now, after, e)
+            if why is not None:
+                raise Unplaceable(f"not proven: {why}")
+            text, now = step, after
+        state["run"] = now
+        return text
+
+    return each_fix(current, findings, place_fix)

@@ -15,8 +15,7 @@ the runner must see exactly the overrides it saw, with this one replaced or adde
 
 from __future__ import annotations
 
-from overlap_cli.fix.common import Applied, Skipped
-from overlap_cli.fix.script import Unplaceable
+from overlap_cli.fix.common import Unplaceable
 
 
 def _word(key: str, value) -> str:
@@ -83,22 +82,14 @@ def place(path: str, text: str, env: dict, edit, cfg=None) -> str:
 
 def apply_round(current: str, findings: list, checked) -> tuple:
     """(new text, [Applied], [Skipped]): each finding's edits placed in turn."""
+    from overlap_cli.fix.common import each_fix
     from overlap_cli.forms.megatron_lm import launch_env_of
 
-    path, env = checked.run.file, launch_env_of(checked.run.target)
-    new, applied, skipped = current, [], []
-    for f in findings:
-        try:
-            candidate = new
-            for e in f.fix.edits:
-                candidate = place(path, candidate, env, e, checked.view.cfg)
-        except Unplaceable as exc:
-            skipped.append(Skipped(f, str(exc)))
-            continue
-        except Exception as exc:  # the edited launch does not read back: refuse this fix
-            skipped.append(Skipped(f, f"the edited launch does not read back ({exc})"))
-            continue
-        if candidate != new:
-            applied.append(Applied(f, list(f.fix.edits), 0))
-            new = candidate
-    return new, applied, skipped
+    path, env, cfg = checked.run.file, launch_env_of(checked.run.target), checked.view.cfg
+
+    def place_fix(text: str, f) -> str:
+        for e in f.fix.edits:
+            text = place(path, text, env, e, cfg)
+        return text
+
+    return each_fix(current, findings, place_fix)

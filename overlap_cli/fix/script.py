@@ -18,11 +18,8 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
+from overlap_cli.fix.common import Unplaceable
 from overlap_cli.fix.script_place import candidates, flag_row
-
-
-class Unplaceable(Exception):
-    """The edit cannot be made exactly on this text; the message says why."""
 
 
 # ----------------------------------------------------------------------------------------------

@@ -14,15 +14,10 @@ if TYPE_CHECKING:
 
 from overlap_cli.forms import megatron_lm
 from overlap_cli.forms.base import Run
+from overlap_cli.forms.megatron_lm import FRAMEWORK, annotate, edit_round, fix_session, launch_env, resolve  # noqa: F401
 
 NAME = "megatron-lm-launch"
 FORM = __name__.rpartition(".")[2]
-FRAMEWORK = megatron_lm.FRAMEWORK
-resolve = megatron_lm.resolve
-launch_env = megatron_lm.launch_env
-edit_round = megatron_lm.edit_round
-fix_session = megatron_lm.fix_session
-annotate = megatron_lm.annotate
 
 
 def recognise(path: Optional[str], head: Optional[str]) -> bool:

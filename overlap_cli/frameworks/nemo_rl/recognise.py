@@ -35,24 +35,11 @@ SNIFF_BYTES = 1 << 20
 
 def sniff(path: str) -> Optional[str]:
     """The first MiB of a regular file as text; None for anything else (a FIFO is never opened) or an
-    unreadable file, which the reader of the check then reports."""
-    import os
-    import stat
+    unreadable file, which the reader of the check then reports (frameworks.detect.head_of)."""
+    from overlap_cli.frameworks.detect import head_of
 
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, SNIFF_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    head = head_of(path)
+    return head.decode("utf-8", "replace") if head is not None else None
 
 
 def looks_like_nemo_rl(text: str) -> bool:
