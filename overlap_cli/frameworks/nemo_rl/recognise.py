@@ -44,8 +44,8 @@ def sniff(path: str) -> Optional[str]:
 
 def looks_like_nemo_rl(text: str) -> bool:
     """The file's own shape: ``policy`` with ``cluster`` or an algorithm section, or a file ``defaults:``."""
-    if "policy" not in text and "defaults" not in text:
-        return False
+    if not (text.startswith(("policy", "defaults")) or "\npolicy" in text or "\ndefaults" in text):
+        return False  # no top-level policy / defaults key (a Bridge dump's 30 KB never needs the scan below)
     keys = set(_TOP_KEY.findall(text))
     if "policy" in keys and ("cluster" in keys or keys.intersection(ALGORITHM_SECTIONS)):
         return True
