@@ -91,9 +91,9 @@ def discover(args, configs_only: bool = False, target=None) -> Discovered:
 
     def add(path: str, explicit: bool) -> None:
         from overlap_cli import forms
-        from overlap_cli.frameworks.bridge.python_load import split_spec
 
-        file, function = split_spec(path) if forms.module("python_run").recognise(path, None) else (path, None)
+        file = forms.file_of(path)  # FILE.py::FUNCTION names one run of FILE.py
+        function = path[len(file) + 2:] or None if file != path else None
         key = os.path.realpath(path if function is None else file) + ("::" + function if function else "")
         if key in seen:
             first = seen[key]
