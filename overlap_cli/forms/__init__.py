@@ -30,14 +30,16 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-# In the order they are asked. bridge_yaml comes last: a YAML file no other form claims is read as a
-# Megatron-Bridge config (the loader then says what is wrong with it).
+# In the order they are asked, each with the file names it can claim (the registry skips a form whose
+# names cannot match before importing it: a YAML check imports no launch reader): "py" a Python run spec,
+# "yaml" a *.yaml / *.yml file, "not-yaml" any other file, "any" everything. bridge_yaml comes last: a
+# file no other form claims is read as a Megatron-Bridge config (the loader then says what is wrong with it).
 FORMS = (
-    "python_run",  # a Bridge run written in Python: FILE.py, FILE.py::FUNCTION
-    "launch_script",  # a launch script: Megatron-LM's pretrain_*.py (hands run_recipe.py launches to recipe_launch)
-    "mlm_test_yaml",  # Megatron-LM's functional-test YAML (MODEL_ARGS)
-    "nemo_rl",  # NeMo-RL's configs whose policy trains with Megatron (policy.megatron_cfg)
-    "bridge_yaml",  # a Bridge dump, override file or the GPTModelConfig form
+    ("python_run", "py"),  # a Bridge run written in Python: FILE.py, FILE.py::FUNCTION
+    ("launch_script", "not-yaml"),  # a launch script (hands run_recipe.py launches to recipe_launch)
+    ("mlm_test_yaml", "yaml"),  # Megatron-LM's functional-test YAML (MODEL_ARGS)
+    ("nemo_rl", "yaml"),  # NeMo-RL's configs whose policy trains with Megatron (policy.megatron_cfg)
+    ("bridge_yaml", "any"),  # a Bridge dump, override file or the GPTModelConfig form
 )
 # Forms no file is recognised as: another form hands a file to them after reading it.
 HANDED_OVER = ("recipe_launch",)
@@ -61,10 +63,19 @@ def module(name: str):
     return form
 
 
+def _kind(path: Optional[str]) -> str:
+    """Which names of FORMS ``path`` is: "py", "yaml" or "not-yaml"."""
+    if path is None:
+        return "none"
+    low = path.lower()
+    if low.partition("::")[0].endswith(".py"):
+        return "py"
+    return "yaml" if low.endswith((".yaml", ".yml")) else "not-yaml"
+
+
 def file_of(spec: str) -> str:
     """The file a run spec names: ``FILE.py::FUNCTION`` names FILE; any other spec is its file."""
-    python = module("python_run")
-    return python.file_of(spec) if python.recognise(spec, None) else spec
+    return spec.partition("::")[0] if _kind(spec) == "py" else spec
 
 
 def form_of(path: Optional[str], text: Optional[str] = None, forced: Optional[str] = None):
@@ -78,13 +89,16 @@ def form_of(path: Optional[str], text: Optional[str] = None, forced: Optional[st
         return module("mlm_test_yaml" if yaml else "launch_script")
     if forced == BRIDGE:
         return module("python_run" if module("python_run").recognise(path, None) else "bridge_yaml")
+    kind = _kind(path)
     head = None
     if text is not None:
         head = text
-    elif path is not None and not module("python_run").recognise(path, None):
+    elif kind not in ("py", "none"):
         raw = head_of(path)
         head = raw.decode("utf-8", "replace") if raw is not None else None
-    for name in FORMS:
+    for name, names in FORMS:
+        if names not in ("any", kind):
+            continue
         form = module(name)
         if form.recognise(path, head):
             return form
@@ -93,7 +107,7 @@ def form_of(path: Optional[str], text: Optional[str] = None, forced: Optional[st
 
 def by_name(name: str):
     """The form module whose NAME is ``name`` (JSON, docs)."""
-    for n in FORMS + HANDED_OVER:
+    for n in [n for n, _ in FORMS] + list(HANDED_OVER):
         if module(n).NAME == name:
             return module(n)
     raise KeyError(name)

@@ -29,15 +29,9 @@ def recognise(path: Optional[str], head: Optional[str]) -> bool:
 
 
 def load(path: str, text: Optional[str], target, overrides, lower) -> Run:
-    from overlap_cli.config.shell import read_launch_script
     from overlap_cli.config.entry_points import BRIDGE_RECIPE, classify
 
-    if text is None:
-        from overlap_cli.config.safe_read import read_text
-
-        text = read_text(path)
-    target = target.for_file(path, text)
-    found = read_launch_script(path, text, env=megatron_lm.launch_env_of(target))
+    text, target, found = megatron_lm.read_script(path, text, target)
     if classify(found.script)[0] == BRIDGE_RECIPE:
         from overlap_cli.forms import recipe_launch
 

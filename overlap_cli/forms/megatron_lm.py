@@ -20,6 +20,18 @@ def launch_env_of(target) -> dict:
     return env
 
 
+def read_script(path: str, text, target) -> tuple:
+    """(text, the file's own target, the launch as config/shell.py reads it) of a launch script."""
+    from overlap_cli.config.shell import read_launch_script
+
+    if text is None:
+        from overlap_cli.config.safe_read import read_text
+
+        text = read_text(path)
+    target = target.for_file(path, text)
+    return text, target, read_launch_script(path, text, env=launch_env_of(target))
+
+
 def load_lm(form: str, path: str, text: str, target, overrides) -> Run:
     """The Megatron-LM launch of ``path`` (its text read, its own target applied)."""
     from overlap_cli.frameworks.megatron_lm.args import load_launch

@@ -46,6 +46,21 @@ def lookup_recipe(name: str):
     return recipes.canonical(name)
 
 
+def load(path: str, text, target, overrides, lower) -> Run:
+    """A file read as this form: its launch line must start Bridge's recipe runner (forms.launch_script
+    hands such a launch here through load_found when it meets one)."""
+    from overlap_cli.config.entry_points import BRIDGE_RECIPE, classify
+    from overlap_cli.forms.megatron_lm import read_script
+
+    text, target, found = read_script(path, text, target)
+    if classify(found.script)[0] != BRIDGE_RECIPE:
+        raise InputError(InputProblem(path, f"not a launch of {RUNNER_NAME}"))
+    return load_found(path, text, found, target, overrides)
+
+
+RUNNER_NAME = "scripts/training/run_recipe.py"
+
+
 def load_found(path: str, text: str, found, target, overrides) -> Run:
     """The Bridge run of a launch already read by config/shell.py (``found``)."""
     from overlap_cli.config.layers import COMMAND_LINE
