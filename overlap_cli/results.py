@@ -168,6 +168,9 @@ NOTE_KINDS = (
     "general", "read-as", "launch-world-size", "world-size", "target", "unknown-keys", "depends-on-unknown",
     "environment", "warning", "transformer-engine", "gpu", "sourced", "left-off",
 )
+# The kinds that say how this file's form was read (the runner it names, the launch's own sizes): the same
+# run written in another form is read otherwise, so these notes differ between forms by design.
+READING_KINDS = frozenset(("read-as", "launch-world-size"))
 
 
 def note(text: str, kind: str = "general") -> Note:
@@ -208,4 +211,5 @@ class FileResult:
                 out["error"]["rule"] = self.error.rule
         if self.notes:
             out["notes"] = list(self.notes)
+            out["note_kinds"] = [getattr(n, "kind", "general") for n in self.notes]
         return out

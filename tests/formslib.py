@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conftest import run_entry_point
+from overlap_cli.results import READING_KINDS
 
 FORMS = ("dotlist", "yaml", "dump", "python", "launch")
 FIXABLE = ("yaml", "dump", "python", "launch")  # fix writes into a file; dotlist words are no file
@@ -238,6 +239,8 @@ def dump_of(recipe: str, dumps: Path) -> Path:
 #   and the command line of the dotlist form (``command line`` / ``the command line`` -> ``<user>``,
 #   ``on the command line`` / ``in the command line`` -> ``in <user>``);
 # - the base: ``recipe NAME`` and the dump file with or without ``:LINE[:COLUMN]`` -> ``<base>``;
+# - notes of the kinds ``results.READING_KINDS`` (how the form was read: the runner a launch names, its
+#   torchrun sizes) are dropped;
 # - a finding's ``line``, ``column`` and ``origin`` (the layer it points at, when not the checked file)
 #   and the result's ``file`` are dropped.
 # Everything else (values, sources, layers that are not locations such as ``bridge-auto``, codes,
@@ -276,7 +279,9 @@ def _summary(result: dict, pats) -> dict:
     return {
         "effective": effective,
         "findings": findings,
-        "notes": sorted(n(x) for x in result.get("notes") or []),
+        # a note of a READING_KINDS kind says how this form was read: it differs between forms by design
+        "notes": sorted(n(x) for x, kind in zip(result.get("notes") or [], result.get("note_kinds") or [])
+                        if kind not in READING_KINDS),
         "error": None if error is None else n(error.get("message") if isinstance(error, dict) else str(error)),
         # the target's ``recipe`` is the base's name, i.e. its location (a dump names none): not compared
         "target": {k: target.get(k) for k in ("world_size", "data_parallel_size", "gpu")},

@@ -96,6 +96,12 @@ def load_found(path: str, text: str, found, target, overrides) -> Run:
     notes = [Note(f"read as a Megatron-Bridge run: {run_recipe.RUNNER} --recipe {name} (line {read.recipe_line}),"
                   f" {len(read.overrides)} override(s) from the launch", "read-as")]
     notes.extend(Note(n, "general") for n in read.notes)
+    from overlap_cli.frameworks.bridge import releases
+
+    has_peft = isinstance(cfg.get(("peft",)), dict)
+    scheme = run_recipe.mode_note(read.mode, releases.of(target).RECIPE_PEFT_SCHEME if has_peft else None)
+    if scheme is not None:
+        notes.append(Note(scheme, "general"))
     notes.extend(Note(s, "general") for s in found.unknowns if "is not known statically" in s or "placeholder" in s)
     notes.extend(bridge_run.config_notes(cfg))
     return Run(form=FORM, file=path, text=text, target=target, config=cfg, notes=notes,

@@ -83,16 +83,6 @@ def _fix_place_named_by_check(d, seen) -> bool:
 
 
 CAUSES = (
-    Cause("launch-adds-reading-notes",
-          "the run_recipe.py launch path prints how it read the launch ('read as a Megatron-Bridge run: ...', "
-          "\"world size N from the launch's sizes\"), a note no other form prints for the same run",
-          lambda d, seen: d.form == "launch" and d.aspect == "notes" and d.side == "form"
-          and re.match(r"read as a Megatron-Bridge run: |world size \d+ from the launch's sizes", d.item)),
-    Cause("launch-runner-mode-note",
-          "a run_recipe.py launch of a PEFT recipe notes the runner's --mode default ('--mode lora: the runner "
-          "builds the recipe with peft_scheme=...'); the --recipe forms of the same recipe say nothing of it",
-          lambda d, seen: d.form == "launch" and d.aspect == "notes" and d.side == "form"
-          and d.item.startswith("--mode ")),
     Cause("dump-values-reported-as-overwritten",
           "a value the dump holds is the file's (--base dump.yaml), the same value in the recipe is the recipe's "
           "(--recipe NAME): an override that makes Bridge overwrite it (mixed_precision=bf16_mixed over an FP8 "

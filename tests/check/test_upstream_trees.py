@@ -206,6 +206,28 @@ def test_run_recipe_launch_is_a_bridge_run(run_cli, tmp_path):
     assert (r["target"]["world_size"], r["target"]["data_parallel_size"]) == (16, 4)
 
 
+@pytest.mark.parametrize("mode, note", [
+    ("lora", None),  # the recipe's default scheme is LoRA: the catalog's recipe is what runs
+    ("dora", "--mode dora: the runner builds the recipe with peft_scheme='dora'; the catalog's recipe was built "
+             "with its default 'lora': its peft section is not what runs"),
+])
+def test_run_recipe_mode_note_only_when_the_scheme_differs(run_cli, tmp_path, mode, note):
+    script = tmp_path / "peft.sh"
+    script.write_text("torchrun --nproc-per-node 1 scripts/training/run_recipe.py "
+                      f"--recipe qwen3_4b_peft_1gpu_h100_bf16_config --mode {mode}\n")
+    code, out, err = run_cli("check", str(script), "--format", "json")
+    r = json.loads(out)["results"][0]
+    assert r["error"] is None, r["error"]
+    scheme_notes = [n for n in r.get("notes", []) if n.startswith("--mode")]
+    assert scheme_notes == ([note] if note else [])
+    # a recipe without a PEFT section takes no peft_scheme: the runner builds it as the catalog holds it
+    script.write_text(script.read_text().replace("qwen3_4b_peft_1gpu_h100_bf16_config", "qwen3_4b_pretrain_config"))
+    code, out, err = run_cli("check", str(script), "--format", "json")
+    r = json.loads(out)["results"][0]
+    assert r["error"] is None, r["error"]
+    assert not [n for n in r.get("notes", []) if n.startswith("--mode")]
+
+
 def test_run_recipe_alias_of_the_upstream_script():
     from overlap_cli.frameworks.bridge import recipes
 

@@ -140,9 +140,6 @@ def read(found) -> RecipeLaunch:
         if stem is not None and mode_value is not None:
             out.recipe = f"{stem}_{'peft' if mode_value in ('lora', 'dora') else mode_value}_config"
     out.mode = mode_value
-    if mode_value in ("lora", "dora"):
-        out.notes.append(f"--mode {mode_value}: the runner builds the recipe with peft_scheme={mode_value!r}; "
-                         "the catalog's recipe is its default scheme")
     if values.get("dataset"):
         out.notes.append(f"--dataset {values['dataset'][0]}: the runner replaces the recipe's dataset section "
                          "(dataset_utils.build_dataset_config); dataset.* are not modelled")
@@ -204,3 +201,15 @@ def _known_key(token) -> str:
     """``model.x`` of an override word ``model.x=$UNKNOWN`` (its known text before the ``=``), else ''."""
     head, eq, _ = (token.prefix or "").partition("=")
     return head if eq and head and not head.startswith("-") else ""
+
+
+
+def mode_note(mode: Optional[str], recipe_scheme: Optional[str]) -> Optional[str]:
+    """A note when ``--mode lora|dora`` makes the runner build a PEFT recipe with another scheme than the
+    catalog's recipe was built with (``recipe_scheme``: the recipe's default ``peft_scheme``; None when the
+    recipe has no PEFT section: recipe_runner.py ``_load_with_optional_kwargs`` passes ``peft_scheme`` only to
+    a recipe that takes it), else None: the catalog's recipe is then exactly what the runner builds."""
+    if mode not in ("lora", "dora") or recipe_scheme is None or mode == recipe_scheme:
+        return None
+    return (f"--mode {mode}: the runner builds the recipe with peft_scheme={mode!r}; the catalog's recipe was "
+            f"built with its default {recipe_scheme!r}: its peft section is not what runs")

@@ -8,6 +8,11 @@ CORE_VERSION = "0.19.2"
 # The release the recipe catalog (frameworks/bridge/recipe_catalog/index.json "versions") was built from.
 CATALOG_VERSIONS = {"megatron-bridge": BRIDGE_VERSION, "megatron-core": CORE_VERSION}
 
+# The default ``peft_scheme`` of every PEFT recipe of the release (each recipe's signature:
+# ``peft_scheme: str | PEFT = "lora"``, 76 of them under src/megatron/bridge/recipes): the catalog's recipe is
+# built with it.
+RECIPE_PEFT_SCHEME = "lora"
+
 # CommOverlapConfig.tp_comm_bootstrap_backend's dataclass default (co.py:386): the one field that is not None.
 TP_COMM_BOOTSTRAP_BACKEND = "nccl"
 
