@@ -118,6 +118,8 @@ def load_layered(
         top_file, top_text, top_positions = f, ftext, fpositions
     cfg = Config(file=top_file, data=data, positions=top_positions, text=top_text)
     cfg.layer_list, cfg.layers, cfg.top = layers, owner, len(layers) - 1
+    if lower_data is None and overrides and stack.recipe_layer is not None:
+        lower_data = copy.deepcopy(data)  # a dotlist over a recipe alone: the words are the user's own layer
     cfg.lower_data = lower_data
     started: set = set()
     if overrides:

@@ -89,3 +89,22 @@ def reason(message: str) -> str:
 def own_words(comment) -> str:
     """An edit's own comment without a tool prefix (our note starts with "overlap: CODE" already)."""
     return re.sub(r"^\s*#?\s*overlap(-cli)?\s*:\s*", "", comment or "").strip()
+
+
+def removal_refused(key: str, where: str) -> str:
+    """Why a removal is not made: a layer under the user's own (a recipe, a base file) holds ``key`` too, and
+    taking the user's line away leaves that value, not the default the removal means."""
+    return f"{key} is also set in {where}; a file merged on top cannot remove it: set it by hand"
+
+
+def is_class_default(path: tuple, value) -> bool:
+    """Whether ``value`` at ``path`` (section, field) is the class default a config falls back to when no
+    layer sets it (a dump writes every field; removing the user's value then leaves the same as removing
+    it from a single config)."""
+    from overlap_cli.fix.text import same
+    from overlap_cli.frameworks.bridge import facts as bridge
+
+    if len(path) != 2:
+        return False
+    defaults = bridge.SECTION_DEFAULTS.get(path[0], {})
+    return path[1] in defaults and same(defaults[path[1]], value)

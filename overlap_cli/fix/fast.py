@@ -105,8 +105,9 @@ def _one(text: str, e) -> Optional[str]:
     except Exception:
         return None
     path = e.key.split(".")
-    node = root
+    node, holder = root, None
     for part in path[:-1]:
+        holder = _key_of(node, part)
         node = _value_of(node, part)
         if node is None:
             return None  # a section to create or a null to turn into one: the round-trip tree does it
@@ -116,12 +117,17 @@ def _one(text: str, e) -> Optional[str]:
     leaf = path[-1]
     found = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == leaf), None)
     if e.op == "remove":
-        if found is None or len(node.value) < 2:
-            return None  # an emptied mapping becomes `{}`: the round-trip tree does it
+        if found is None:
+            return None
         key, value = found
         first, last = key.start_mark.line, last_line(value)
         if lines[first][: key.start_mark.column].strip() or _rest_of(lines[last], value) is None:
             return None
+        if len(node.value) < 2:  # the mapping's last key: the section stays, an empty mapping (`{}`)
+            head = _emptied(lines, holder, node)
+            if head is None:
+                return None
+            lines[holder.start_mark.line] = head
         return "".join(lines[:first] + lines[last + 1 :])
     new = render(e.value)
     if found is not None:
@@ -160,6 +166,33 @@ def _one(text: str, e) -> Optional[str]:
             continue
         break
     return "".join(lines[:at] + [" " * column + f"{leaf}: {new}\n"] + lines[at:])
+
+
+def _key_of(node, part: str):
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        for k, _ in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == part:
+                return k
+    return None
+
+
+def _emptied(lines: list, holder, node) -> Optional[str]:
+    """The line of ``holder`` (the key of block mapping ``node``) with ``{}`` as its value, when the key
+    stands alone on its line (``ddp:`` or ``ddp:  # comment``) and the mapping starts on a later line."""
+    if holder is None or node.start_mark.line <= holder.start_mark.line:
+        return None
+    row = lines[holder.start_mark.line]
+    end = holder.end_mark.column
+    rest = row[end:]
+    if not rest.startswith(":"):
+        return None
+    after = rest[1:]
+    body = after.rstrip("\r\n")
+    if body.strip() and not body.strip().startswith("#"):
+        return None
+    return row[:end] + ": {}" + (body if body.strip() else "") + after[len(body):]
 
 
 def _value_of(node, part: str):

@@ -5,8 +5,12 @@ character of the file (its formatting and comments).
   the old one, on that line;
 - a key the run does not assign gets a new line ``cfg.<key> = <value>`` right after the statement that
   builds the config (the recipe call), with its indentation;
+- a removal takes the run's own assignment of the key away: its line becomes a comment saying what went and
+  why (the user's own comment of that line kept after it), as a removed YAML key's line does; refused when
+  the recipe the run starts from holds another value than the class default (taking the line away would
+  leave the recipe's value, not the default) or the assignment does not stand alone on its line;
 - anything else is refused with the reason: a key assigned a non-literal expression, a key written only
-  inside a Bridge helper or an ``if``, a removal, a value that is no Python literal.
+  inside a Bridge helper or an ``if``, a value that is no Python literal.
 
 Every candidate text is proven by reading it again: the key has the new value and nothing else the run
 gives changed. fix.loop drives the rounds.
@@ -27,11 +31,12 @@ def _literal(value) -> str:
     raise Unplaceable(f"the value {value!r} is not a Python literal this fix writes")
 
 
-def apply_edit(text: str, run, edit) -> str:
-    """``text`` with ``edit`` (a results.Edit) made; Unplaceable when it cannot be placed exactly."""
+def apply_edit(text: str, run, edit, note: str = "") -> str:
+    """``text`` with ``edit`` (a results.Edit) made; Unplaceable when it cannot be placed exactly. ``note``:
+    what a removed line's comment says (``CODE: why``)."""
     path = tuple(edit.key.split("."))
     if edit.op == "remove":
-        raise Unplaceable(f"removing {edit.key} cannot be written in Python (Bridge's dataclass keeps the field)")
+        return _remove(text, run, edit.key, path, note)
     new = _literal(edit.value)
     site = run.written.get(path)
     lines = text.splitlines(True)
@@ -66,6 +71,52 @@ def apply_edit(text: str, run, edit) -> str:
     return "".join(lines)
 
 
+def _remove(text: str, run, key: str, path: tuple, note: str) -> str:
+    from overlap_cli.fix.common import is_class_default, removal_refused
+
+    below = _get(run.base_data or {}, path)
+    if below is not None and not is_class_default(path, below):
+        start = run.start
+        raise Unplaceable(removal_refused(key, f"recipe {start.name}" if start.kind == "recipe" and start.name
+                                          else "the config the run starts from"))
+    site = run.written.get(path)
+    if site is None:
+        return text  # the run does not write it: nothing of the user's to take away
+    stmt = _statement_at(text, site)
+    if stmt is None or stmt.lineno != stmt.end_lineno:
+        raise Unplaceable(f"the assignment of {key} at line {site.line} does not stand alone on one line")
+    lines = text.splitlines(True)
+    row = lines[stmt.lineno - 1]
+    head, tail = _bytes_to_chars(row, stmt.col_offset), _bytes_to_chars(row, stmt.end_col_offset)
+    rest = row[tail:].rstrip("\r\n")
+    if row[:head].strip() or (rest.strip() and not rest.strip().startswith("#")):
+        raise Unplaceable(f"the assignment of {key} at line {site.line} shares its line with other code")
+    from overlap_cli.fix.text import NOTE_PREFIX
+
+    said = " ".join(row[head:tail].split())
+    comment = f"{NOTE_PREFIX}{note.split(':', 1)[0]} removed {said} ({note.split(':', 1)[-1].strip()})" if note else \
+        f"{NOTE_PREFIX}removed {said}"
+    user = rest.strip()
+    ending = row[len(row.rstrip("\r\n")):]
+    lines[stmt.lineno - 1] = row[:head] + " ".join(comment.split()) + (f"  {user}" if user else "") + ending
+    return "".join(lines)
+
+
+def _statement_at(text: str, site):
+    """The simple statement of the module that starts at ``site`` (line, 1-based column), or None."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.lineno == site.line \
+                and node.col_offset + 1 == site.column:
+            return node
+    return None
+
+
 def _bytes_to_chars(row: str, offset: int) -> int:
     """``ast`` gives UTF-8 byte columns; the index into the str."""
     return len(row.encode("utf-8")[:offset].decode("utf-8", errors="ignore"))
@@ -75,7 +126,12 @@ def _prove(before, after, edit) -> Optional[str]:
     """None when ``after`` (the new run) gives the edit's value and every other key as ``before``."""
     path = tuple(edit.key.split("."))
     got = _get(after.data, path)
-    if got != edit.value:
+    if edit.op == "remove":
+        from overlap_cli.fix.common import is_class_default
+
+        if got is not None and not is_class_default(path, got):
+            return f"read again, {edit.key} is {got!r}"
+    elif got != edit.value:
         return f"read again, {edit.key} is {got!r}"
     a, b = _flat(before.data), _flat(after.data)
     other = {k for k in set(a) | set(b) if k[: len(path)] != path and a.get(k) != b.get(k)}
@@ -105,7 +161,7 @@ def _flat(data, path=()):
 def apply_round(spec: str, current: str, findings: list, run) -> tuple:
     """(new text, [Applied], [Skipped]): each finding's edits made in turn, each proven by reading the
     file again (``run``: the PythonRun of ``current``)."""
-    from overlap_cli.fix.common import each_fix
+    from overlap_cli.fix.common import each_fix, own_words, reason
     from overlap_cli.frameworks.bridge.python_load import read_run
 
     state = {"run": run}  # the run of the text so far: a placed fix's edits are proven against it
@@ -115,7 +171,7 @@ def apply_round(spec: str, current: str, findings: list, run) -> tuple:
         for e in f.fix.edits:
             if _get(now.data, tuple(e.key.split("."))) == e.value and e.op != "remove":
                 continue
-            step = apply_edit(text, now, e)
+            step = apply_edit(text, now, e, f"{f.code}: {own_words(e.comment) or reason(f.fix.message)}")
             after, _ = read_run(spec, step)
             why = _prove(now, after, e)
             if why is not None:

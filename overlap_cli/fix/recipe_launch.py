@@ -6,8 +6,10 @@ an edit of the run is an override word of the launch line, as the runner's user 
 - any other key gets a new word ``KEY=VALUE`` after the launch's last word, when that word is literal: the
   runner applies trailing overrides last and in order (run_recipe.py:450), so the new word wins over a
   convenience flag and over the recipe;
-- a removal, a value that is no plain scalar, or a launch whose last word comes from a variable is refused
-  with the reason.
+- a removal takes the key's override words away (literal words of the line only); refused when the recipe
+  holds another value than the class default (the runner merges onto the recipe, which has no deletion);
+- a value that is no plain scalar, or a launch whose last word comes from a variable is refused with the
+  reason.
 
 Each edit is proven by reading the edited launch again (config/shell.py, frameworks/bridge/run_recipe.py):
 the runner must see exactly the overrides it saw, with this one replaced or added, and the same recipe.
@@ -52,13 +54,12 @@ def place(path: str, text: str, env: dict, edit, cfg=None) -> str:
     """``text`` with ``edit`` (a results.Edit) made as an override word, proven; Unplaceable otherwise.
     ``cfg``: the run's merged config; a new word for a key it lacks is ``+KEY=VALUE`` (Hydra's struct mode,
     which the runner's overrides go through, refuses a new key without ``+``)."""
-    if edit.op == "remove":  # the runner merges the overrides onto the recipe, which has no deletion
-        below = cfg.layer_list[0].label if cfg is not None and cfg.layer_list else "the recipe"
-        raise Unplaceable(f"{edit.key} is also set in {below}; a file merged on top cannot remove it: set it by hand")
-    word = _word(edit.key, edit.value)
     found, before = _read(path, text, env)
     given = [t for t in found.tokens if t.text is not None and t.text.startswith(edit.key + "=")
              and not t.text.startswith("-")]
+    if edit.op == "remove":
+        return _remove(path, text, env, edit.key, given, before, cfg)
+    word = _word(edit.key, edit.value)
     if given:
         tok = given[-1]
         if not tok.literal or tok.span is None or tok.span[2] - tok.span[1] != len(tok.text):
@@ -77,6 +78,40 @@ def place(path: str, text: str, env: dict, edit, cfg=None) -> str:
     _found, after = _read(path, new, env)
     if [raw for raw, _ in after.overrides] != want or after.recipe != before.recipe:
         raise Unplaceable(f"{word} does not read back as the runner's override (the launch line's layout)")
+    return new
+
+
+def _remove(path: str, text: str, env: dict, key: str, given: list, before, cfg) -> str:
+    """``text`` without the override words of ``key``, proven; Unplaceable when the recipe below holds a
+    value other than the class default (the runner merges onto the recipe, which has no deletion)."""
+    from overlap_cli.fix.common import is_class_default, removal_refused
+
+    keys = tuple(key.split("."))
+    lower = (cfg.lower_data or {}) if cfg is not None else {}
+    node, found_below = lower, True
+    for part in keys:
+        if not isinstance(node, dict) or part not in node:
+            found_below = False
+            break
+        node = node[part]
+    if found_below and not is_class_default(keys, node):
+        below = cfg.layer_list[0].label if cfg is not None and cfg.layer_list else "the recipe"
+        raise Unplaceable(removal_refused(key, below))
+    new = text
+    for tok in reversed(given):  # the last word first: the spans of the words before it stay right
+        if not tok.literal or tok.span is None or tok.span[2] - tok.span[1] != len(tok.text):
+            raise Unplaceable(f"{key} is given by a word that is not plain text of the line ({tok.origin}): edit it by hand")
+        line, start, end = tok.span
+        row = new.split("\n")[line - 1]
+        lead = start - 1
+        while lead > 0 and row[lead - 1] in " \t":
+            lead -= 1
+        new = _splice(new, (line, lead + 1, end), "")
+    dropped = {t.text for t in given}
+    _found, after = _read(path, new, env)
+    if [raw for raw, _ in after.overrides] != [raw for raw, _ in before.overrides if raw not in dropped] \
+            or after.recipe != before.recipe:
+        raise Unplaceable(f"removing {key} does not read back as the runner's overrides (the launch line's layout)")
     return new
 
 

@@ -405,6 +405,8 @@ def _directive(comment: str) -> Optional[str]:
 def apply_plain(data: dict, op: str, path: tuple, value: Any = None) -> None:
     node = data
     for part in path[:-1]:
+        if op == "remove" and not isinstance(node.get(part), dict):
+            return  # nothing there to remove: the text gains no section either
         if not isinstance(node.get(part), dict):
             node[part] = {}
         node = node[part]

@@ -22,7 +22,7 @@ from typing import Optional
 from overlap_cli.config import yamlrt
 from overlap_cli.fix import text as fixtext
 from overlap_cli.fix import tree as fixtree
-from overlap_cli.fix.common import Applied, Skipped, own_words, reason
+from overlap_cli.fix.common import Applied, Skipped, is_class_default, own_words, reason, removal_refused
 from overlap_cli.fix.common import Session as CommonSession
 from overlap_cli.fix.tree import split_key
 from overlap_cli.problems import InputError
@@ -261,9 +261,8 @@ def _for_top_file(edits, cfg, data) -> tuple:
         p = split_key(e.key)
         if e.op == "remove":
             found, below = _lookup(lower, p)
-            if found and not _is_class_default(p, below):
-                return edits, (f"{e.key} is also set in {cfg.layer_list[0].label if len(cfg.layer_list) < 3 else 'a layer below'}; "
-                               "a file merged on top cannot remove it: set it by hand")
+            if found and not is_class_default(p, below):
+                return edits, removal_refused(e.key, cfg.layer_list[0].label if len(cfg.layer_list) < 3 else "a layer below")
             continue  # the layers below hold nothing, or the class default a plain config falls back to
         section = p[0]
         if section in DATACLASS_SECTIONS and len(p) > 1 and not isinstance(lower.get(section), dict):
@@ -280,17 +279,6 @@ def _lookup(data, path: tuple) -> tuple:
             return False, None
         node = node[part]
     return True, node
-
-
-def _is_class_default(path: tuple, value) -> bool:
-    """Whether ``value`` at ``path`` is what the key falls back to when no file sets it (a dump writes every
-    field; removing the top file's value then leaves the same as removing it from a single config)."""
-    from overlap_cli.frameworks.bridge import facts as bridge
-
-    if len(path) != 2:
-        return False
-    defaults = bridge.SECTION_DEFAULTS.get(path[0], {})
-    return path[1] in defaults and fixtext.same(defaults[path[1]], value)
 
 
 def _blocked(edits, cfg, data) -> Optional[str]:

@@ -271,6 +271,44 @@ def test_fix_refuses_what_it_cannot_place(tmp_path, run_cli):
     assert "TP102 fix skipped" in err and "not a literal" in err, err
 
 
+RECIPE_64 = "qwen35_vl_397b_a17b_pretrain_64gpu_b200_fp8cs_config"
+
+
+def test_fix_removes_an_assignment_comm_overlap_overwrites(tmp_path, run_cli):
+    """CFG005's removal in a Python run: the run's own line goes, as a removed YAML key does (a comment
+    line saying what and why, the user's comment kept); the recipe's value is the class default, so the
+    run then has what comm_overlap decides."""
+    path = tmp_path / "run.py"
+    path.write_text(f"from megatron.bridge.recipes import {RECIPE_64}\n\ncfg = {RECIPE_64}()\n"
+                    "cfg.ddp.overlap_grad_reduce = True  # keep grads in flight\n"
+                    "cfg.comm_overlap.overlap_grad_reduce = False\n")
+    code, out, err = run_cli("fix", str(path), "--write", "--world-size", "64")
+    text = path.read_text()
+    assert "cfg.ddp.overlap_grad_reduce = True" not in text.replace("removed cfg.ddp.overlap_grad_reduce = True", "")
+    assert ("# overlap: CFG005 removed cfg.ddp.overlap_grad_reduce = True (comm_overlap.overlap_grad_reduce decides it)"
+            "  # keep grads in flight") in text, text
+    assert "CFG005" not in " ".join(_codes_of(run_cli, path, "--world-size", "64"))
+
+
+def test_fix_refuses_a_removal_the_recipe_would_undo(tmp_path, run_cli):
+    """The recipe sets ddp.overlap_grad_reduce itself (True, not the class default False): taking the
+    run's line away would leave the recipe's value, so the removal is refused with the YAML form's words."""
+    recipe = "deepseek_v3_pretrain_256gpu_gb300_fp8mx_partial_cg_dev_config"
+    path = tmp_path / "run.py"
+    original = (f"from megatron.bridge.recipes import {recipe}\n\ncfg = {recipe}()\n"
+                "cfg.ddp.overlap_grad_reduce = True\ncfg.comm_overlap.overlap_grad_reduce = False\n")
+    path.write_text(original)
+    code, out, err = run_cli("fix", str(path), "--write")
+    assert "\ncfg.ddp.overlap_grad_reduce = True\n" in path.read_text()  # other fixes may add lines
+    assert (f"CFG005 fix skipped: ddp.overlap_grad_reduce is also set in recipe {recipe}; a file merged on top "
+            "cannot remove it") in err, err
+
+
+def _codes_of(run_cli, path, *args) -> list:
+    _, out, _ = run_cli("check", str(path), "--format", "json", *args)
+    return [f["code"] for f in json.loads(out)["results"][0]["findings"]]
+
+
 def test_an_alias_is_a_recipe_on_the_command_line_and_in_recipe_run(run_cli):
     """``--recipe ALIAS`` and frameworks.bridge.runs.recipe_run (the entry point for run_recipe.py launches)
     give the run of the function the alias names."""
