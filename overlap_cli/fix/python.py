@@ -50,7 +50,10 @@ def apply_edit(text: str, run, edit, note: str = "") -> str:
         prefix, suffix = _bytes_to_chars(row, col), _bytes_to_chars(row, end_col)
         lines[line - 1] = row[:prefix] + new + row[suffix:]
         return "".join(lines)
-    if run.unknown and any(path[: len(p)] == p for p in run.unknown):
+    # What the start (the recipe) leaves unknown is decided before the new line runs; only what the run's
+    # own later statements leave unknown could overwrite it.
+    later = [p for p, why in (run.unknown or {}).items() if (run.base_unknown or {}).get(p) != why]
+    if any(path[: len(p)] == p for p in later):
         raise Unplaceable(f"{edit.key} is set where the reader cannot follow; a new assignment could be overwritten")
     start = run.start
     if start.end_line is None or start.var is None:

@@ -90,12 +90,6 @@ CAUSES = (
           lambda d, seen: d.form == "dump" and d.aspect in ("findings", "fix-findings") and d.side == "form"
           and _is_finding(d.item) and d.item[0] in ("MP401", "CFG005")
           and d.item[2] not in {k for k, _ in d.run.overrides}),
-    Cause("python-fix-cannot-follow-recipe-code",
-          "fix of a Python run over a recipe read from source skips a fix whose key the recipe sets in code the "
-          "reader cannot follow ('is set where the reader cannot follow; a new assignment could be "
-          "overwritten'), which the override file over the same recipe gets",
-          lambda d, seen: d.form == "python" and d.aspect.startswith("fix-")
-          and "set where the reader cannot follow" in _fix_stderr(seen, "python")),
 )
 BY_NAME = {c.name: c for c in CAUSES}
 

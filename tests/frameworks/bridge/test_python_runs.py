@@ -304,6 +304,25 @@ def test_fix_refuses_a_removal_the_recipe_would_undo(tmp_path, run_cli):
             "cannot remove it") in err, err
 
 
+def test_fix_adds_a_line_after_a_recipe_the_catalog_holds_unknowns_of(tmp_path, run_cli):
+    """What the recipe leaves unknown is decided before a line added after its call runs: the fix adds
+    it. What the run's own later statements leave unknown could overwrite the line: no finding, no line."""
+    recipe = "qwen35_vl_35b_a3b_pretrain_16gpu_h100_fp8cs_config"  # its catalog entry leaves model unknown
+    path = tmp_path / "run.py"
+    path.write_text(f"from megatron.bridge.recipes import {recipe}\n\ncfg = {recipe}()\n"
+                    "cfg.model.tensor_model_parallel_size = 8\n")
+    code, out, err = run_cli("fix", str(path), "--write", "--world-size", "16")
+    assert f"cfg = {recipe}()\ncfg.model.sequence_parallel = True\n" in path.read_text(), err
+    assert "TP102" not in _codes_of(run_cli, path, "--world-size", "16")
+    original = (f"from megatron.bridge.recipes import {recipe}\nimport tweaks\n\ncfg = {recipe}()\n"
+                "cfg.model.tensor_model_parallel_size = 8\ntweaks.apply(cfg.model)\n")
+    path.write_text(original)
+    code, out, err = run_cli("fix", str(path), "--write", "--world-size", "16")
+    assert path.read_text() == original
+    _, out, _ = run_cli("check", str(path), "--format", "json", "--world-size", "16")
+    assert "TP102 (model.sequence_parallel)" in " ".join(json.loads(out)["results"][0]["notes"])
+
+
 def _codes_of(run_cli, path, *args) -> list:
     _, out, _ = run_cli("check", str(path), "--format", "json", *args)
     return [f["code"] for f in json.loads(out)["results"][0]["findings"]]
