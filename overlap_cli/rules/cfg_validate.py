@@ -37,6 +37,10 @@ def value(view, section: str, key: str):
     if view.cfg.unknown and ((section, key) in view.cfg.sampled
                              or unknown_reason(view.cfg, (section, key)) is not None):
         return UNKNOWN  # a sampled stand-in (frameworks/bridge/unknowns.py) is no value Bridge validates
+    if section == "model" and view.cfg.section("model") is None:
+        # No model written (``model=None`` in a helper the caller must complete, recipes/common.py:60): the
+        # class defaults the resolver holds for it are no value Bridge validates.
+        return UNKNOWN
     if section in view.final:
         sec = view.final[section]
         if key in sec:
