@@ -35,6 +35,7 @@ def resolve(run, findings_for) -> Answer:
     from overlap_cli.frameworks.bridge.unknowns import effective_and_findings, resolve_all
 
     cfg, target = run.config, run.target
+    _no_ddp(cfg)
     views, inputs = resolve_all(cfg, target)  # one view unless the run leaves inputs unknown
     world_note = None
     narrowed = recipe_world_does_not_hold(target, views)
@@ -49,6 +50,17 @@ def resolve(run, findings_for) -> Answer:
     shown = sorted(".".join(map(str, p)) or "the whole config" for p in cfg.unknown) if cfg.unknown else []
     dp = views[0].dp if len({v.dp for v in views}) == 1 else None  # a run whose TP/PP/CP is unknown has no known DP
     return Answer(views[0], effective, findings, target, dp, depends=some, unknown=shown, world_note=world_note)
+
+
+def _no_ddp(cfg) -> None:
+    """``ddp: null``: ``from_yaml`` builds the container with ``ddp=None`` (a value given is not replaced by the
+    field's default_factory, megatron/training/config/instantiate_utils.py), so no DDP config exists and no
+    class default is the run's: its keys are unknown (and validate() fails on it: CFG010)."""
+    from overlap_cli.rules.cfg_validate import NULL_DDP
+
+    if isinstance(cfg.data, dict) and "ddp" in cfg.data and cfg.data["ddp"] is None and ("ddp",) not in cfg.unknown:
+        line = cfg.position(("ddp",))[0]
+        cfg.unknown = {**cfg.unknown, ("ddp",): f"{NULL_DDP}{f' (line {line})' if line else ''}: the run has no DDP config"}
 
 
 def launch_env(view) -> list:

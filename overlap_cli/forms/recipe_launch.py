@@ -93,6 +93,7 @@ def load_found(path: str, text: str, found, target, overrides) -> Run:
             layer.file, layer.label = path, path
             layer.positions = {o.path: (line, 1) for o, line in dotlist}
     _unknown_overrides(cfg, read.unknown_keys)
+    run_recipe.sync_sequence_length(cfg)  # before validate, as the runner does
     notes = [Note(f"read as a Megatron-Bridge run: {run_recipe.RUNNER} --recipe {name} (line {read.recipe_line}),"
                   f" {len(read.overrides)} override(s) from the launch", "read-as")]
     notes.extend(Note(n, "general") for n in read.notes)

@@ -28,7 +28,7 @@ def all_rules() -> dict[str, Rule]:
         # Each import registers its module's rules. cfg_suppressions holds CFG009, which the selection
         # step (not a family check) reports.
         from overlap_cli.rules import cfg, cfg_layers, cfg_model, cfg_suppressions, cfg_validate, cp, dp, dp_eval, dp_fsdp, dp_grid  # noqa: F401
-        from overlap_cli.rules import dp_optimizer, dp_param_gather, env, env_section, ep, ep_dispatcher, ep_wgrad, mp, mp_model, pp, pp_layout  # noqa: F401
+        from overlap_cli.rules import dp_optimizer, dp_param_gather, env, env_section, ep, ep_dispatcher, ep_wgrad, mp, mp_model, pp, pp_layout, pp_split  # noqa: F401
         from overlap_cli.rules import tp, ub, ub_config  # noqa: F401
         from overlap_cli.rules import lm, lm_dp, lm_env, lm_precision, lm_sizes  # noqa: F401  (Megatron-LM launches)
         from overlap_cli.rules import rl  # noqa: F401  (NeMo-RL's Megatron policies)

@@ -2,8 +2,8 @@
 for reasons outside the overlap settings: batch sizes, the MoE / precision fields the model section holds,
 the dataset section.
 
-One small table (``CHECKS``): each entry reads a few values and, when every one of them is known, says
-whether the real code raises and with which message. A value is known when the file (or the recipe and the
+One small table (``CHECKS``) of ``frameworks.raises.Raise`` records: each reads a few values and, when every
+one of them is known, says whether the real code raises; the record holds its message and upstream line. A value is known when the file (or the recipe and the
 overrides merged onto it) holds it, or when its class default is stated here; anything else leaves the
 check silent.
 """
@@ -11,6 +11,7 @@ check silent.
 from __future__ import annotations
 
 from overlap_cli.frameworks.bridge import facts as bridge
+from overlap_cli.frameworks.raises import Raise, failing
 from overlap_cli.rules.common import finding
 from overlap_cli.rules.registry import rule
 
@@ -37,6 +38,10 @@ def value(view, section: str, key: str):
     if view.cfg.unknown and ((section, key) in view.cfg.sampled
                              or unknown_reason(view.cfg, (section, key)) is not None):
         return UNKNOWN  # a sampled stand-in (frameworks/bridge/unknowns.py) is no value Bridge validates
+    if section == "model" and view.cfg.section("model") is None:
+        # No model written (``model=None`` in a helper the caller must complete, recipes/common.py:60): the
+        # class defaults the resolver holds for it are no value Bridge validates.
+        return UNKNOWN
     if section in view.final:
         sec = view.final[section]
         if key in sec:
@@ -59,70 +64,88 @@ def _dataset_target(view):
     return sec.get("_target_") if isinstance(sec, dict) else None
 
 
+_TC = "megatron/core/transformer/transformer_config.py"
+NULL_DDP = "ddp: null"  # how a run's unknown ddp section says it is an explicit null
+
+
 def _ep_without_experts(view):
     ep, experts = value(view, "model", "expert_model_parallel_size"), value(view, "model", "num_moe_experts")
-    if _int(ep) is None or experts is UNKNOWN or not (ep > 1 and experts is None):
-        return None
-    return ("num_moe_experts must be non None to use expert-parallel.", "model.expert_model_parallel_size",
-            "megatron/core/transformer/transformer_config.py:1469")
+    return {} if _int(ep) is not None and experts is not UNKNOWN and ep > 1 and experts is None else None
 
 
-def _precision_param(kind: str, flag: str, line: int):
-    def check(view):
+def _precision_param(kind: str, flag: str):
+    def fails(view):
         on, mode = value(view, "model", flag), value(view, "model", kind)
-        if on is UNKNOWN or mode is UNKNOWN or not on or mode:
-            return None
-        return (f"{flag} must be used together with {kind} mode.", f"model.{flag}",
-                f"megatron/core/transformer/transformer_config.py:{line}")
-    return check
+        return {} if on is not UNKNOWN and mode is not UNKNOWN and on and not mode else None
+    return fails
 
 
 def _seq_length(view):
     if _dataset_target(view) not in (_GPT_DATASET,) + _SFT_DATASETS:
         return None
     model, data = _int(value(view, "model", "seq_length")), _int(value(view, "dataset", "seq_length"))
-    if model is None or data is None or model == data:
-        return None
-    return ("Please ensure sequence length configuration in model config and dataset config match. "
-            f"Sequence length in model config: {model}, Sequence length in dataset config: {data}",
-            "dataset.seq_length", "megatron/bridge/training/config.py:1505")
+    return {"model": model, "data": data} if model is not None and data is not None and model != data else None
 
 
-def _cp_finetuning(view):
-    if view.cp <= 1 or _dataset_target(view) not in _SFT_DATASETS:
-        return None
-    per_token, average = value(view, "model", "calculate_per_token_loss"), value(view, "ddp", "average_in_collective")
-    if per_token is UNKNOWN:
-        return None
-    if not per_token:
-        return ("When finetuning with CP>1, calculate_per_token_loss must be True", "model.calculate_per_token_loss",
-                "megatron/bridge/training/config.py:1452")
-    if average is not UNKNOWN and average:
-        return ("When finetuning with CP>1, average_in_collective must be False", "ddp.average_in_collective",
-                "megatron/bridge/training/config.py:1455")
-    return None
+def _cp_finetuning(average: bool):
+    def fails(view):
+        if view.cp <= 1 or _dataset_target(view) not in _SFT_DATASETS:
+            return None
+        per_token = value(view, "model", "calculate_per_token_loss")
+        if per_token is UNKNOWN or not per_token:
+            return {} if per_token is not UNKNOWN and not average else None
+        avg = value(view, "ddp", "average_in_collective")
+        return {} if average and avg is not UNKNOWN and avg else None
+    return fails
 
 
 def _fast_cache(view):
     if _dataset_target(view) not in _BLENDED_DATASETS:
         return None
     fast, path = value(view, "dataset", "fast_cache_load"), value(view, "dataset", "path_to_cache")
-    if fast is not True or path is not None:
-        return None
-    return ("--data-cache-path must be provided when using --dataloader-fast-cache-load.", "dataset.fast_cache_load",
-            "megatron/core/datasets/blended_megatron_dataset_config.py:103")
+    return {} if fast is True and path is None else None
 
 
+def _ddp_null(view):
+    """``ddp: null`` in the file: ``from_yaml`` instantiates the container with ``ddp=None`` (the field's
+    default_factory is not called for a value given), mixed precision and comm_overlap pass it over
+    (mixed_precision.py:134, comm_overlap.py:635-639), and validate() reads it."""
+    reason = view.cfg.unknown.get(("ddp",))  # forms.bridge_run marks the section unknown: no class default stands in
+    return {} if isinstance(reason, str) and reason.startswith(NULL_DDP) else None
+
+
+def _ddp_null_delayed_wgrad(view):
+    """comm_overlap's setup reads ``ddp_config.overlap_grad_reduce`` when delayed wgrad is asked for
+    (comm_overlap.py:520-521), before validate()."""
+    return _ddp_null(view) if view.cfg.get(("comm_overlap", "delay_wgrad_compute")) is True else None
+
+
+# comm_overlap's setup first (runtime_config_update, config.py:1885), then validate()
 # In the order the real code meets them: the dataset and model configs' own __post_init__ run again in
-# validate() (config.py:1280-1284) before its batch-size and CP checks.
+# validate() (config.py:1262-1284) before its FSDP, batch-size, CP and sequence-length checks.
 CHECKS = (
-    _fast_cache,
-    _precision_param("fp8", "fp8_param", 1440),
-    _precision_param("fp8", "fp8_output_proj", 1444),
-    _precision_param("fp4", "fp4_param", 1452),
-    _ep_without_experts,
-    _cp_finetuning,
-    _seq_length,
+    Raise(at="megatron/bridge/training/comm_overlap.py:521", fails=_ddp_null_delayed_wgrad, kind="AttributeError",
+          message="'NoneType' object has no attribute 'overlap_grad_reduce'", key="ddp"),
+    Raise(at="megatron/core/datasets/blended_megatron_dataset_config.py:103", fails=_fast_cache,
+          message="--data-cache-path must be provided when using --dataloader-fast-cache-load.",
+          key="dataset.fast_cache_load"),
+    Raise(at=f"{_TC}:1440", fails=_precision_param("fp8", "fp8_param"), kind="ValueError",
+          message="fp8_param must be used together with fp8 mode.", key="model.fp8_param"),
+    Raise(at=f"{_TC}:1444", fails=_precision_param("fp8", "fp8_output_proj"), kind="ValueError",
+          message="fp8_output_proj must be used together with fp8 mode.", key="model.fp8_output_proj"),
+    Raise(at=f"{_TC}:1452", fails=_precision_param("fp4", "fp4_param"), kind="ValueError",
+          message="fp4_param must be used together with fp4 mode.", key="model.fp4_param"),
+    Raise(at=f"{_TC}:1469", fails=_ep_without_experts, kind="ValueError",
+          message="num_moe_experts must be non None to use expert-parallel.", key="model.expert_model_parallel_size"),
+    Raise(at="megatron/bridge/training/config.py:1345", fails=_ddp_null, kind="AttributeError",
+          message="'NoneType' object has no attribute 'use_megatron_fsdp'", key="ddp"),
+    Raise(at="megatron/bridge/training/config.py:1452", fails=_cp_finetuning(average=False),
+          message="When finetuning with CP>1, calculate_per_token_loss must be True", key="model.calculate_per_token_loss"),
+    Raise(at="megatron/bridge/training/config.py:1455", fails=_cp_finetuning(average=True),
+          message="When finetuning with CP>1, average_in_collective must be False", key="ddp.average_in_collective"),
+    Raise(at="megatron/bridge/training/config.py:1505", fails=_seq_length, key="dataset.seq_length",
+          message="Please ensure sequence length configuration in model config and dataset config match. "
+                  "Sequence length in model config: {model}, Sequence length in dataset config: {data}"),
 )
 
 
@@ -141,7 +164,11 @@ def validate_rejects(view):
     - with CP > 1 and an SFT dataset, `calculate_per_token_loss` true and `ddp.average_in_collective` false
       (config.py:1452-1457);
     - `model.seq_length` equal to `dataset.seq_length` for the GPT / SFT dataset configs (config.py:1505);
-    - `dataset.fast_cache_load` needs `dataset.path_to_cache` (blended_megatron_dataset_config.py:103).
+    - `dataset.fast_cache_load` needs `dataset.path_to_cache` (blended_megatron_dataset_config.py:103);
+    - `ddp: null` (a saved `run_config.yaml` may hold it): `from_yaml` builds the container with `ddp=None`,
+      mixed precision and comm_overlap pass it over, and validate() reads `self.ddp.use_megatron_fsdp`:
+      `AttributeError` (config.py:1345; comm_overlap.py:521 first when `delay_wgrad_compute` is asked for).
+      The DP values printed for such a file are the class defaults no run reaches.
 
     The evaluation batch against the eval DP size (config.py:1335) is DP314's.
 
@@ -158,9 +185,5 @@ def validate_rejects(view):
     ## Fix
     None offered: which batch size, precision field or dataset path is wrong is the run's choice.
     """
-    for check in CHECKS:
-        hit = check(view)
-        if hit is None:
-            continue
-        message, key, where = hit
-        yield finding(view, "CFG010", "error", f"Bridge refuses the run: \"{message}\" ({where})", key)
+    for check, fields in failing(CHECKS, view):
+        yield finding(view, "CFG010", "error", f"Bridge refuses the run: \"{check.text(fields)}\" ({check.at})", check.key)

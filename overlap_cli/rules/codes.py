@@ -46,6 +46,7 @@ FAMILY_BLOCKS = (
         ("PP206", "pp", "warmup_flush", STABLE),
         ("PP207", "pp_layout", "vpp_implied_by_layout", STABLE),
         ("PP208", "pp_layout", "layout_conflict", STABLE),
+        ("PP209", "pp_split", "pipeline_split", STABLE),
     )),
     ("DP", "data parallel", (
         ("DP301", "dp", "dp_defaults", STABLE),

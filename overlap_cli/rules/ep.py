@@ -10,6 +10,7 @@ crash log can be matched to the rule with ``overlap explain``.
 
 from __future__ import annotations
 
+from overlap_cli.frameworks.raises import Raise, failing
 from overlap_cli.results import Edit
 from overlap_cli.rules.registry import BOTH, rule
 from overlap_cli.launch_profile import versions
@@ -115,134 +116,176 @@ def ep_overlap_prerequisites(view):
     path = ep_overlap_path(view)
     if path is None:
         return
+    ask = _EPAsk(view, path)
     where = _REQUEST if path == "bridge" else _MODEL_FLAG
-    at_setup = path == "bridge"  # Bridge reads the model before comm_overlap writes it
     who = "Bridge's EP-overlap pre-check asserts" if path == "bridge" else "Megatron-Core asserts at model finalize"
-
-    def get(key):
-        return model_value(view, key, at_setup)
-
-    def err(message, quote, fix=None, severity="error"):
-        return finding(view, "EP701", severity, f"{message}; {who} \"{quote}\"", where, fix)
-
-    ep = as_int(get("expert_model_parallel_size")) or 1
-    experts = get("num_moe_experts")
-    dispatcher = get("moe_token_dispatcher_type")
-    half = get("bf16") is True or get("fp16") is True
-    pp, vpp = view.pp, (view.vpp if path == "bridge" else view.vpp_final)
-    layout_implies_vpp = view.vpp is None and (view.layout_vpp or 0) > 1
-    granularity, method, num_layers = get("recompute_granularity"), get("recompute_method"), get("recompute_num_layers")
-    modules = get("recompute_modules")
-    if modules is None:
-        modules = [] if path == "bridge" else ["core_attn"]  # Megatron-Core's default, set before its copy runs
-    mtp = get("mtp_num_layers")
-
-    checks = []  # (position in the order of the check that runs, finding)
-
-    def add(bridge_pos, mcore_pos, found):
-        checks.append((bridge_pos if path == "bridge" else mcore_pos, found))
-
-    if ep <= 1:
-        quote = (
-            "overlap_moe_expert_parallel_comm is only supported when expert_model_parallel_size > 1"
-            if path == "bridge"
-            else "overlap_moe_expert_parallel_comm is only supported with expert model parallelism"
-        )
-        add(1, 3, err(f"expert_model_parallel_size={ep}: EP overlap needs expert parallelism", quote, _drop_request(view, path)))
-    if path == "bridge" and (experts is None or (as_int(experts) is not None and experts <= 1)):
-        if experts is None:
-            add(2, 0, err(
-                "num_moe_experts is null (not a MoE model): the comparison fails with a TypeError",
-                "TypeError: '>' not supported between instances of 'NoneType' and 'int'",
-                _drop_request(view, path),
-            ))
-        else:
-            add(2, 0, err(
-                f"num_moe_experts={experts}: EP overlap needs more than one expert",
-                f"overlap_moe_expert_parallel_comm is only supported when num_moe_experts > 1, ... but got {experts}",
-                _drop_request(view, path),
-            ))
-    if path == "mcore" and ep > 1 and experts is None:
-        add(0, 0, err(
-            f"expert_model_parallel_size={ep} without num_moe_experts", "num_moe_experts must be non None to use expert-parallel."
-        ))
-    if dispatcher not in ("alltoall", "flex"):
-        quote = (
-            f"overlap_moe_expert_parallel_comm is only supported when moe_token_dispatcher_type == 'alltoall' or 'flex', ... but got {dispatcher}"
-            if path == "bridge"
-            else "overlap_moe_expert_parallel_comm is supported with alltoall/flex token dispatcher"
-        )
-        add(3, 4, err(
-            f"model.moe_token_dispatcher_type is {fmt(dispatcher)}; EP overlap needs 'alltoall' or 'flex'",
-            quote,
-            unsafe("set model.moe_token_dispatcher_type: alltoall (EP overlap needs alltoall or flex)", set_("model.moe_token_dispatcher_type", "alltoall")),
-        ))
-    if not half:
-        quote = (
-            "overlap_moe_expert_parallel_comm is only supported when using bf16 or fp16 models"
-            if path == "bridge"
-            else "overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model"
-        )
-        add(4, 9, err("the model is neither bf16 nor fp16 (after mixed precision)", quote))
-    status = versions.status(torch_version(view), "2.6.0")
-    if status != "ok":
-        quote = "A2A Overlap encounters hang issue with torch version < 2.6.0"
-        if status == "too-old":
-            add(5, 1, err(f"target torch {torch_version(view)} is older than 2.6.0", quote))
-        else:
-            add(5, 1, finding(
+    for check, fields in failing(BRIDGE_PRECHECK if path == "bridge" else MCORE_COPY, ask):
+        quote = check.text(fields)
+        if check.id == "torch" and ask.torch_status != "too-old":  # the target does not say its torch
+            yield finding(
                 view, "EP701", "info",
                 f"EP overlap needs torch >= 2.6.0 ({unknown_version_text(torch_version(view), 'torch', '--torch-version')}); "
                 f"with an older torch the launch fails with \"{quote}\"",
                 where,
-            ))
-    pp_known = pp is not None and getattr(view, "vpp_known", True)  # a Megatron-LM launch may leave them unknown
-    if pp_known and pp > 1 and vpp is None and not (path == "bridge" and layout_implies_vpp):
-        fix = None
-        smallest = _smallest_vpp(view) if view.layout is None else None
-        if smallest is not None:
-            fix = unsafe(
-                f"set model.virtual_pipeline_model_parallel_size: {smallest} (interleaved schedule)",
-                set_("model.virtual_pipeline_model_parallel_size", smallest),
             )
-        add(6, 2, err(
-            f"PP={pp} without virtual_pipeline_model_parallel_size",
-            "If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1",
-            fix,
-        ))
-    no_full = unsafe(
+            continue
+        lead, fix = _LEADS[check.id](view, ask)
+        yield finding(view, "EP701", "error", f"{lead}; {who} \"{quote}\"", where, fix)
+
+
+class _EPAsk:
+    """What the EP-overlap checks read, as the check that runs reads it: Bridge's pre-check reads the model
+    before comm_overlap writes it (model_at_setup), Megatron-Core's copy the model at finalize."""
+
+    def __init__(self, view, path: str):
+        def get(key):
+            return model_value(view, key, path == "bridge")
+
+        self.path = path
+        self.ep = as_int(get("expert_model_parallel_size")) or 1
+        self.experts = get("num_moe_experts")
+        self.dispatcher = get("moe_token_dispatcher_type")
+        self.half = get("bf16") is True or get("fp16") is True
+        self.torch_status = versions.status(torch_version(view), "2.6.0")
+        self.pp, self.vpp = view.pp, (view.vpp if path == "bridge" else view.vpp_final)
+        self.pp_known = view.pp is not None and getattr(view, "vpp_known", True)  # a Megatron-LM launch may not say
+        self.layout_implies_vpp = view.vpp is None and (view.layout_vpp or 0) > 1
+        self.granularity, self.method = get("recompute_granularity"), get("recompute_method")
+        self.num_layers = get("recompute_num_layers")
+        modules = get("recompute_modules")
+        if modules is None:
+            modules = [] if path == "bridge" else ["core_attn"]  # Megatron-Core's default, set before its copy runs
+        self.modules = modules
+        self.shared = get("moe_shared_expert_overlap") is True
+        self.mtp = get("mtp_num_layers")
+
+
+def _when(condition):
+    """A Raise's ``fails`` from a predicate over _EPAsk (no message fields)."""
+    return lambda a: {} if condition(a) else None
+
+
+def _vpp_missing(a) -> bool:
+    # a layout that implies VPP is PP207's (it needs another fix) on Bridge's path
+    return a.pp_known and a.pp > 1 and a.vpp is None and not (a.path == "bridge" and a.layout_implies_vpp)
+
+
+_CO = "megatron/bridge/training/comm_overlap.py"
+_TCF = "megatron/core/transformer/transformer_config.py"
+_VPP = ("If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be specified when "
+        "pipeline_model_parallel_size > 1")
+_TORCH = "A2A Overlap encounters hang issue with torch version < 2.6.0"
+_ON = "when enabling overlap_moe_expert_parallel_comm"
+_EP_SIZE, _DISPATCHER, _HALF = _when(lambda a: a.ep <= 1), "moe_token_dispatcher_type", _when(lambda a: not a.half)
+_FULL, _METHOD = _when(lambda a: a.granularity == "full"), _when(lambda a: a.method is not None)
+_NUM_LAYERS, _MOE = _when(lambda a: a.num_layers is not None), _when(
+    lambda a: isinstance(a.modules, (list, tuple)) and "moe" in a.modules)
+_SHARED, _MTP = _when(lambda a: a.shared), _when(lambda a: a.mtp not in (None, 0, 1))
+_TORCH_OLD, _VPP_MISSING = _when(lambda a: a.torch_status != "ok"), _when(_vpp_missing)
+
+
+def _bad_dispatcher(a):
+    return {"type": a.dispatcher} if a.dispatcher not in ("alltoall", "flex") else None
+
+
+# Bridge's pre-check (comm_overlap.py:478-518, comm_overlap setup in runtime_config_update), in its order.
+BRIDGE_PRECHECK = (
+    Raise(id="ep", at=f"{_CO}:479", fails=_EP_SIZE,
+          message="overlap_moe_expert_parallel_comm is only supported when expert_model_parallel_size > 1"),
+    Raise(id="experts-null", at=f"{_CO}:482", kind="TypeError", fails=_when(lambda a: a.experts is None),
+          message="TypeError: '>' not supported between instances of 'NoneType' and 'int'"),
+    Raise(id="experts", at=f"{_CO}:482",
+          fails=lambda a: {"n": a.experts} if as_int(a.experts) is not None and a.experts <= 1 else None,
+          message="overlap_moe_expert_parallel_comm is only supported when num_moe_experts > 1, ... but got {n}"),
+    Raise(id="dispatcher", at=f"{_CO}:486", fails=_bad_dispatcher,
+          message="overlap_moe_expert_parallel_comm is only supported when moe_token_dispatcher_type == 'alltoall' or "
+                  "'flex', ... but got {type}"),
+    Raise(id="half", at=f"{_CO}:490", fails=_HALF,
+          message="overlap_moe_expert_parallel_comm is only supported when using bf16 or fp16 models"),
+    Raise(id="torch", at=f"{_CO}:493", fails=_TORCH_OLD, message=_TORCH),
+    Raise(id="vpp", at=f"{_CO}:495", fails=_VPP_MISSING, message=_VPP),
+    Raise(id="full", at=f"{_CO}:499", fails=_FULL, message=f"disable full recomputation {_ON}"),
+    Raise(id="method", at=f"{_CO}:502", fails=_METHOD, message=f"disable recomputation method {_ON}"),
+    Raise(id="num-layers", at=f"{_CO}:505", fails=_NUM_LAYERS, message=f"recompute_num_layers must be None {_ON}"),
+    Raise(id="moe-module", at=f"{_CO}:510", fails=_MOE, message=f"disable moe in recompute_modules {_ON}"),
+    Raise(id="shared", at=f"{_CO}:513", fails=_SHARED, message=f"disable moe_shared_expert_overlap {_ON}"),
+    Raise(id="mtp", at=f"{_CO}:516", fails=_MTP, message=f"MTP supports at most one layer {_ON}."),
+)
+
+# Megatron-Core's copy (transformer_config.py:2669-2716, at model finalize), in its order; EP > 1 without
+# experts raises earlier in the same __post_init__ (transformer_config.py:1469).
+MCORE_COPY = (
+    Raise(id="experts-null", at=f"{_TCF}:1469", kind="ValueError",
+          fails=_when(lambda a: a.ep > 1 and a.experts is None),
+          message="num_moe_experts must be non None to use expert-parallel."),
+    Raise(id="torch", at=f"{_TCF}:2671", fails=_TORCH_OLD, message=_TORCH),
+    Raise(id="vpp", at=f"{_TCF}:2675", fails=_VPP_MISSING, message=_VPP),
+    Raise(id="ep", at=f"{_TCF}:2680", fails=_EP_SIZE,
+          message="overlap_moe_expert_parallel_comm is only supported with expert model parallelism"),
+    Raise(id="dispatcher", at=f"{_TCF}:2683", fails=_bad_dispatcher,
+          message="overlap_moe_expert_parallel_comm is supported with alltoall/flex token dispatcher"),
+    Raise(id="full", at=f"{_TCF}:2688", fails=_FULL, message=f"disable full recomputation {_ON}"),
+    Raise(id="method", at=f"{_TCF}:2691", fails=_METHOD, message=f"disable recomputation method {_ON}"),
+    Raise(id="num-layers", at=f"{_TCF}:2694", fails=_NUM_LAYERS, message=f"recompute_num_layers must be None {_ON}"),
+    Raise(id="moe-module", at=f"{_TCF}:2697", fails=_MOE, message=f"disable moe in recompute_modules {_ON}"),
+    Raise(id="half", at=f"{_TCF}:2702", fails=_HALF,
+          message="overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model"),
+    Raise(id="shared", at=f"{_TCF}:2706", fails=_SHARED, message=f"disable moe_shared_expert_overlap {_ON}"),
+    Raise(id="mtp", at=f"{_TCF}:2709", fails=_MTP, message=f"MTP supports at most one layer {_ON}."),
+)
+
+
+def _no_full(view):
+    return unsafe(
         "use selective recompute instead of full (recompute_method and recompute_num_layers null)",
         set_("model.recompute_granularity", "selective"),
         set_("model.recompute_method", None),
         set_("model.recompute_num_layers", None),
     )
-    if granularity == "full":
-        add(7, 5, err("recompute_granularity is 'full'", "disable full recomputation when enabling overlap_moe_expert_parallel_comm", no_full))
-    if method is not None:
-        fix = no_full if granularity == "full" else unsafe("set model.recompute_method: null (not allowed with EP overlap)", set_("model.recompute_method", None))
-        add(8, 6, err(f"recompute_method is {fmt(method)}", "disable recomputation method when enabling overlap_moe_expert_parallel_comm", fix))
-    if num_layers is not None:
-        fix = no_full if granularity == "full" else unsafe("set model.recompute_num_layers: null (not allowed with EP overlap)", set_("model.recompute_num_layers", None))
-        add(9, 7, err(f"recompute_num_layers is {fmt(num_layers)}", "recompute_num_layers must be None when enabling overlap_moe_expert_parallel_comm", fix))
-    if isinstance(modules, (list, tuple)) and "moe" in modules:
-        rest = [m for m in modules if m != "moe"]
-        add(10, 8, err(
-            "recompute_modules contains 'moe'",
-            "disable moe in recompute_modules when enabling overlap_moe_expert_parallel_comm",
-            unsafe("drop 'moe' from model.recompute_modules (not allowed with EP overlap)", set_("model.recompute_modules", rest)),
-        ))
-    if get("moe_shared_expert_overlap") is True:
-        add(11, 10, err(
-            "moe_shared_expert_overlap is true",
-            "disable moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm",
-            safe("set model.moe_shared_expert_overlap: false (EP overlap schedules the shared expert itself)",
-                 set_("model.moe_shared_expert_overlap", False)),
-        ))
-    if mtp not in (None, 0, 1):
-        add(12, 11, err(f"mtp_num_layers={fmt(mtp)}", "MTP supports at most one layer when enabling overlap_moe_expert_parallel_comm."))
 
-    for _, found in sorted(checks, key=lambda c: c[0]):
-        yield found
+
+def _vpp_fix(view, a):
+    smallest = _smallest_vpp(view) if view.layout is None else None
+    if smallest is None:
+        return None
+    return unsafe(f"set model.virtual_pipeline_model_parallel_size: {smallest} (interleaved schedule)",
+                  set_("model.virtual_pipeline_model_parallel_size", smallest))
+
+
+def _null_or_selective(view, a, key: str):
+    if a.granularity == "full":
+        return _no_full(view)
+    return unsafe(f"set model.{key}: null (not allowed with EP overlap)", set_(f"model.{key}", None))
+
+
+# The words before each quote and the fix it offers (the docstring's table says which is safe and why).
+_LEADS = {
+    "ep": lambda view, a: (f"expert_model_parallel_size={a.ep}: EP overlap needs expert parallelism",
+                           _drop_request(view, a.path)),
+    "experts-null": lambda view, a: (
+        ("num_moe_experts is null (not a MoE model): the comparison fails with a TypeError", _drop_request(view, a.path))
+        if a.path == "bridge" else (f"expert_model_parallel_size={a.ep} without num_moe_experts", None)),
+    "experts": lambda view, a: (f"num_moe_experts={a.experts}: EP overlap needs more than one expert",
+                                _drop_request(view, a.path)),
+    "dispatcher": lambda view, a: (
+        f"model.moe_token_dispatcher_type is {fmt(a.dispatcher)}; EP overlap needs 'alltoall' or 'flex'",
+        unsafe("set model.moe_token_dispatcher_type: alltoall (EP overlap needs alltoall or flex)",
+               set_("model.moe_token_dispatcher_type", "alltoall"))),
+    "half": lambda view, a: ("the model is neither bf16 nor fp16 (after mixed precision)", None),
+    "torch": lambda view, a: (f"target torch {torch_version(view)} is older than 2.6.0", None),
+    "vpp": lambda view, a: (f"PP={a.pp} without virtual_pipeline_model_parallel_size", _vpp_fix(view, a)),
+    "full": lambda view, a: ("recompute_granularity is 'full'", _no_full(view)),
+    "method": lambda view, a: (f"recompute_method is {fmt(a.method)}", _null_or_selective(view, a, "recompute_method")),
+    "num-layers": lambda view, a: (f"recompute_num_layers is {fmt(a.num_layers)}",
+                                   _null_or_selective(view, a, "recompute_num_layers")),
+    "moe-module": lambda view, a: ("recompute_modules contains 'moe'", unsafe(
+        "drop 'moe' from model.recompute_modules (not allowed with EP overlap)",
+        set_("model.recompute_modules", [m for m in a.modules if m != "moe"]))),
+    "shared": lambda view, a: ("moe_shared_expert_overlap is true", safe(
+        "set model.moe_shared_expert_overlap: false (EP overlap schedules the shared expert itself)",
+        set_("model.moe_shared_expert_overlap", False))),
+    "mtp": lambda view, a: (f"mtp_num_layers={fmt(a.mtp)}", None),
+}
 
 
 def _offload_fix(view, modules):

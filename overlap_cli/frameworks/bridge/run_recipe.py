@@ -169,6 +169,27 @@ def read(found) -> RecipeLaunch:
     return out
 
 
+def sync_sequence_length(cfg) -> None:
+    """What the runner does to the merged config before it validates it: ``sync_model_dataset_sequence_length``
+    (Megatron-Bridge 067f987 ``scripts/training/recipe_runner.py:471-486``, called at ``run_recipe.py:515``, after
+    the overrides): with a model and a dataset, the model's ``seq_length`` becomes the dataset's (``seq_length``,
+    else ``sequence_length``) when that is not None. The value keeps the layer that wrote the dataset's; an
+    unknown dataset length leaves the model's unknown too."""
+    model, dataset = cfg.data.get("model"), cfg.data.get("dataset")
+    if not isinstance(model, dict) or not isinstance(dataset, dict):
+        return
+    for key in ("seq_length", "sequence_length"):
+        path = ("dataset", key)
+        if path in cfg.unknown:
+            cfg.unknown = {**cfg.unknown, ("model", "seq_length"): cfg.unknown[path]}
+            return
+        if dataset.get(key) is not None:
+            model["seq_length"] = dataset[key]
+            if path in cfg.layers:
+                cfg.layers[("model", "seq_length")] = cfg.layers[path]
+            return
+
+
 def infer_mode(recipe: str) -> Optional[str]:
     """The training mode a conventional recipe name encodes (recipe_metadata.py:214-225)."""
     n = f"_{recipe.lower().strip('_')}_"

@@ -1,7 +1,7 @@
-"""What a Megatron-LM launch asserts, as data: one ``Check`` per assertion or raise of megatron-core 0.19.2
-that depends on a parallel size (TP, PP, VPP, CP, EP, ETP, DP, the world size), an overlap flag, a
-precision flag or the launch environment (the target's GPU, Transformer Engine / torch versions, the
-launch's variables).
+"""What a Megatron-LM launch asserts, as data: one ``Check`` (a ``frameworks.raises.Raise`` of stage ``launch``)
+per assertion or raise of megatron-core 0.19.2 that depends on a parallel size (TP, PP, VPP, CP, EP, ETP, DP,
+the world size), an overlap flag, a precision flag or the launch environment (the target's GPU, Transformer
+Engine / torch versions, the launch's variables).
 
 Each check is a pure function of the values it declares in ``reads`` (argparse dests as validate_args
 leaves them at that point, or the derived names below); it is evaluated only when every one of them is
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Optional
 
 from overlap_cli.config.argv import UNKNOWN
+from overlap_cli.frameworks.raises import LAUNCH, Raise
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 
 ARGS = "megatron/training/arguments.py"
@@ -93,18 +94,19 @@ DERIVED_FROM = {
 DERIVED = ("world_size", "inference", "te_version", "torch_version", "device_arch", *DERIVED_FROM)
 
 
-@dataclass(frozen=True)
-class Check:
-    id: str
+@dataclass(frozen=True, kw_only=True)
+class Check(Raise):
+    """A launch check: a ``frameworks.raises.Raise`` met at a Megatron-LM launch's start-up, with what argparse's
+    order needs (``fails`` reads ``Values``: the names in ``reads``; ``key`` is the dest the finding is at)."""
+
     code: str  # the rule that reports it
-    at: str  # file:line of the assert / raise
     reads: tuple  # names it reads (dests, derived names, env:NAME)
-    message: str  # the exact text the launch prints; str.format fields from ``fails``
-    fails: Any  # Callable[[Values], Optional[dict]]: None when it holds, else the message fields
     line: int = 0  # validate_args: the arguments.py line it runs at; 0: after validate_args
-    where: str = ""  # the dest the finding is located at
     bare: bool = False  # an assert without a message: ``message`` is its source text
-    raises: bool = False  # a raise (ValueError / RuntimeError), not an assert
+
+    @property
+    def where(self) -> str:
+        return self.key
 
     @property
     def who(self) -> str:
@@ -147,8 +149,9 @@ def check(id_: str, code: str, at: str, reads: str, message: str, line: int = 0,
 
     def register(fn):
         names = tuple(reads.split())
-        TABLE.append(Check(id_, code, at, names, message, fn, line or _line_of(at), where or _first_flag(names),
-                           bare, raises))
+        TABLE.append(Check(id=id_, code=code, at=at, reads=names, message=message, fails=fn, line=line or _line_of(at),
+                           key=where or _first_flag(names), bare=bare, kind="ValueError" if raises else "AssertionError",
+                           stage=LAUNCH))
         return fn
 
     return register
@@ -204,7 +207,7 @@ class Runner:
             fields = c.fails(Values(c, ctx))
             if fields is None or fields is False:
                 continue
-            self.fail(c, c.message.format(**fields) if isinstance(fields, dict) else c.message)
+            self.fail(c, c.text(fields))
 
 
 def ids_of(code: str) -> tuple:
