@@ -185,6 +185,8 @@ DIFF = (
     *TARGET,
     *FRAMEWORK,
     *VS_TARGET,
+    Param("show_provenance", "--show-provenance", kind=FLAG, help="Also list settings with the same value and another provenance (they then count as a difference)."),
+    Param("show_info", "--show-info", kind=FLAG, help="Also list info findings that appear, disappear or change (they then count as a difference)."),
     Param("format", "--format", "-f", **_choices("text", "json"), help="Output format."),
 )
 

@@ -1,8 +1,8 @@
 """``--base FILE`` takes a Megatron-Bridge config: a file another form reads (NeMo-RL's config, Megatron-LM's
 functional-test YAML, a launch script, a Python run) or a YAML with no ``model`` section is refused with one
 line naming the file (exit 2) by every command that takes ``--base``, never read as Bridge's ConfigContainer
-with class defaults printed as that file's settings. The upstream files are vendored under
-tests/data/upstream (SOURCES.json: path and commit)."""
+with class defaults printed as that file's settings. NeMo-RL's and Megatron-LM's own files are the vendored
+ones under tests/data/upstream (SOURCES.json: path and commit)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from conftest import ROOT
 
 UPSTREAM = ROOT / "tests" / "data" / "upstream"
 NEMO_RL = UPSTREAM / "NVIDIA-NeMo+RL" / "examples" / "configs" / "grpo_math_1B.yaml"
-MLM_TEST_YAML = (UPSTREAM / "NVIDIA+Megatron-LM" / "tests" / "functional_tests" / "test_cases" / "gpt"
-                 / "gpt3_mcore_te_tp2_pp2" / "model_config.yaml")
+MLM_TEST_YAML = ROOT / "examples" / "megatron-lm" / "model_config.yaml"  # a functional-test YAML (MODEL_ARGS)
 LAUNCH = UPSTREAM / "NVIDIA+Megatron-LM" / "examples" / "gpt3" / "train_gpt3_175b_distributed.sh"
 DUMP = ROOT / "examples" / "bridge" / "llama3_70b_pretrain_32gpu_h100_bf16_config.yaml"
 
