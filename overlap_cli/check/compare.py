@@ -37,21 +37,37 @@ class Change:
     old: Optional[Value]
     new: Optional[Value]
 
+    @property
+    def provenance_only(self) -> bool:
+        """The same value on both sides, from another place or for another reason."""
+        return self.old is not None and self.new is not None and same_value(self.old.value, self.new.value)
+
 
 @dataclass
 class Comparison:
     old: FileResult
     new: FileResult
-    effective: list[Change] = field(default_factory=list)
+    effective: list[Change] = field(default_factory=list)  # the value differs, or the key is on one side only
+    provenance: list[Change] = field(default_factory=list)  # the same value with another provenance
     appeared: list[Finding] = field(default_factory=list)  # in NEW, not in OLD (by code, key and message)
     disappeared: list[Finding] = field(default_factory=list)  # in OLD, not in NEW
+    changed: list[tuple[Finding, Finding]] = field(default_factory=list)  # (old, new): same code and key, other message
     target: list[tuple[str, Any, Any]] = field(default_factory=list)  # (field, old value, new value)
 
-    @property
-    def differs(self) -> bool:
-        """Whether the run Bridge would launch differs: the settings or findings (a target difference alone,
-        e.g. another GPU that changes nothing, does not)."""
-        return bool(self.effective or self.appeared or self.disappeared)
+    def differs(self, provenance: bool = False, info: bool = False) -> bool:
+        """Whether the run Bridge would launch differs: a value, or a finding that appears, disappears or says
+        something else (a target difference alone, e.g. another GPU that changes nothing, does not).
+        ``provenance``: a value's provenance counts too; ``info``: info findings count too (as ``check``
+        shows them: only when asked)."""
+        return bool(self.effective or (provenance and self.provenance) or any(self.findings(info)))
+
+    def findings(self, info: bool = False) -> tuple:
+        """(appeared, disappeared, changed), info findings only with ``info``."""
+        def keep(f) -> bool:
+            return info or f.severity != "info"
+
+        return ([f for f in self.appeared if keep(f)], [f for f in self.disappeared if keep(f)],
+                [(a, b) for a, b in self.changed if keep(a) or keep(b)])
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -106,14 +122,30 @@ def _only_in(these: list, others: list) -> list:
     return out
 
 
+def _paired(appeared: list, disappeared: list) -> tuple:
+    """Findings of the same code on the same key on both sides, whose message changed (``DP=4`` / ``DP=8``):
+    (appeared, disappeared, [(old, new)]) with those pairs taken out, one-for-one in order."""
+    pairs, left = [], list(disappeared)
+    kept = []
+    for f in appeared:
+        match = next((g for g in left if (g.code, g.key) == (f.code, f.key)), None)
+        if match is None:
+            kept.append(f)
+        else:
+            left.remove(match)
+            pairs.append((match, f))
+    return kept, left, pairs
+
+
 def compare(old: FileResult, new: FileResult) -> Comparison:
     """The differences between two results that both checked (neither has ``error``). Effective keys in
     OLD's order, then the keys only NEW has in NEW's."""
     if old.error is not None or new.error is not None:
         raise ValueError("compare() takes two checked results; an input error has nothing to compare")
     a, b = old.effective or {}, new.effective or {}
-    changes = [Change(k, v, b.get(k)) for k, v in a.items() if k not in b or not _same_setting(v, b[k])]
-    changes += [Change(k, None, v) for k, v in b.items() if k not in a]
+    every = [Change(k, v, b.get(k)) for k, v in a.items() if k not in b or not _same_setting(v, b[k])]
+    every += [Change(k, None, v) for k, v in b.items() if k not in a]
+    appeared, disappeared, changed = _paired(_only_in(new.findings, old.findings), _only_in(old.findings, new.findings))
     target = [
         (name, old.target.get(name), new.target.get(name))
         for name, _ in TARGET_FIELDS
@@ -122,8 +154,10 @@ def compare(old: FileResult, new: FileResult) -> Comparison:
     return Comparison(
         old=old,
         new=new,
-        effective=changes,
-        appeared=_only_in(new.findings, old.findings),
-        disappeared=_only_in(old.findings, new.findings),
+        effective=[c for c in every if not c.provenance_only],
+        provenance=[c for c in every if c.provenance_only],
+        appeared=appeared,
+        disappeared=disappeared,
+        changed=changed,
         target=target,
     )

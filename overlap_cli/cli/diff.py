@@ -85,10 +85,17 @@ def diff(opts) -> int:
 
     comparison = compare(old, new)
     steps = step_change(old_checked, new_checked)  # shown, not a difference: the exit code is the settings'
+    shown = {"provenance": bool(opts.show_provenance), "info": bool(opts.show_info)}
     if opts.format == "json":
         import json
 
         sys.stdout.write(json.dumps({**render.to_json(comparison), "estimate": steps}, indent=2, default=str) + "\n")
     else:
-        sys.stdout.write(render.render_text(comparison) + step_change_line(steps))
-    return EXIT_FINDINGS if comparison.differs else EXIT_CLEAN
+        spell = (_spelling(old_checked), _spelling(new_checked))
+        sys.stdout.write(render.render_text(comparison, spell=spell, **shown) + step_change_line(steps))
+    return EXIT_FINDINGS if comparison.differs(**shown) else EXIT_CLEAN
+
+
+def _spelling(checked) -> str:
+    """How the side's input writes values (results.show_value): a Python run ``True`` / ``None``, else YAML's."""
+    return "python" if checked.run is not None and checked.run.form == "python_run" else "yaml"

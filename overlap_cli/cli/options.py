@@ -139,7 +139,7 @@ CHECK = (
     Param("annotate", "--annotate", kind=FLAG, help="Print the config back with effective values and provenance comments (instead of the report)."),
     Param("output_file", "-o", "--output-file", "--output", kind=TEXT, metavar="FILE", help="Write the report (with --annotate: the annotated config) to FILE instead of stdout; atomic, never over an input."),
     Param("annotate_output", "--annotate-output", kind=TEXT, metavar="FILE", help="Also write the annotated config of the one input file to FILE; the report is printed as usual."),
-    Param("show_info", "--show-info", kind=FLAG, help="Text: also list info findings (they restate what Bridge does by default)."),
+    Param("show_info", "--show-info", kind=FLAG, help="Text and concise: also list info findings (they restate what Bridge does by default)."),
     Param("show_effective", "--show-effective", kind=FLAG, help="Text: also print each file's effective overlap settings with provenance (always in JSON and --annotate)."),
     Param("quiet", "-q", "--quiet", kind=FLAG, help="Print only warnings and errors: no summary, notes or hints."),
     Param("statistics", "--statistics", kind=FLAG, help="Count findings per code instead of listing them (text or json)."),
@@ -185,6 +185,8 @@ DIFF = (
     *TARGET,
     *FRAMEWORK,
     *VS_TARGET,
+    Param("show_provenance", "--show-provenance", kind=FLAG, help="Also list settings with the same value and another provenance (they then count as a difference)."),
+    Param("show_info", "--show-info", kind=FLAG, help="Also list info findings that appear, disappear or change (they then count as a difference)."),
     Param("format", "--format", "-f", **_choices("text", "json"), help="Output format."),
 )
 

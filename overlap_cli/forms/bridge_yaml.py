@@ -62,7 +62,7 @@ def load(path: Optional[str], text: Optional[str], target: Target, overrides, lo
     from overlap_cli.frameworks.bridge.runs import BridgeRun
     from overlap_cli.launch_profile.profile import for_run
 
-    problem = nemo_rl.base_problem(target)
+    problem = nemo_rl.base_problem(target) or base_problem(target)
     if problem is not None:
         raise InputError(problem)
 
@@ -90,11 +90,47 @@ def load(path: Optional[str], text: Optional[str], target: Target, overrides, lo
     merged = BridgeRun(recipe=None if target.get("base") else target.get("recipe"), base=target.get("base"),
                        files=tuple(lower) + ((path,) if path is not None else ()), dotlist=tuple(overrides or ()))
     try:
-        return run(merged.load(text if path is not None else None), target)
+        cfg = merged.load(text if path is not None else None)
+        problem = base_without_model(cfg, target)
+        if problem is not None:
+            raise InputError(problem)
+        return run(cfg, target)
     except InputError as exc:
         if exc.problem.file == "--recipe":  # an unknown recipe: say where its name was written
             raise InputError(recipe_problem(exc.problem, target, path, text)) from None
         raise
+
+
+def base_problem(target: Target):
+    """The problem of ``--base FILE`` naming a file of another framework or form (a Megatron-LM launch script
+    or functional-test YAML, a Python run), or None: read as a Bridge dump, its keys would be taken for
+    Bridge's and class defaults printed as that file's settings."""
+    base = target.get("base") if target is not None else None
+    if not base:
+        return None
+    from overlap_cli.frameworks.detect import MEGATRON_LM, framework_of
+
+    if framework_of(base) == MEGATRON_LM:
+        what = "a Megatron-LM launch" if not base.lower().endswith((".yaml", ".yml")) else "a Megatron-LM functional-test YAML (MODEL_ARGS)"
+    elif base.lower().endswith(".py"):
+        what = "a Python file"
+    else:
+        return None
+    return InputProblem(base, f"is {what}, not a Megatron-Bridge config: --base takes a Bridge dump (e.g. a "
+                              f"checkpoint's run_config.yaml); check it as a file: overlap check {base}", key="--base")
+
+
+def base_without_model(cfg, target: Target):
+    """The problem of a ``--base`` YAML without a ``model`` section, or None. ``ConfigContainer.model`` has no
+    default (megatron/bridge/training/config.py:975 in 0.6.2): a file without it is no Bridge config, and its
+    model settings would be class defaults standing in for a file that says nothing about a model."""
+    base = target.get("base")
+    layers = getattr(cfg, "layer_list", None) or ()
+    if not base or not layers or layers[0].kind != "base" or isinstance((layers[0].data or {}).get("model"), dict):
+        return None
+    keys = ", ".join(sorted(str(k) for k in (layers[0].data or {}))[:5]) or "none"
+    return InputProblem(base, f"is not a Megatron-Bridge config: no model section (top-level keys: {keys}); "
+                              "--base takes a full Bridge dump such as a checkpoint's run_config.yaml", key="--base")
 
 
 def recipe_problem(problem: InputProblem, target: Target, path, text=None) -> InputProblem:

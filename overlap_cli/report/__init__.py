@@ -32,8 +32,8 @@ def write(
 ) -> None:
     """Write ``results`` in format ``fmt`` (already resolved from ``auto``) to ``out``.
 
-    ``show_info``, ``show_effective`` and ``quiet`` shape the human formats only (text; quiet also drops
-    concise's summary and info lines): json, sarif and github always carry everything. ``statistics``
+    ``show_info``, ``show_effective`` and ``quiet`` shape the human formats only (text and concise, which
+    show the same findings; quiet also drops concise's summary): json, sarif and github always carry everything. ``statistics``
     replaces the findings by counts per code (text or json; check_cmd refuses the other formats)."""
     if statistics:
         from overlap_cli.report import statistics as statistics_report
@@ -57,7 +57,7 @@ def write(
     elif fmt == "concise":
         from overlap_cli.report.concise import render
 
-        render(results, out, skipped, quiet=quiet)
+        render(results, out, skipped, quiet=quiet, show_info=show_info)
     elif tty:
         from overlap_cli.report.text import render_rich
 

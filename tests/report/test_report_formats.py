@@ -128,12 +128,34 @@ def test_auto_is_github_under_actions_else_text(run_cli, at_root, monkeypatch):
 
 
 def test_concise_marks_safe_fixes(run_cli, at_root):
-    _, out, _ = run_cli("check", "examples/tp_overlap_without_sp.yaml", "--format", "concise")
+    _, out, _ = run_cli("check", "examples/tp_overlap_without_sp.yaml", "--format", "concise", "--show-info")
     lines = out.splitlines()
     assert any(l.startswith("examples/tp_overlap_without_sp.yaml:7:3: TP102 [*] warning: ") for l in lines)
     assert any(": DP301 info: " in l for l in lines)  # no fix, no mark
     assert "effective overlap settings" not in out
     assert "fixable with `overlap fix --write`" in out
+
+
+def _finding_lines(text: str) -> list:
+    """The finding lines of a text or concise report, without concise's ``[*]`` mark."""
+    import re
+
+    finding = re.compile(r"^.+?: [A-Z]+\d+(?: \[\*\])? (error|warning|info): ")  # report.common.finding_line
+    return [line.replace(" [*] ", " ", 1) for line in text.splitlines() if finding.match(line)]
+
+
+@pytest.mark.parametrize("show_info", [[], ["--show-info"]])
+def test_concise_shows_what_text_shows(run_cli, at_root, show_info):
+    """One selection, two renderings: the pre-commit hook's concise output lists the findings a terminal's text
+    output lists, in the same order (info findings only with --show-info, in both)."""
+    code_t, text, _ = run_cli("check", "examples", *show_info)
+    code_c, concise, _ = run_cli("check", "examples", "--format", "concise", *show_info)
+    shown = _finding_lines(text)
+    assert shown and _finding_lines(concise) == shown and code_c == code_t
+    assert any(" info: " in line for line in shown) == bool(show_info)
+    summary = concise.splitlines()[-2 if "[*]" in concise.splitlines()[-1] else -1]
+    assert summary.startswith(f"Found {len(shown)} finding(s) in ")
+    assert ("not shown: " in summary and "info finding(s) (--show-info)" in summary) == (not show_info)
 
 
 def test_summary_by_code_across_files(run_cli, at_root):
