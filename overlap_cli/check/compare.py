@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from overlap_cli.results import FileResult, Finding, Value
 
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
+from overlap_cli.results import same_value  # noqa: F401  (report.diff takes it from here)
 
 # Target fields a difference line names, with their labels, in the order they are shown.
 TARGET_FIELDS = (
@@ -52,13 +53,6 @@ class Comparison:
         """Whether the run Bridge would launch differs: the settings or findings (a target difference alone,
         e.g. another GPU that changes nothing, does not)."""
         return bool(self.effective or self.appeared or self.disappeared)
-
-
-def same_value(a: Any, b: Any) -> bool:
-    # YAML's true and 1 compare equal in Python; as settings they are different values.
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    return a == b
 
 
 def _provenance(v: Value) -> tuple:
