@@ -62,6 +62,9 @@ class Fix:
     applicability: str  # "safe" | "unsafe"
     message: str
     edits: tuple[Edit, ...]
+    # Keys whose value the edits write in another spelling with the same meaning (a userbuffers preset's name
+    # as its serialized fields): a value the user wrote there is kept, not changed (rules.common.keep_user_values).
+    respelled: tuple = ()
 
     def to_json(self) -> dict:
         return {
@@ -69,6 +72,12 @@ class Fix:
             "message": self.message,
             "edits": [e.to_json() for e in self.edits],
         }
+
+
+# The words that open the reason a safe fix is offered as unsafe because it would change a value the user
+# wrote (rules.common.keep_user_values appends it to the fix's message in parentheses; fix.common.reason
+# leaves it out of the note a fix writes, tests and docs find the policy by it).
+USERS_VALUE = "unsafe here: you wrote"
 
 
 @dataclass
@@ -122,6 +131,18 @@ class Value:
         if self.layer is not None:
             out["layer"] = self.layer
         return out
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two settings are the same value: YAML's ``true`` and ``1`` compare equal in Python but are
+    different settings; ``1`` and ``1.0`` are the same number. Mappings and lists compare item by item."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(map(same_value, a, b))
+    return a == b
 
 
 def show_value(value: Any, spell: str = "yaml", missing: str = "null") -> str:

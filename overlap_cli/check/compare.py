@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from overlap_cli.results import FileResult, Finding, Value
 
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
+from overlap_cli.results import same_value  # noqa: F401  (report.diff takes it from here)
 
 # Target fields a difference line names, with their labels, in the order they are shown.
 TARGET_FIELDS = (
@@ -68,13 +69,6 @@ class Comparison:
 
         return ([f for f in self.appeared if keep(f)], [f for f in self.disappeared if keep(f)],
                 [(a, b) for a, b in self.changed if keep(a) or keep(b)])
-
-
-def same_value(a: Any, b: Any) -> bool:
-    # YAML's true and 1 compare equal in Python; as settings they are different values.
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    return a == b
 
 
 def _provenance(v: Value) -> tuple:

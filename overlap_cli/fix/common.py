@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from overlap_cli.results import Finding
+from overlap_cli.results import USERS_VALUE, Finding
 
 
 class Refused(Exception):
@@ -81,7 +81,9 @@ class Skipped:
 
 
 def reason(message: str) -> str:
-    """The few words of a fix message that say why: its last parenthesised part, else the message."""
+    """The few words of a fix message that say why: its last parenthesised part, else the message. Why a safe
+    fix is offered as unsafe here (results.USERS_VALUE) is for the listing, not a note in the file."""
+    message = message.split(f" ({USERS_VALUE} ", 1)[0]
     m = re.search(r"\(([^()]*)\)\s*$", message)
     return (m.group(1) if m else message).strip()
 

@@ -88,4 +88,6 @@ def run_rules(view) -> list:
     finally:
         if watch is not None:
             watch.restore()
-    return findings
+    from overlap_cli.rules.common import keep_user_values
+
+    return keep_user_values(view, findings)  # a safe fix never changes a value the user wrote

@@ -9,7 +9,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any, Optional
 
-from overlap_cli.results import Edit, Finding, Fix
+from overlap_cli.results import USERS_VALUE, Edit, Finding, Fix, same_value
 from overlap_cli.frameworks.bridge import facts as bridge
 
 
@@ -23,16 +23,88 @@ def finding(view, code: str, severity: str, message: str, key: Optional[str] = N
     return Finding(code, severity, message, key, line, col, fix, origin)
 
 
-def written_by_user(view, key: str) -> bool:
-    """Whether the value at ``key`` is one the user wrote: in a single file, the file holds it; in a merged
-    run, a layer above the catalog recipe wrote it (an override file, the command line, a Python run's own
-    assignments, a base dump the user saved). A value only the recipe holds is Bridge's, not the user's."""
-    path = tuple(int(p) if p.isdigit() else p for p in key.split("."))
-    cfg = view.cfg
-    if not cfg.layered:
-        return cfg.has(path)
-    layer = cfg.layer_of(path)
-    return layer is not None and layer.kind != "recipe"
+def keep_user_values(view, findings: list) -> list:
+    """A safe fix never changes a value the user wrote in their own file: one whose edits would set such a
+    value to another one or remove it is offered as unsafe, naming the value and where it is written
+    (``you wrote model.sequence_parallel: false at over.yaml:3``). The user's value is their intent, even
+    where it keeps an overlap from taking effect; a rule that can make the overlap request honest instead
+    (TP102 turns off a request the user did not write) offers that fix itself, and it touches nothing of theirs.
+
+    "Written" is the view's one notion (``view.written(key)``: an override file, a dotlist, a Python run's
+    assignment, a launch's word; never a recipe, a dump, a class default or a preset). A value a fix moves
+    (removed at one key and set to the same value at a key of the same name, e.g. into ``comm_overlap``
+    where Bridge reads it) is kept, not changed."""
+    written = getattr(view, "written", None)
+    if written is None:
+        return findings
+    for f in findings:
+        fix = f.fix
+        if fix is None or fix.applicability != "safe":
+            continue
+        changed = users_values_changed(written, [e for e in fix.edits if e.key not in fix.respelled])
+        if changed:
+            f.fix = Fix("unsafe", f"{fix.message} ({USERS_VALUE} {'; '.join(changed)})", fix.edits, fix.respelled)
+    return findings
+
+
+def users_values_changed(written, edits) -> list:
+    """``KEY: VALUE at WHERE`` of each value the user wrote (``written(key) -> (value, where) | None``) that
+    ``edits`` would change."""
+    moved = [(_name(e.key), e.value) for e in edits if e.op != "remove"]
+    out: list = []
+    for e in edits:
+        if e.op == "remove":
+            got = written(e.key)
+            if got is not None and not any(name == _name(e.key) and same_value(v, got[0]) for name, v in moved):
+                out.append(_named(e.key, got))
+            continue
+        out.extend(_set_changes(written, e.key, e.value))
+        out.extend(_named(k, got) for k, got in _written_above(written, e.key))
+    return out
+
+
+def _name(key: str) -> str:
+    """The field a key names, as a move keeps it (``model.nvte_fwd_layernorm_sm_margin`` moves to
+    ``env_vars.NVTE_FWD_LAYERNORM_SM_MARGIN``)."""
+    return key.rsplit(".", 1)[-1].lower()
+
+
+def _set_changes(written, key: str, value: Any) -> list:
+    """A ``set``/``add`` of ``value`` at ``key``: the user's values there that it changes. Into a mapping the user
+    wrote only their own keys count (the rest is the recipe's, under the same mapping)."""
+    got = written(key)
+    if got is None:
+        return []
+    old = got[0]
+    if isinstance(old, dict) and isinstance(value, dict):
+        out = []
+        for k in old:
+            sub = f"{key}.{k}"
+            if k in value:
+                out.extend(_set_changes(written, sub, value[k]))
+            elif written(sub) is not None:
+                out.append(_named(sub, written(sub)))
+        return out
+    return [] if same_value(old, value) else [_named(key, got)]
+
+
+def _written_above(written, key: str) -> list:
+    """(key, written) of a value the user wrote at an ancestor of ``key`` that is not a mapping (a recipe name
+    under ``mixed_precision``): an edit below it replaces it."""
+    parts = key.split(".")
+    out = []
+    for n in range(1, len(parts)):
+        head = ".".join(parts[:n])
+        got = written(head)
+        if got is not None and not isinstance(got[0], dict):
+            out.append((head, got))
+    return out
+
+
+def _named(key: str, got: tuple) -> str:
+    value = got[0]
+    shown = "" if isinstance(value, (dict, list)) else f": {fmt(value)}"
+    return f"{key}{shown} at {got[1]}"
 
 
 def safe(message: str, *edits: Edit) -> Fix:

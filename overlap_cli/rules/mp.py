@@ -6,7 +6,7 @@ from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.results import Edit
 from overlap_cli.rules.registry import rule
 from overlap_cli.launch_profile import versions
-from overlap_cli.rules.common import finding, fmt, safe, te_version, unknown_version_text, unsafe, written_by_user
+from overlap_cli.rules.common import finding, fmt, safe, te_version, unknown_version_text, unsafe
 
 _WATCHED = ("grad_reduce_in_fp32", "fp8_param_gather")
 
@@ -41,7 +41,7 @@ def ddp_overwritten(view):
     if view.mp is None:
         return
     for ow in view.mp_overwrites:
-        if ow.section != "ddp" or ow.key not in _WATCHED or not written_by_user(view, f"ddp.{ow.key}"):
+        if ow.section != "ddp" or ow.key not in _WATCHED:  # mp_overwrites holds only values the user wrote
             continue
         yield finding(
             view,

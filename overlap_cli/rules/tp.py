@@ -45,7 +45,7 @@ def tp_too_small(view):
         )
 
 
-@rule("TP102", "tp-overlap-off-sequence-parallel", "warning", "TP overlap requested without sequence parallelism: Bridge switches it off", fix="overlap")
+@rule("TP102", "tp-overlap-off-sequence-parallel", "warning", "TP overlap requested without sequence parallelism: Bridge switches it off", fix="keeps/overlap")
 def tp_needs_sp(view):
     """
     ## What it does
@@ -66,15 +66,26 @@ def tp_needs_sp(view):
     Sets `model.sequence_parallel: true`. **Safe (b) — makes the requested overlap take effect**: it is what TP overlap requires, keeps the request,
     and sequence parallelism does not change the model's numerics (it shards LayerNorm/dropout
     activations across the TP group and lowers activation memory).
+
+    Where you wrote `sequence_parallel: false` yourself (an override file, a dotlist, a Python assignment)
+    and the TP overlap request is the recipe's or the base's, your false is your intent (sequence
+    parallelism changes the activations you see while debugging): the fix sets
+    `comm_overlap.tp_comm_overlap: false` instead. **Safe — every effective value stays**: Bridge switches
+    the overlap off anyway; the run stops requesting what it does not get. Where you wrote both, the
+    two are yours to reconcile: setting `sequence_parallel: true` is offered as unsafe, naming your line.
     """
     if view.tp_gate == "sp":
+        on_sp = safe("set model.sequence_parallel: true (TP overlap needs sequence parallelism)", set_("model.sequence_parallel", True))
+        if view.written("model.sequence_parallel") is not None and view.written(_REQUEST) is None:
+            on_sp = safe("set comm_overlap.tp_comm_overlap: false (your model.sequence_parallel: false turns TP overlap off)",
+                         set_(_REQUEST, False))
         yield finding(
             view,
             "TP102",
             "warning",
             "TP overlap requested but model.sequence_parallel is false: Bridge silently disables TP overlap",
             "model.sequence_parallel" if view.cfg.has(("model", "sequence_parallel")) else _REQUEST,
-            safe("set model.sequence_parallel: true (TP overlap needs sequence parallelism)", set_("model.sequence_parallel", True)),
+            on_sp,
         )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from overlap_cli.frameworks.bridge import preset_fit
 from overlap_cli.frameworks.bridge import presets
-from overlap_cli.results import Edit
+from overlap_cli.results import Edit, Fix
 from overlap_cli.rules.registry import rule
 from overlap_cli.rules.common import finding, safe, set_, te_version, unsafe
 from overlap_cli.launch_profile import versions
@@ -182,7 +182,8 @@ def not_buildable(view):
                 view, "UB603", severity,
                 f"tp_comm_overlap_cfg is the string {ub.given!r}: Bridge's asdict() raises TypeError at launch{when}; "
                 "write the preset as a mapping",
-                CO_KEY, safe(f"expand preset {ub.given} into Bridge's serialized mapping", set_preset(ub.given)),
+                CO_KEY, Fix("safe", f"expand preset {ub.given} into Bridge's serialized mapping", (set_preset(ub.given),),
+                            respelled=(CO_KEY,)),
             )  # fmt: skip
             return
         hint = ""

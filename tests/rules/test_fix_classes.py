@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from overlap_cli.rules import FIX_CLASSES, SAFE_FIX_CLASSES, all_rules
+from overlap_cli.results import USERS_VALUE
 from conftest import ROOT as ROOT_DIR  # noqa: E402
 
 ROOT = ROOT_DIR
@@ -71,5 +72,8 @@ def test_findings_obey_their_rule_class(path, run_cli):
                 assert f["severity"] != "info", f"{f['code']}: an info finding offers a safe fix"
                 if set(classes) & set(SAFE_FIX_CLASSES) == {"crash"}:
                     assert f["severity"] == "error", f"{f['code']}: a crash fix on a {f['severity']} finding"
+            elif USERS_VALUE in fix["message"]:  # a safe fix that would change a value the user wrote
+                assert set(classes) & set(SAFE_FIX_CLASSES), (f["code"], RULES[f["code"]].fix)
+                assert re.search(r"you wrote \S+.* at \S+", fix["message"]), fix["message"]
             else:
                 assert "unsafe" in classes, (f["code"], RULES[f["code"]].fix)

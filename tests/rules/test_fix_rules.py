@@ -125,14 +125,19 @@ def test_every_fixed_file_belongs_to_a_case():
 
 
 def test_cfg005_keeps_the_request_in_comm_overlap(run_cli, tmp_path):
-    """ddp says false, comm_overlap asks for true: the dead ddp value goes, the request stays."""
+    """ddp says false, comm_overlap asks for true: the dead ddp value goes, the request stays. Both are the
+    user's words, so removing their ddp value is theirs to accept (--unsafe-fixes), and the fix says which."""
     (tmp_path / "src").mkdir()
     src = tmp_path / "src" / "config.yaml"
     src.write_text(
         "model: {tensor_model_parallel_size: 1}\nddp:\n  use_distributed_optimizer: true\n  overlap_grad_reduce: false\n"
         "comm_overlap:\n  tp_comm_overlap: false\n  overlap_grad_reduce: true\n"
     )
-    _, dst, output = run_fix(run_cli, tmp_path, src, "--select", "CFG005", "--world-size", "8")
+    _, out, _ = run_cli("check", src, "--select", "CFG005", "--world-size", "8", "--format", "json")
+    fix = json.loads(out)["results"][0]["findings"][0]["fix"]
+    assert fix["applicability"] == "unsafe" and fix["edits"] == [{"op": "remove", "key": "ddp.overlap_grad_reduce"}]
+    assert fix["message"].endswith(f"you wrote ddp.overlap_grad_reduce: false at {src}:4)"), fix["message"]
+    _, dst, output = run_fix(run_cli, tmp_path, src, "--select", "CFG005", "--world-size", "8", "--unsafe-fixes")
     data = yaml.safe_load(dst.read_text())
     assert get(data, "ddp.overlap_grad_reduce") is MISSING
     assert data["comm_overlap"]["overlap_grad_reduce"] is True
@@ -163,10 +168,26 @@ def test_pp202_then_pp201_with_unsafe_makes_p2p_overlap_work(run_cli, tmp_path):
     assert "PP202" not in codes
 
 
-def test_fix_object_in_check_json(run_cli):
-    _, out, _ = run_cli("check", EXAMPLES / "tp_overlap_without_sp.yaml", "--format", "json")
-    fix = next(f["fix"] for f in json.loads(out)["results"][0]["findings"] if f["code"] == "TP102")
-    assert fix["applicability"] == "safe" and "sequence parallelism" in fix["message"]
+def _tp102_fix(run_cli, path) -> dict:
+    _, out, _ = run_cli("check", path, "--format", "json")
+    return next(f["fix"] for f in json.loads(out)["results"][0]["findings"] if f["code"] == "TP102")
+
+
+def test_fix_object_in_check_json(run_cli, tmp_path):
+    """The fix object of check's JSON: its applicability, message and edits. sequence_parallel: false in a
+    section Bridge serialised (``_target_``) is Bridge's value: turning it on is safe. Written by hand, it is
+    the user's: the same edit is offered as unsafe, naming their line."""
+    dumped = tmp_path / "dumped_model.yaml"
+    dumped.write_text("model:\n  _target_: megatron.bridge.models.llama.llama_provider.Llama3ModelProvider8B\n"
+                      "  tensor_model_parallel_size: 2\n  sequence_parallel: false\ncomm_overlap:\n  tp_comm_overlap: true\n")
+    fix = _tp102_fix(run_cli, dumped)
+    assert fix["applicability"] == "safe" and fix["message"] == "set model.sequence_parallel: true (TP overlap needs sequence parallelism)"
+    assert fix["edits"] == [{"op": "set", "key": "model.sequence_parallel", "value": True}]
+
+    example = EXAMPLES / "tp_overlap_without_sp.yaml"
+    fix = _tp102_fix(run_cli, example)
+    assert fix["applicability"] == "unsafe" and "sequence parallelism" in fix["message"]
+    assert fix["message"].endswith(f"(unsafe here: you wrote model.sequence_parallel: false at {example}:7)"), fix["message"]
     assert fix["edits"] == [{"op": "set", "key": "model.sequence_parallel", "value": True}]
 
 

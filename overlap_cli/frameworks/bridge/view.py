@@ -7,7 +7,6 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Any, Optional
 
-from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.config.document import Config
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 from overlap_cli.launch_profile.profile import Target
@@ -82,30 +81,46 @@ class Resolved:
         return self.final.get(section, {}).get(key, default)
 
     def user_wrote(self, section: str, key: str) -> bool:
-        return user_wrote(self.cfg, section, key)
+        return written_at(self.cfg, (section, key)) is not None
+
+    def written(self, key: str) -> Optional[tuple]:
+        """(value, where) of the value the user wrote at the dotted ``key`` (``written_at``), None when the
+        value there is not theirs (rules.common.keep_user_values asks every framework's view this)."""
+        path = tuple(int(p) if p.isdigit() else p for p in key.split("."))
+        where = written_at(self.cfg, path)
+        return None if where is None else (self.cfg.get(path), where)
+
+
+# The layers of a merged run whose values are the user's words (config.layers, python_load): an override
+# file, the command line (a dotlist, a run_recipe.py launch's override words), a Python run's assignments.
+# A catalog recipe and a base (a dump given with --base, a Python run's start) hold what Bridge built.
+WRITTEN_LAYERS = ("file", "command line", "python")
 
 
 def user_wrote(cfg: Config, section: str, key: str) -> bool:
-    """Whether a value in the file is a choice of the user's.
+    return written_at(cfg, (section, key)) is not None
 
-    Bridge's serializer (``ConfigContainer.to_yaml``) writes every field of every dataclass section and
-    marks the section with ``_target_``. In such a dump a field holding its class default is not a
-    choice anybody made, so only values that differ from the default count. In a hand-written section
-    (no ``_target_``) and in command-line overrides, every key present was written on purpose.
+
+def written_at(cfg: Config, path: tuple) -> Optional[str]:
+    """Where the user wrote the value at ``path`` — ``FILE:LINE`` of their own file, ``the command line`` —
+    or None when the value is not their words: a catalog recipe's, a dump's, a class default, a preset's.
+
+    The one notion of "the user wrote this" (the resolver's overwrites, MP401, the safe-fix policy of
+    rules.common.keep_user_values). In a merged run the layer that wrote the value decides. In a single file
+    a section Bridge serialised (``ConfigContainer.to_yaml`` writes every field of every dataclass and
+    marks the section with ``_target_``) holds what Bridge built, not what anybody asked for, exactly as
+    the same file given with ``--base`` does; a hand-written section (no ``_target_``) is the user's.
     """
-    path = (section, key)
+    path = tuple(path)
+    if cfg.layered:
+        layer = cfg.layer_of(path) if cfg.has(path) else None
+        if layer is None or layer.kind not in WRITTEN_LAYERS:
+            return None
+        label = cfg.label(path)  # a run_recipe.py launch's words name the script's line
+        return "the command line" if label == "command line" else label
     if path in cfg.override_paths:
-        return True
-    if cfg.layered:  # a merged run: a key an override file, a dotlist or a Python run's assignment wrote is a
-        # choice (a Python run's top layer holds only what the script assigns: python_load.py); the recipe's
-        # values are read as a dump
-        layer = cfg.layer_of(path)
-        if layer is not None and layer.kind in ("file", "command line", "python") and cfg.has(path):
-            return True
-    sec = cfg.data.get(section)
-    if not isinstance(sec, dict) or key not in sec:
-        return False
-    if "_target_" not in sec:
-        return True
-    defaults = bridge.SECTION_DEFAULTS.get(section, {})
-    return key not in defaults or sec[key] != defaults[key]
+        return "the command line"
+    if not cfg.has(path) or cfg.constructed(str(path[0])) is not None:
+        return None
+    line = cfg.position(path)[0]
+    return f"{cfg.file}:{line}" if line is not None else cfg.file

@@ -176,6 +176,32 @@ class LMResolved:
     def user_wrote(self, section: str, key: str) -> bool:
         return self.cfg.has((section, key))
 
+    def written(self, key: str) -> Optional[tuple]:
+        """(value, where) of what the launch's words give for ``key`` — every flag and exported variable of a
+        launch is the user's word (rules.common.keep_user_values) — None when the launch does not give it.
+        ``key`` is a flag (``--x``: its value is whether that very spelling is given), ``env.NAME`` or a
+        config key (``model.sequence_parallel``) of a rule shared with Bridge."""
+        launch = self.launch
+        if key.startswith("env."):
+            var = launch.env.get(key[len("env."):])
+            if var is None:
+                return None
+            return var.value, f"{launch.file}:{var.line}" if var.line else launch.file
+        if key.startswith("-"):
+            from overlap_cli.frameworks.megatron_lm.args import option
+
+            arg = next((a for a in launch.args.values()
+                        if a.flag == key or key in ((option(a.dest) or {}).get("flags") or ())), None)
+            value = None if arg is None else arg.flag == key
+        else:
+            arg = self.cfg.arg(tuple(key.split(".")))
+            value = None if arg is None else arg.value
+        if arg is None:
+            return None
+        if arg.line:
+            return value, f"{launch.file}:{arg.line}"
+        return value, "the command line" if arg.origin == "command line" else launch.file
+
     # -- for the LM rules ------------------------------------------------------------------------
 
     def given(self, dest: str):

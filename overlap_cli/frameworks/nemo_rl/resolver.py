@@ -96,6 +96,15 @@ class NemoRLView:
             return line, column, None
         return None, None, origin
 
+    def written(self, key: str) -> Optional[tuple]:
+        """(value, where) of a value the checked file or the command line writes at the dotted ``key`` (of the
+        YAML), None for one a ``defaults:`` file it starts from holds, as a recipe or a base is for Bridge."""
+        path = tuple(key.split("."))
+        origin = self.cfg.origin(path) if self.cfg.has(path) else None
+        if origin is None or not (origin.startswith(f"{self.cfg.file}:") or origin == "command line"):
+            return None
+        return self.cfg.get(path), ("the command line" if origin == "command line" else origin)
+
     def setting(self, path: tuple) -> Any:
         """The value at ``path`` of the merged YAML, None when absent or unknown."""
         from overlap_cli.frameworks.nemo_rl.loader import Unresolved

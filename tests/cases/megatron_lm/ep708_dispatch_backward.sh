@@ -3,7 +3,7 @@
 # args: --torch-version 2.7 --te-version 2.8
 # expect: EP708
 # absent: EP701 EP709
-# fixed-absent: EP708
+# unsafe-fixed-absent: EP708
 # exit: 1
 torchrun --nproc_per_node 8 pretrain_gpt.py --expert-model-parallel-size 8 --num-experts 8 \
     --moe-token-dispatcher-type alltoall --overlap-moe-expert-parallel-comm --bf16 \

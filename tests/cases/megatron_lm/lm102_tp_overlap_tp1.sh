@@ -3,8 +3,8 @@
 # expect: LM102 LM103
 # absent: LM101 LM501
 # effective: model.sequence_parallel=false@forced-off
-# fixed-absent: LM102
-# fixed-effective: model.tp_comm_overlap=false@default
+# unsafe-fixed-absent: LM102
+# unsafe-fixed-effective: model.tp_comm_overlap=false@default
 # exit: 1
 torchrun --nproc_per_node 8 pretrain_gpt.py \
     --tensor-model-parallel-size 1 \

@@ -3,7 +3,7 @@
 # in Megatron-Core's ModelParallelConfig.
 # expect: PP206 LM201
 # absent: PP205
-# fixed-absent: PP206
+# unsafe-fixed-absent: PP206
 # exit: 1
 torchrun --nproc_per_node 8 pretrain_gpt.py \
     --pipeline-model-parallel-size 2
