@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 
-from overlap_cli.forms.sniff import read_head
+from overlap_cli.forms.sniff import NOT_A_LAUNCH, read_head
 from overlap_cli.problems import InputProblem
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
@@ -47,6 +47,9 @@ SKIP_KINDS = (
     ("a fragment sourced by", "fragment sourced by another script"),
     ("a template", "template with placeholders"),
     ("not a training run", "not a training run"),
+    ("not a Megatron training launch", "not a Megatron training launch"),
+    ("a test module", "test module"),
+    ("a module of the megatron package", "megatron package module"),
     ("the same file as", "link to a file already listed"),
     ("a Megatron-Bridge training script in Python", "Bridge Python training script"),
     ("a NeMo-RL config for the DTensor", "NeMo-RL DTensor policy"),
@@ -136,8 +139,7 @@ def discover(args, configs_only: bool = False, target=None) -> Discovered:
                     then = "what it sets is unknown where that script is checked"
                 out.skipped.append((path, f"a fragment sourced by {src} (line {line}), not a launch itself; {then}"))
             else:
-                out.skipped.append((path, "not a launch (no torchrun, python -m torch.distributed.run, "
-                                          "pretrain_*.py or run_recipe.py line)"))
+                out.skipped.append((path, NOT_A_LAUNCH))
         out.skipped.sort(key=lambda item: item[0])
     return out
 

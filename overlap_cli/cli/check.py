@@ -308,9 +308,30 @@ def gather_inputs(files, opts, discover: bool = True, target=None):
 
         sys.stderr.write(f"note: {skipped_counts(skipped)}\n")
     else:
-        for path, reason in skipped:
-            sys.stderr.write(f"note: {path}: skipped: {reason}\n")
+        for line in skip_notes(skipped):
+            sys.stderr.write(line + "\n")
     return files, skipped, selection, problems
+
+
+def skip_notes(skipped) -> list:
+    """One ``note:`` line per skipped file, except the Python files a walk passes (a repository holds hundreds:
+    library modules, tests, helpers): those are one line per kind of skip when there are several, with the
+    first as the example (``--format json`` lists each with its reason)."""
+    from overlap_cli.check.discovery import skip_kind
+
+    lines, python = [], {}
+    for path, reason in skipped:
+        if path.endswith(".py"):
+            python.setdefault(skip_kind(reason), []).append((path, reason))
+        else:
+            lines.append(f"note: {path}: skipped: {reason}")
+    for kind, items in python.items():
+        if len(items) == 1:
+            lines.append(f"note: {items[0][0]}: skipped: {items[0][1]}")
+        else:
+            lines.append(f"note: {len(items)} Python files skipped: {kind} (e.g. {items[0][0]}: {items[0][1]}); "
+                         "--format json lists each")
+    return lines
 
 
 def _write_annotated(checked, files, output, quiet=False, errors_to_stderr=True) -> int:

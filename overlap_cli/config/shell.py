@@ -144,7 +144,7 @@ def has_launch_line(text: str) -> bool:
 
 
 def launch_summary(text: str) -> tuple:
-    """For folder discovery: ("launch", the training script's file name or None), ("none", None) when no
+    """For folder discovery: ("launch", the training script's path as far as it is known, or None), ("none", None) when no
     path reaches a launch line, or ("error", message) when bash could not read the script."""
     if not LAUNCH_WORDS.search(text):
         return "none", None
@@ -159,7 +159,7 @@ def launch_summary(text: str) -> tuple:
         return "none", None
     node, st, fields, word_of, (kind, index), _added = min(recs, key=lambda r: r[0].start)
     if kind in ("python", "script"):
-        return "launch", reader.script_name(fields[index], True)
+        return "launch", _known_tail(fields[index]) if reader.script_name(fields[index], True) else None
     from overlap_cli.config.argv import LaunchText
     from overlap_cli.config.launchers import torchrun_options
 
@@ -170,5 +170,15 @@ def launch_summary(text: str) -> tuple:
         return "launch", None
     if at is None:
         return "launch", None
-    # the training script's file name, or the module ``torchrun -m`` runs (examples.inference.offline_inference)
-    return "launch", reader.script_name(fields[at], False) or fields[at].text
+    # the training script's path as far as it is known, or the module ``torchrun -m`` runs (examples.inference.offline_inference)
+    return "launch", _known_tail(fields[at]) if reader.script_name(fields[at], False) else fields[at].text
+
+
+def _known_tail(field) -> str:
+    """A launched file's path after its last unknown stretch (``/pretrain_gpt.py`` of ``${MEGATRON}/pretrain_gpt.py``,
+    all of ``examples/multimodal/train.py``): config.entry_points looks its source up from it."""
+    chars = field.chars
+    k = len(chars)
+    while k > 0 and chars[k - 1].__class__ is str:
+        k -= 1
+    return "".join(chars[k:])

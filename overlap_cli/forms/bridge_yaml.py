@@ -182,10 +182,11 @@ def discover(path: str, explicit: bool, context) -> tuple:
     """A YAML file is checked when it looks like a training config (a top-level ``model`` / ``ddp`` /
     ``comm_overlap`` / ``mixed_precision`` / ``optimizer`` section, or a recipe directive); a model card or an
     override file whose recipe nothing names is skipped with the reason, anything else as not a training
-    config. Named explicitly, a file is skipped only when it is plainly another YAML mapping (forms.sniff)."""
+    config. Named explicitly (pre-commit names every changed file), an override file without a recipe is skipped
+    as in a folder; any other file only when it is plainly another YAML mapping (forms.sniff)."""
     from overlap_cli.forms import sniff
 
-    if path.lower().endswith(sniff.YAML_SUFFIXES) and not context.configs_only:
+    if path.lower().endswith(sniff.YAML_SUFFIXES):
         reason = sniff.yaml_skip(path, context.target, explicit)
         if reason is not None:
             return "skip", reason

@@ -40,15 +40,16 @@ def load(path: str, text: Optional[str], target, overrides, lower) -> Run:
 
 
 def discover(path: str, explicit: bool, context) -> tuple:
-    """Checked when it has a training launch line; skipped with the reason when it launches no training (a
-    conversion, inference, ...), is a template to fill in, or runs a Bridge training script of its own; a
-    script without a launch line is checked when named, else left to the walk (a fragment another script
-    sources, or not a launch)."""
-    from overlap_cli.forms.sniff import script_verdict
+    """Checked when it has a Megatron training launch line; skipped with the reason when it launches no training
+    (a conversion, inference, ...), no Megatron training (a test run, another framework's trainer, an unknown
+    script), is a template to fill in, or runs a Bridge training script of its own; a script without a launch
+    line is skipped as not a launch when named (pre-commit names every changed file), else left to the walk (a
+    fragment another script sources, or not a launch)."""
+    from overlap_cli.forms.sniff import NOT_A_LAUNCH, script_verdict
 
     verdict, reason = script_verdict(path)
     if verdict == "skip":
         return "skip", reason
-    if verdict == "none" and not explicit:
-        return "no-launch", None
+    if verdict == "none":
+        return ("skip", NOT_A_LAUNCH) if explicit else ("no-launch", None)
     return "check", [path]

@@ -85,19 +85,25 @@ def annotate(checked) -> str:
 
 
 def discover(spec: str, explicit: bool, context) -> tuple:
-    """Each run the file holds (``FILE::FUNCTION``, or ``FILE`` for a script); a file that builds no
-    ConfigContainer is passed over in a folder and, named explicitly, skipped with the reason."""
-    from overlap_cli.frameworks.bridge.python_load import list_runs, not_a_run_problem
-    from overlap_cli.forms.sniff import read_head
+    """Each run the file holds (``FILE::FUNCTION``, or ``FILE`` for a script); a file that holds none (a test
+    module, library code of the megatron package, a Megatron-LM entry point, a conversion script, a file that
+    builds no ConfigContainer) is skipped with the reason, in a folder and named explicitly alike."""
+    from overlap_cli.forms.sniff import python_skip, python_text_skip, read_head
 
+    why = python_skip(spec)
+    if why is not None:
+        return "skip", why
     head = read_head(spec)  # the first MiB: a Python run is far smaller
     if head is None:
         return "check", [spec]
+    why = python_text_skip(spec, head)
+    if why is not None:
+        return "skip", why
+    from overlap_cli.frameworks.bridge.python_load import list_runs, not_a_run_problem
+
     text = head.decode("utf-8", errors="replace")
     runs = list_runs(spec, text)
     if runs:
         return "check", runs
-    if explicit:
-        problem = not_a_run_problem(spec, text)
-        return "skip", problem.message if problem else "builds no ConfigContainer"
-    return "quiet", None
+    problem = not_a_run_problem(spec, text)
+    return "skip", "not a training run: " + (problem.message if problem else "builds no ConfigContainer")

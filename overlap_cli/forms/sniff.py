@@ -35,6 +35,7 @@ _CONTAINER_RE = lazyre.compile(
 # Reading this much is enough to find a top-level section in any real config (Bridge dumps are ~30 KB).
 _SNIFF_BYTES = 1024 * 1024
 
+NOT_A_LAUNCH = "not a launch (no torchrun, python -m torch.distributed.run, pretrain_*.py or run_recipe.py line)"
 NOT_A_CONFIG = "not a training config (no top-level " + "/".join(CONFIG_SECTIONS) + " section)"
 
 
@@ -103,36 +104,26 @@ def script_verdict(path: str) -> tuple:
         return "check", None
     if kind == "none":
         return "none", None
-    from overlap_cli.config.entry_points import NOT_TRAINING, classify
+    from overlap_cli.config.entry_points import BRIDGE_SCRIPT, NOT_MEGATRON, NOT_TRAINING, classify
 
-    what, sentence = classify(detail)
+    what, sentence = classify(detail, beside=path)
     if what == NOT_TRAINING:
         return "skip", f"not a training run: {sentence}"
-    bridge_script = _bridge_python(path, detail)
-    if bridge_script is not None:
-        return "skip", (f"a Megatron-Bridge training script in Python ({bridge_script}): the launch's words are that "
+    if what == NOT_MEGATRON:
+        return "skip", f"not a Megatron training launch: {sentence}"
+    if what == BRIDGE_SCRIPT:
+        name = detail.rsplit("/", 1)[-1]
+        return "skip", (f"a Megatron-Bridge training script in Python ({name}): the launch's words are that "
                         "script's own arguments, not Megatron-LM's; not read from the launch")
     return "check", None
-
-
-def _bridge_python(script: str, launched) -> "str | None":
-    """The launched ``.py`` when it sits beside the script (or one folder up) and imports megatron.bridge: a
-    Bridge training script of its own, whose arguments Megatron-LM's parser does not describe."""
-    if not launched or not launched.endswith(".py") or re.fullmatch(r"pretrain_\w*\.py", launched):
-        return None
-    here = os.path.dirname(os.path.abspath(script))
-    for folder in (here, os.path.dirname(here)):
-        head = read_head(os.path.join(folder, launched))
-        if head is not None:
-            return launched if b"megatron.bridge" in head[:65536] else None
-    return None
 
 
 def yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
     """Why a YAML file is not checked, or None: a file whose top-level keys are mostly not
     ConfigContainer sections (a model card: ``title``, ``summary``, ``items`` beside a ``model:``), or an
     override file (ConfigContainer sections, no ``_target_``, so not a config Bridge can build alone, and
-    presented as one: ``_says_override``) whose recipe nothing names."""
+    presented as one: ``_says_override``) whose recipe nothing names -- in a folder and named explicitly alike
+    (pre-commit names each changed file: checked against class defaults, it would report values nobody wrote)."""
     head = read_head(path)
     if head is None or b"\0" in head:
         return None
@@ -148,8 +139,8 @@ def yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
         shown = ", ".join(other[:4]) + (", ..." if len(other) > 4 else "")
         return (f"not a training config: its top-level keys ({shown}) are not ConfigContainer sections "
                 f"(only {', '.join(container)} is)")
-    if explicit or not container or "_target_" in text or _RECIPE_DIRECTIVE_RE.search(text):
-        return None  # named explicitly, an override file is checked (and the check says what it lacks)
+    if not container or "_target_" in text or _RECIPE_DIRECTIVE_RE.search(text):
+        return None
     if not _says_override(path, text):
         return None  # a hand-written partial config is checked against Bridge's defaults, as always
     if target is not None and _recipe_of(target, path, text):
@@ -194,3 +185,75 @@ def _count_leaves(text: str) -> int:
         return 1
 
     return leaves(data) if isinstance(data, dict) else 0
+
+
+# pytest's default test file names (python_files = test_*.py *_test.py) and its conftest.py.
+_TEST_MODULE = re.compile(r"test_\w*\.py|\w*_test\.py|conftest\.py")
+# What a Python file must say to build a ConfigContainer the reader can find: the class, its from_yaml, or an
+# import of megatron.bridge (a recipe call) -- frameworks.bridge.python_reader's start calls all need one.
+_BRIDGE_WORDS = (b"ConfigContainer", b"from_yaml", b"bridge")
+_package_dirs: dict = {}  # folder -> whether it holds __init__.py (a walk asks once per folder)
+
+
+def _is_package(folder: str) -> bool:
+    known = _package_dirs.get(folder)
+    if known is None:
+        known = _package_dirs[folder] = os.path.isfile(os.path.join(folder, "__init__.py"))
+    return known
+
+
+def megatron_module(path: str) -> "str | None":
+    """The dotted module name when ``path`` is a module of the ``megatron`` namespace package (Megatron-Bridge's
+    ``src/megatron/bridge/...``, Megatron-LM's ``megatron/core/...``): its folders hold ``__init__.py`` up to a
+    folder named ``megatron`` that does not (the namespace). None otherwise."""
+    folder = os.path.dirname(os.path.abspath(path))
+    names = [os.path.basename(path)[:-3]]
+    while _is_package(folder):
+        names.append(os.path.basename(folder))
+        up = os.path.dirname(folder)
+        if up == folder:
+            return None
+        folder = up
+    if len(names) < 2 or os.path.basename(folder) != "megatron":
+        return None
+    return ".".join(["megatron"] + names[::-1])
+
+
+def python_skip(path: str) -> "str | None":
+    """Why a Python file holds no run to check, decided from its path alone (nothing is read): a test module
+    (pytest collects it), a module of the megatron package (library code a run imports), or Megatron-Bridge's
+    recipe runner and its helpers (a launch names the recipe it runs). None: the file is read."""
+    from overlap_cli.config.entry_points import BRIDGE_RUNNER_HELPERS, BRIDGE_RUNNERS
+
+    name = os.path.basename(path)
+    if _TEST_MODULE.fullmatch(name):
+        return "a test module (pytest collects test_*.py), not a training run"
+    module = megatron_module(path)
+    if module is not None:
+        return (f"a module of the megatron package ({module}): library code a run imports, not a training run; "
+                "a recipe function in it is checked by name (FILE.py::FUNCTION, or --recipe NAME)")
+    if name in BRIDGE_RUNNERS or name in BRIDGE_RUNNER_HELPERS:
+        return ("not a training run: Megatron-Bridge's recipe runner; the run is the recipe a launch of run_recipe.py "
+                "names (check that launch script)")
+    return None
+
+
+def python_text_skip(path: str, head: bytes) -> "str | None":
+    """Why a Python file holds no run, from its text (None: the reader lists its runs): a Megatron-LM training
+    entry point (its launch's arguments say what it trains), a conversion / inference / evaluation / data-
+    preparation script by its name that calls no training entry point, or a file that cannot build a
+    ConfigContainer (it names neither the class, from_yaml nor megatron.bridge)."""
+    from overlap_cli.config.entry_points import TRAINING, not_training_name, source_kind
+
+    text = head.decode("utf-8", "replace")
+    name = os.path.basename(path)
+    kind = source_kind(text)
+    if kind == TRAINING:
+        return (f"not a training run by itself: {name} is a Megatron-LM training entry point; its launch's arguments "
+                "say what it trains (check the script that launches it)")
+    what = not_training_name(name)
+    if kind is None and what is not None and not re.search(r"config|recipe", name.lower()):
+        return f"not a training run: {name} is {what} script"
+    if not any(word in head for word in _BRIDGE_WORDS):
+        return "not a training run: builds no ConfigContainer (it uses neither megatron.bridge nor ConfigContainer)"
+    return None

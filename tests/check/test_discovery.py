@@ -199,6 +199,8 @@ def test_override_file_without_a_recipe_says_what_it_needs(run_cli, tmp_path):
     assert reasons["llama_override.yaml"] == ("an override file: sets 2 keys of a ConfigContainer: name its recipe with "
                                               "`# overlap: recipe=NAME` or in pyproject ([tool.overlap] recipe, or per-file-target)")
     assert reasons["plain.yaml"].startswith("an override file: sets 3 keys")
-    # named explicitly, it is checked
+    # named explicitly (as pre-commit names it), the same verdict: skipped with the reason, exit 0
     code, out, err = run_cli("check", tmp_path / "conf" / "llama_override.yaml", "--format", "json")
-    assert len(json.loads(out)["results"]) == 1
+    named = json.loads(out)
+    assert code == 0 and named["results"] == []
+    assert [s["reason"] for s in named["skipped"]] == [reasons["llama_override.yaml"]]

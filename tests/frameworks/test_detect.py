@@ -36,9 +36,11 @@ def test_folder_walk_takes_launch_scripts_with_a_launch_line_only(tmp_path):
     assert discoverable(str(tmp_path / "build.sh")) is False
 
 
-def test_a_named_script_is_checked_even_without_a_launch_line(tmp_path):
+def test_a_named_script_without_a_launch_line_is_skipped_as_in_a_folder(tmp_path):
     (tmp_path / "build.sh").write_text("make\n")
-    assert [p.rsplit("/", 1)[-1] for p in discover([str(tmp_path / "build.sh")]).files] == ["build.sh"]
+    found = discover([str(tmp_path / "build.sh")])
+    assert found.files == [] and [r for _, r in found.skipped] == [discover([str(tmp_path)]).skipped[0][1]]
+    assert found.skipped[0][1].startswith("not a launch")
 
 
 def test_a_fifo_is_never_opened(tmp_path):

@@ -154,7 +154,7 @@ def test_a_call_receiving_cfg_makes_what_it_may_set_unknown(tmp_path, run_cli):
 
 
 @pytest.mark.parametrize("text, needle", [
-    ("cfg = (\n", "not valid Python"),
+    ("from megatron.bridge.recipes.llama import llama3_8b_pretrain_config\ncfg = (\n", "not valid Python"),
     (IMPORTS + "\ndef r() -> ConfigContainer:\n    return None\n", "no config is built"),
     ("from megatron.bridge.recipes.llama import llama3_8b_pretran_config\ncfg = llama3_8b_pretran_config()\n",
      "unknown recipe 'llama3_8b_pretran_config'"),
