@@ -83,7 +83,37 @@ def _start(env: Optional[dict]) -> State:
     return st
 
 
+_READINGS: dict = {}  # (text, take_defaults, env) -> Reader: the last readings, newest last
+_KEEP = 8
+
+
 def _read(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None) -> Reader:
+    """The script run as bash would, once per text and options: discovery, the check and the fix each ask for
+    the same reading (a reading that looked for a sourced file by the script's path is kept for that path
+    only). A reading is not changed by what is made of it (``shell_launch`` works on copies of its paths)."""
+    key = (text, take_defaults, tuple(sorted((env or {}).items())))
+    reader = _READINGS.pop(key, None)
+    if reader is None or (reader.path != path and reader.path_read[0]):
+        reader = _run(path, text, take_defaults, env)
+    _rebase(reader, path)
+    _READINGS[key] = reader
+    while len(_READINGS) > _KEEP:
+        del _READINGS[next(iter(_READINGS))]
+    return reader
+
+
+def _rebase(reader: Reader, path: str) -> None:
+    """A reading of the same text made for another path names this one (its messages, its launch's file)."""
+    if reader.path == path:
+        return
+    if reader.file == reader.path:
+        reader.file = path
+    reader.path = path
+    for record in reader.inner:
+        _rebase(record[4], path)
+
+
+def _run(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None) -> Reader:
     """The script run as bash would; a template whose every path stops before its launch (``[ -z
     "$CONTAINER_IMAGE" ] && exit 1`` after ``CONTAINER_IMAGE=""``) is read again with its empty values as
     placeholders, so the launch it is written for is read, the values that use them unknown."""

@@ -66,6 +66,8 @@ def path_launch(reader, rec) -> LaunchText:
     """The launch one path makes: ``rec`` is (the launch command, the path's state there, the command's
     expanded words, the written word of each, (kind, index of the program word))."""
     node, st, fields, word_of, (kind, index), added = rec
+    st = st.copy()  # the record stays as the reading left it (a cached reading is asked again)
+    notes = st.notes
     launch_line = reader.pos(node.words[0].start)[0]
     found = LaunchText(file=reader.path, text=reader.text, kind="shell", script=None, launch_line=launch_line)
     for var in st.vars.values():  # the launch environment: the script's variables, then the command's prefixes
@@ -88,8 +90,8 @@ def path_launch(reader, rec) -> LaunchText:
     _env_wrapper_assignments(reader, found, fields, word_of, index)
     if fields and fields[0].text is None and fields[0].multi:
         what = fields[0].what or "an expansion"
-        st.notes.append(f"line {launch_line}: {what} before the launcher is not known statically (it may wrap the "
-                        "launch, or hold words of its own)")
+        notes.append(f"line {launch_line}: {what} before the launcher is not known statically (it may wrap the "
+                     "launch, or hold words of its own)")
     if kind in ("python", "script"):
         script_pos: Optional[int] = index
         found.script = reader.script_name(fields[index], True)
@@ -115,8 +117,8 @@ def path_launch(reader, rec) -> LaunchText:
         sizes = word_of[index + 1:script_pos] if kind not in ("python", "script") else word_of[:index]
         quiet -= {s for w in sizes for s in added.get(id(w), ())}
         quiet = {s for s in quiet if not _sizes_word(s, fields, index, script_pos)}
-        st.notes[:] = [s for s in st.notes if s not in quiet]
-    found.unknowns[:0] = st.notes
+        notes[:] = [s for s in notes if s not in quiet]
+    found.unknowns[:0] = notes
     if script_pos is None:
         return found
     found.insert_at = reader.pos(word_of[script_pos].end)
