@@ -135,6 +135,7 @@ def _inner_launch(reader: Reader) -> LaunchText:
     """The launch of the first ``bash -c`` string that runs one, placed in the file: srun's task count (its
     words before the shell, and the script's ``#SBATCH``) is the world size of a launch without torchrun."""
     from overlap_cli.config.launchers import srun_world_size
+    from overlap_cli.config.shell_containers import bcprun_sizes
     from overlap_cli.config.shell_launch import launch_text
 
     node, st, fields, at, inner = reader.inner[0]
@@ -150,7 +151,16 @@ def _inner_launch(reader: Reader) -> LaunchText:
             "torchrun" in (fld.text or "") or "torch.distributed" in (fld.text or "") for fld in inner.records[0][2]):
         found.unknowns[:] = [u for u in found.unknowns if "srun starts the training script" not in u]
         srun_world_size(reader, found, fields, at)
-    what = "the here-document it is given" if at >= len(fields) else "the string bash -c runs"
+        bcprun = bcprun_sizes(reader, fields, at)
+        if bcprun is not None:
+            k, nodes, per_node = bcprun
+            count = f" as {nodes * per_node} processes ({nodes} x {per_node})" if nodes and per_node else ""
+            found.unknowns.append(
+                f"line {node.line}: bcprun starts the command{count}; the world size parse_args reads is WORLD_SIZE "
+                "(megatron/training/arguments.py:144), which bcprun's launcher sets, not the script: unknown")
+    what = ("the here-document it is given" if at >= len(fields) else "the string eval runs"
+            if fields[0].text == "eval" else "the string bcprun --cmd runs" if bcprun_sizes(reader, fields, at)
+            else "the string bash -c runs")
     found.unknowns.insert(0, f"line {node.line}: the launch is {what}; read as the script built it")
     before = next((f for f in fields[:at] if f.unknown and f.multi), None)
     if before is not None:

@@ -92,6 +92,9 @@ def exec_simple(rd, node, st: State) -> list:
     if fields and not st.launched:
         from overlap_cli.config import shell_inner
 
+        if fields[0].text == "eval" and shell_inner.read_eval(rd, node, st, fields):
+            st.status = None
+            return [st]
         at = rd.find_shell_c(fields)
         if at is not None and shell_inner.read_shell_c(rd, node, st, fields, at):
             st.status = None
