@@ -53,7 +53,7 @@ from overlap_cli.config.shell_source import CWD_WORDS, DIR_OF, sourced_path
 from overlap_cli.config.shell_values import State, Var, text_field
 
 SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
-__all__ = ("CWD_WORDS", "DIR_OF", "MAX_PATHS", "SHELL_SUFFIXES", "has_launch_line", "launch_summary",
+__all__ = ("CallerEnv", "CWD_WORDS", "DIR_OF", "MAX_PATHS", "SHELL_SUFFIXES", "has_launch_line", "launch_summary",
            "read_launch_script", "sourced_path")
 
 
@@ -73,9 +73,18 @@ def read_launch_script(path: str, text: str, take_defaults: bool = True, env: Op
     return found
 
 
+class CallerEnv(dict):
+    """The caller's exported variables known whole (``--env-from-shell``): a variable it lacks and the script
+    does not set is unset at the launch (``shell_expand.lookup``), so ``--flag $UNSET`` hands argparse no
+    value. A plain dict is some variables only (``--set``): the others stay unknown."""
+
+    complete = True
+
+
 def _start(env: Optional[dict]) -> State:
     """The state a script starts in: the caller's environment, each variable exported and known."""
     st = State()
+    st.env_complete = getattr(env, "complete", False)
     for name, value in (env or {}).items():
         var = Var(name, [text_field(f"the caller's environment (${name})", value)], False, 0)
         var.exported = True
@@ -91,7 +100,7 @@ def _read(path: str, text: str, take_defaults: bool = True, env: Optional[dict] 
     """The script run as bash would, once per text and options: discovery, the check and the fix each ask for
     the same reading (a reading that looked for a sourced file by the script's path is kept for that path
     only). A reading is not changed by what is made of it (``shell_launch`` works on copies of its paths)."""
-    key = (text, take_defaults, tuple(sorted((env or {}).items())))
+    key = (text, take_defaults, tuple(sorted((env or {}).items())), getattr(env, "complete", False))
     reader = _READINGS.pop(key, None)
     if reader is None or (reader.path != path and reader.path_read[0]):
         reader = _run(path, text, take_defaults, env)

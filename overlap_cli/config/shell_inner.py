@@ -72,6 +72,7 @@ def _read_string(rd, node, st: State, f: Field, fields: list, at: int, same_shel
         start.launched, start.status, start.key = False, True, None
     else:
         start = State()
+        start.env_complete = st.env_complete
         for name, var in st.vars.items():  # the new shell's environment: what is exported
             if var.exported:
                 start.vars[name] = var

@@ -201,7 +201,7 @@ class State:
     """One path: its variables, functions, positional parameters and the decisions that led here."""
 
     __slots__ = ("vars", "funcs", "positional", "notes", "choices", "memo", "status", "key", "flow", "launched",
-                 "done", "frames", "sourced")
+                 "done", "frames", "sourced", "env_complete")
 
     def __init__(self):
         self.vars: dict = VarMap()
@@ -219,6 +219,9 @@ class State:
         # the line of a ``source`` whose file is not read: any variable the script has not set since may
         # come from it (not the caller's environment, not a default)
         self.sourced: Optional[int] = None
+        # the caller's environment is known whole (--env-from-shell): a variable neither it nor the script
+        # sets is unset, not unknown (but for what bash and the job's scheduler set: shell_expand.lookup)
+        self.env_complete = False
 
     def copy(self) -> "State":
         s = State()
@@ -226,7 +229,7 @@ class State:
         s.notes, s.choices, s.memo = list(self.notes), self.choices, dict(self.memo)
         s.status, s.key, s.flow, s.launched, s.done = self.status, self.key, self.flow, self.launched, self.done
         s.frames = [dict(f) for f in self.frames]
-        s.sourced = self.sourced
+        s.sourced, s.env_complete = self.sourced, self.env_complete
         return s
 
     def signature(self) -> tuple:
