@@ -197,6 +197,10 @@ def launch_from_text(found: LaunchText) -> Launch:
             tokens.extend(t for t in path.tokens if t.multi and not any(t == u for u in tokens))
     else:
         args = parse_tokens(found.file, found.tokens, unknowns, script=found.script, strict=strict_for(found.script, found.kind))
+    if "yaml_cfg" in args:  # parse_args replaces argparse's values with the file's (frameworks/megatron_lm/yaml_cfg.py)
+        from overlap_cli.frameworks.megatron_lm.yaml_cfg import apply_yaml_cfg
+
+        args = apply_yaml_cfg(found.file, args, unknowns, Arg, list(table()["by_dest"]))
     return Launch(
         file=found.file, text=found.text, kind=found.kind, script=found.script, launch_line=found.launch_line,
         args=args, env=found.env, world_size=found.world_size, world_size_line=found.world_size_line,
