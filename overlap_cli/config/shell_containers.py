@@ -111,3 +111,36 @@ def bcprun_sizes(finder, fields: list, upto: int) -> Optional[tuple]:
         if name in sizes and value.isdigit() and int(value) > 0:
             sizes[name] = int(value)
     return at, sizes["--nnodes"], sizes["--npernode"]
+
+
+def docker_env(finder, fields: list, upto: int) -> Optional[tuple]:
+    """``docker|podman run`` before ``upto``: (its index, [(NAME, value | None: the client's own NAME), ...],
+    whether an ``--env-file`` adds more); None without one. The container starts with the image's environment
+    and these only (docker run --help: -e, --env, --env-file), not the exported variables of the script."""
+    at = next((k for k in range(upto - 1) if (finder.static_text(fields[k]) or "").rsplit("/", 1)[-1]
+               in ("docker", "podman", "nvidia-docker") and finder.static_text(fields[k + 1]) == "run"), None)
+    if at is None:
+        return None
+    given: list = []
+    env_file = False
+    k = at + 2
+    while k < upto:
+        t = finder.static_text(fields[k])
+        if t is None or not t.startswith("-"):
+            break
+        name, eq, joined = t.partition("=")
+        if name in ("-e", "--env"):
+            value = joined if eq else (finder.static_text(fields[k + 1]) if k + 1 < upto else None)
+            if value is not None:
+                var, has, val = value.partition("=")
+                given.append((var, val if has else None))
+            k += 1 if eq else 2
+            continue
+        if name.startswith("-e") and not name.startswith("--") and len(name) > 2:  # -eNAME=VALUE
+            var, has, val = t[2:].partition("=")
+            given.append((var, val if has else None))
+            k += 1
+            continue
+        env_file = env_file or name == "--env-file"
+        k += 1 if "=" in t or t in _DOCKER_FLAGS or (not t.startswith("--") and set(t[1:]) <= _DOCKER_SHORT_FLAGS) else 2
+    return at, given, env_file

@@ -12,7 +12,7 @@ import re
 from overlap_cli.problems import InputError
 from overlap_cli.config.shell_parse import parse_script
 from overlap_cli.config.shell_expand import expand_joined
-from overlap_cli.config.shell_values import Field, State, Var
+from overlap_cli.config.shell_values import Field, State, Var, text_field
 
 # The words a launch cannot be without: a text with none of them is not read for one.
 LAUNCH_WORDS = re.compile(r"torchrun|torch\.distributed\.(?:run|launch)|pretrain_\w*\.py|run_recipe\.py")
@@ -73,8 +73,14 @@ def _read_string(rd, node, st: State, f: Field, fields: list, at: int, same_shel
     else:
         start = State()
         start.env_complete = st.env_complete
+        passed = _container_env(rd, fields, at)
         for name, var in st.vars.items():  # the new shell's environment: what is exported
-            if var.exported:
+            if var.exported and (passed is None or passed.get(name, "") is None):
+                start.vars[name] = var
+        for name, value in (passed or {}).items():
+            if value is not None:
+                var = Var(name, [text_field(f"docker run -e {name} (line {node.line})", value)], False, node.line)
+                var.exported, var.export_line, var.export_col = True, node.line, 1
                 start.vars[name] = var
     for name, hole in holes.items():
         h = Field(f"the string of bash -c (line {node.line})")
@@ -90,6 +96,15 @@ def _read_string(rd, node, st: State, f: Field, fields: list, at: int, same_shel
     st.launched = True
     rd.inner.append((node, st.copy(), fields, at, inner))
     return True
+
+
+def _container_env(rd, fields: list, at: int):
+    """``docker|podman run`` before the shell: {NAME: its ``-e NAME=VALUE`` value, or None for ``-e NAME`` (the
+    script's exported value)}: the container does not inherit the script's exports. None: no such container."""
+    from overlap_cli.config.shell_containers import docker_env
+
+    got = docker_env(rd, fields, at)
+    return None if got is None else dict(got[1])
 
 
 def _script_text(f: Field) -> tuple:

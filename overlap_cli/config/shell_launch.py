@@ -88,6 +88,7 @@ def path_launch(reader, rec) -> LaunchText:
         line, col = reader.pos(p.start)
         found.env[name] = EnvVar(name, UNKNOWN if field_.unknown else field_.text, line, col, "prefix", span=reader.span(p.start, p.end))
     _env_wrapper_assignments(reader, found, fields, word_of, index)
+    _container_environment(reader, found, fields, index, launch_line)
     if fields and fields[0].text is None and fields[0].multi:
         what = fields[0].what or "an expansion"
         notes.append(f"line {launch_line}: {what} before the launcher is not known statically (it may wrap the "
@@ -155,6 +156,32 @@ def _env_wrapper_assignments(reader, found: LaunchText, fields: list, word_of: l
             found.env[name] = EnvVar(name, UNKNOWN if f.unknown else f.text[m.end():], line, col, "prefix",
                                      span=reader.span(written.start, written.end) if exact else None)
             k += 1
+
+
+def _container_environment(reader, found: LaunchText, fields: list, index: int, launch_line: int) -> None:
+    """``docker|podman run ... torchrun``: the container's environment is the image's plus ``-e NAME=VALUE`` /
+    ``-e NAME`` (the value the script exports) only; the script's other variables do not reach the launch."""
+    from overlap_cli.config.shell_containers import docker_env
+
+    got = docker_env(reader, fields, index)
+    if got is None:
+        return
+    at, given, env_file = got
+    outside = found.env
+    found.env = {}
+    for name, value in given:
+        mine = outside.get(name)
+        if value is None:  # -e NAME: the docker client's NAME, which the script exports (or the caller's)
+            if mine is not None and mine.how in ("export", "prefix"):
+                found.env[name] = mine
+            continue
+        found.env[name] = EnvVar(name, value, launch_line, None, "prefix")
+    dropped = sorted(n for n, v in outside.items() if v.how in ("export", "prefix") and n not in found.env)
+    what = f" ({', '.join(dropped[:6])}{', ...' if len(dropped) > 6 else ''})" if dropped else ""
+    found.unknowns.append(
+        f"line {launch_line}: {reader.static_text(fields[at])} run starts the launch with the image's environment and "
+        f"its -e/--env variables only: the script's exports{what} do not reach it, and what the image sets is not "
+        "known statically" + ("; an --env-file adds more" if env_file else ""))
 
 
 def _sizes_word(sentence: str, fields: list, index: int, script_pos: int) -> bool:

@@ -262,3 +262,24 @@ def test_yaml_cfg_values_are_load_yamls(tmp_path):
     mine = {k: v for k, (v, _line) in _read(str(GPT_CONFIG)).items()}
     real.pop("yaml_cfg"), real.pop("_is_global_batch_size_explicitly_specified")
     assert mine == real
+
+
+@pytest.mark.parametrize("form", ["direct", "bash -c"])
+def test_docker_run_passes_only_its_env_options(run_cli, tmp_path, form):
+    """The container starts with the image's environment and docker run's -e/--env only: the script's exported
+    CUDA_DEVICE_MAX_CONNECTIONS does not reach torchrun (validate_args' assert at TP > 1 on Hopper), while
+    ``-e TP`` carries the script's TP and ``-e NVTE_X=1`` sets a value of its own."""
+    launch = f"torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size $TP {MODEL}"
+    wrapped = launch if form == "direct" else f"bash -c '{launch}'"
+    path = write(tmp_path, "docker.sh", "export CUDA_DEVICE_MAX_CONNECTIONS=1\nexport TP=4\n"
+                                        f"docker run --gpus all -e TP -e NVTE_X=1 --rm img:1 {wrapped}\n")
+    code, result, _ = check(run_cli, path, "--gpu", "h100")
+    eff = effective(result)
+    assert eff["model.tensor_model_parallel_size"] == (4, "user")
+    assert eff["env.CUDA_DEVICE_MAX_CONNECTIONS"] == (None, "default")
+    assert [f["code"] for f in result["findings"] if f["severity"] == "error"] == ["LM501"]
+    assert code == 1
+    # the same launch without the container: the export reaches it
+    path.write_text(f"#!/bin/bash\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\nexport TP=4\n{launch}\n")
+    _, result, _ = check(run_cli, path, "--gpu", "h100")
+    assert effective(result)["env.CUDA_DEVICE_MAX_CONNECTIONS"] == ("1", "user")
