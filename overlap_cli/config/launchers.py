@@ -2,7 +2,8 @@
 
 ``find_program`` looks through the expanded words of a command for the wrappers a launch line may carry
 (``srun [options]``, ``exec``, ``env NAME=value``, ``nohup``, ``time``, ``numactl``, ``uv run [options]``,
-``nsys profile [options]``, an unknown unquoted expansion such as ``$PROFILE_CMD``) and then ``torchrun``,
+``nsys profile [options]``, container runtimes (``shell_containers``: ``shifter``, ``apptainer exec IMAGE``,
+``docker run IMAGE``, ``enroot start NAME``), an unknown unquoted expansion such as ``$PROFILE_CMD``) and then ``torchrun``,
 ``python -m torch.distributed.run`` / ``.launch``, or ``python[3] ... pretrain_*.py`` (the script's
 directory may be anything: ``${MEGATRON}/pretrain_gpt.py``). ``torchrun_options`` reads
 torchrun's own options (torch/distributed/run.py ``get_args_parser``: argparse with prefix abbreviations
@@ -56,6 +57,8 @@ _SRUN_VALUE = frozenset((
 ))
 
 
+
+from overlap_cli.config.shell_containers import CONTAINER_RUNTIMES, bcprun_command, skip_container
 
 _WRAPPERS = frozenset(("exec", "nohup", "time", "command", "stdbuf", "setsid", "taskset", "chrt", "nice", "ionice"))
 # nsys profile's options that take no value (nsys profile --help); every other option takes one, written
@@ -157,6 +160,8 @@ class LaunchFinder:
             if after is not None:
                 i = after
                 continue
+            if base == "bcprun":
+                return bcprun_command(self, fields, i)
             if base in ("bash", "sh"):
                 j = i + 1
                 while j < n:
@@ -198,6 +203,8 @@ class LaunchFinder:
             return i
         if base in ("srun", "numactl", "mpirun"):
             return self.skip_options(fields, i + 1, _SRUN_VALUE if base == "srun" else _NUMACTL_VALUE)
+        if base in CONTAINER_RUNTIMES:
+            return skip_container(self, fields, i, base)
         return None
 
     def skip_options(self, fields: list, i: int, with_value: frozenset) -> int:

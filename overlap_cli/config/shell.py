@@ -53,7 +53,7 @@ from overlap_cli.config.shell_source import CWD_WORDS, DIR_OF, sourced_path
 from overlap_cli.config.shell_values import State, Var, text_field
 
 SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
-__all__ = ("CWD_WORDS", "DIR_OF", "MAX_PATHS", "SHELL_SUFFIXES", "has_launch_line", "launch_summary",
+__all__ = ("CallerEnv", "CWD_WORDS", "DIR_OF", "MAX_PATHS", "SHELL_SUFFIXES", "has_launch_line", "launch_summary",
            "read_launch_script", "sourced_path")
 
 
@@ -73,9 +73,18 @@ def read_launch_script(path: str, text: str, take_defaults: bool = True, env: Op
     return found
 
 
+class CallerEnv(dict):
+    """The caller's exported variables known whole (``--env-from-shell``): a variable it lacks and the script
+    does not set is unset at the launch (``shell_expand.lookup``), so ``--flag $UNSET`` hands argparse no
+    value. A plain dict is some variables only (``--set``): the others stay unknown."""
+
+    complete = True
+
+
 def _start(env: Optional[dict]) -> State:
     """The state a script starts in: the caller's environment, each variable exported and known."""
     st = State()
+    st.env_complete = getattr(env, "complete", False)
     for name, value in (env or {}).items():
         var = Var(name, [text_field(f"the caller's environment (${name})", value)], False, 0)
         var.exported = True
@@ -83,7 +92,37 @@ def _start(env: Optional[dict]) -> State:
     return st
 
 
+_READINGS: dict = {}  # (text, take_defaults, env) -> Reader: the last readings, newest last
+_KEEP = 8
+
+
 def _read(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None) -> Reader:
+    """The script run as bash would, once per text and options: discovery, the check and the fix each ask for
+    the same reading (a reading that looked for a sourced file by the script's path is kept for that path
+    only). A reading is not changed by what is made of it (``shell_launch`` works on copies of its paths)."""
+    key = (text, take_defaults, tuple(sorted((env or {}).items())), getattr(env, "complete", False))
+    reader = _READINGS.pop(key, None)
+    if reader is None or (reader.path != path and reader.path_read[0]):
+        reader = _run(path, text, take_defaults, env)
+    _rebase(reader, path)
+    _READINGS[key] = reader
+    while len(_READINGS) > _KEEP:
+        del _READINGS[next(iter(_READINGS))]
+    return reader
+
+
+def _rebase(reader: Reader, path: str) -> None:
+    """A reading of the same text made for another path names this one (its messages, its launch's file)."""
+    if reader.path == path:
+        return
+    if reader.file == reader.path:
+        reader.file = path
+    reader.path = path
+    for record in reader.inner:
+        _rebase(record[4], path)
+
+
+def _run(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None) -> Reader:
     """The script run as bash would; a template whose every path stops before its launch (``[ -z
     "$CONTAINER_IMAGE" ] && exit 1`` after ``CONTAINER_IMAGE=""``) is read again with its empty values as
     placeholders, so the launch it is written for is read, the values that use them unknown."""
@@ -105,6 +144,7 @@ def _inner_launch(reader: Reader) -> LaunchText:
     """The launch of the first ``bash -c`` string that runs one, placed in the file: srun's task count (its
     words before the shell, and the script's ``#SBATCH``) is the world size of a launch without torchrun."""
     from overlap_cli.config.launchers import srun_world_size
+    from overlap_cli.config.shell_containers import bcprun_sizes
     from overlap_cli.config.shell_launch import launch_text
 
     node, st, fields, at, inner = reader.inner[0]
@@ -120,7 +160,16 @@ def _inner_launch(reader: Reader) -> LaunchText:
             "torchrun" in (fld.text or "") or "torch.distributed" in (fld.text or "") for fld in inner.records[0][2]):
         found.unknowns[:] = [u for u in found.unknowns if "srun starts the training script" not in u]
         srun_world_size(reader, found, fields, at)
-    what = "the here-document it is given" if at >= len(fields) else "the string bash -c runs"
+        bcprun = bcprun_sizes(reader, fields, at)
+        if bcprun is not None:
+            k, nodes, per_node = bcprun
+            count = f" as {nodes * per_node} processes ({nodes} x {per_node})" if nodes and per_node else ""
+            found.unknowns.append(
+                f"line {node.line}: bcprun starts the command{count}; the world size parse_args reads is WORLD_SIZE "
+                "(megatron/training/arguments.py:144), which bcprun's launcher sets, not the script: unknown")
+    what = ("the here-document it is given" if at >= len(fields) else "the string eval runs"
+            if fields[0].text == "eval" else "the string bcprun --cmd runs" if bcprun_sizes(reader, fields, at)
+            else "the string bash -c runs")
     found.unknowns.insert(0, f"line {node.line}: the launch is {what}; read as the script built it")
     before = next((f for f in fields[:at] if f.unknown and f.multi), None)
     if before is not None:

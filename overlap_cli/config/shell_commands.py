@@ -19,11 +19,13 @@ if TYPE_CHECKING:
 
     from overlap_cli.config.shell_values import State
 
+import re
+
 from overlap_cli.config import shell_assign as assigns
 from overlap_cli.config.shell_expand import (
     arith_lookup, constant, expand, expand_joined, lookup, pattern_regex, set_unknown,
 )
-from overlap_cli.config.shell_lex import NAME
+from overlap_cli.config.shell_lex import NAME, Word
 from overlap_cli.config.shell_values import Field, field_signature
 
 CALL_DEPTH = 16
@@ -52,11 +54,26 @@ def expand_command(rd, st: State, words: list) -> tuple:
     return fields, word_of, added
 
 
+# An expansion that changes the shell: ``${X:=v}`` assigns, ``${X:?msg}`` exits, ``$(( i++ ))`` assigns.
+_CHANGES_SHELL = re.compile(r"\$\{[^}]*[=?]|\$\(\(|\$\[")
+
+
+def _inert_echo(rd, node) -> bool:
+    """``echo WORDS`` with nothing in its words that assigns or exits: bash prints them and goes on (status
+    0), so they need no expanding (a script that logs its settings does it on every path)."""
+    if node.prefix or node.heredocs or not isinstance(node.words[0], Word) or node.words[0].literal_text() != "echo":
+        return False
+    return _CHANGES_SHELL.search(rd.text, node.start, node.end) is None
+
+
 def exec_simple(rd, node, st: State) -> list:
     words = node.words
     if not words:
         for p in node.prefix:
             assigns.assign(rd, st, p)
+        st.status = True
+        return [st]
+    if _inert_echo(rd, node):
         st.status = True
         return [st]
     mark = len(st.notes)
@@ -75,6 +92,9 @@ def exec_simple(rd, node, st: State) -> list:
     if fields and not st.launched:
         from overlap_cli.config import shell_inner
 
+        if fields[0].text == "eval" and shell_inner.read_eval(rd, node, st, fields):
+            st.status = None
+            return [st]
         at = rd.find_shell_c(fields)
         if at is not None and shell_inner.read_shell_c(rd, node, st, fields, at):
             st.status = None

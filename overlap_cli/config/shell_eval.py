@@ -67,6 +67,9 @@ class Reader(Lexer):
         self.file = path  # the file whose commands run now (a sourced file's, inside it): ${BASH_SOURCE[0]}
         self.sourcing: tuple = ()  # the real paths of the files being sourced, outermost first
         self.sourced_files: list = []  # sentences: the files read where the script sources them
+        # [True] once the reading looked for a file by the script's path (``source``): the reading then
+        # depends on where the script is, not only on its text (config.shell's cache); shared with children
+        self.path_read: list = [False]
 
     def span(self, start: int, end: int) -> Optional[tuple]:
         """(line, first column, end column) of text a fix may edit in place, when it is on one line."""
@@ -82,6 +85,7 @@ class Reader(Lexer):
         r.span = _nowhere
         r.take_defaults, r.empty_placeholders = self.take_defaults, self.empty_placeholders
         r.depth = self.depth + 1
+        r.path_read = self.path_read
         return r
 
     def run_script(self, start: Optional[State] = None) -> None:

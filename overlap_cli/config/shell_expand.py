@@ -56,7 +56,21 @@ def lookup(st: State, name: str) -> Optional[Var]:
             v.unset = True
             return v
         return Var(name, [args[i - 1]], False, 0)
-    return st.vars.get(name)
+    var = st.vars.get(name)
+    if var is None and st.env_complete and st.sourced is None and not _SET_BY_RUNTIME.fullmatch(name):
+        var = Var(name, [], False, 0)
+        var.unset = True
+    return var
+
+
+# Variables a launch has although the caller's shell does not export them: bash's own (bash(1) "Shell
+# Variables") and what a job scheduler or MPI launcher puts in the job's environment.
+_SET_BY_RUNTIME = re.compile(
+    r"(?:SLURM|SBATCH|SRUN|PBS|LSB|LSF|OMPI|PMI|PMIX|MPI|NGC|KUBERNETES|BASH|COMP|HIST|FLUX|COBALT|UCX|NCCL)_\w*"
+    r"|(?:RANDOM|SECONDS|LINENO|HOSTNAME|HOSTTYPE|MACHTYPE|OSTYPE|PPID|UID|EUID|GROUPS|PWD|OLDPWD|SHLVL|SHELLOPTS"
+    r"|BASHOPTS|BASHPID|EPOCHSECONDS|EPOCHREALTIME|SRANDOM|IFS|OPTIND|OPTARG|OPTERR|REPLY|PIPESTATUS|FUNCNAME"
+    r"|DIRSTACK|PS[0-4]|HOME|PATH|USER|LOGNAME|SHELL|TERM|LANG|TMPDIR|MASTER_ADDR|MASTER_PORT|WORLD_SIZE|RANK"
+    r"|LOCAL_RANK|NODE_RANK|CUDA_VISIBLE_DEVICES)")
 
 
 def note_unknown_var(rd, st: State, name: str, offset: int, expr: str) -> None:

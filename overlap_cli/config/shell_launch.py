@@ -66,6 +66,8 @@ def path_launch(reader, rec) -> LaunchText:
     """The launch one path makes: ``rec`` is (the launch command, the path's state there, the command's
     expanded words, the written word of each, (kind, index of the program word))."""
     node, st, fields, word_of, (kind, index), added = rec
+    st = st.copy()  # the record stays as the reading left it (a cached reading is asked again)
+    notes = st.notes
     launch_line = reader.pos(node.words[0].start)[0]
     found = LaunchText(file=reader.path, text=reader.text, kind="shell", script=None, launch_line=launch_line)
     for var in st.vars.values():  # the launch environment: the script's variables, then the command's prefixes
@@ -86,10 +88,11 @@ def path_launch(reader, rec) -> LaunchText:
         line, col = reader.pos(p.start)
         found.env[name] = EnvVar(name, UNKNOWN if field_.unknown else field_.text, line, col, "prefix", span=reader.span(p.start, p.end))
     _env_wrapper_assignments(reader, found, fields, word_of, index)
+    _container_environment(reader, found, fields, index, launch_line)
     if fields and fields[0].text is None and fields[0].multi:
         what = fields[0].what or "an expansion"
-        st.notes.append(f"line {launch_line}: {what} before the launcher is not known statically (it may wrap the "
-                        "launch, or hold words of its own)")
+        notes.append(f"line {launch_line}: {what} before the launcher is not known statically (it may wrap the "
+                     "launch, or hold words of its own)")
     if kind in ("python", "script"):
         script_pos: Optional[int] = index
         found.script = reader.script_name(fields[index], True)
@@ -115,8 +118,8 @@ def path_launch(reader, rec) -> LaunchText:
         sizes = word_of[index + 1:script_pos] if kind not in ("python", "script") else word_of[:index]
         quiet -= {s for w in sizes for s in added.get(id(w), ())}
         quiet = {s for s in quiet if not _sizes_word(s, fields, index, script_pos)}
-        st.notes[:] = [s for s in st.notes if s not in quiet]
-    found.unknowns[:0] = st.notes
+        notes[:] = [s for s in notes if s not in quiet]
+    found.unknowns[:0] = notes
     if script_pos is None:
         return found
     found.insert_at = reader.pos(word_of[script_pos].end)
@@ -153,6 +156,32 @@ def _env_wrapper_assignments(reader, found: LaunchText, fields: list, word_of: l
             found.env[name] = EnvVar(name, UNKNOWN if f.unknown else f.text[m.end():], line, col, "prefix",
                                      span=reader.span(written.start, written.end) if exact else None)
             k += 1
+
+
+def _container_environment(reader, found: LaunchText, fields: list, index: int, launch_line: int) -> None:
+    """``docker|podman run ... torchrun``: the container's environment is the image's plus ``-e NAME=VALUE`` /
+    ``-e NAME`` (the value the script exports) only; the script's other variables do not reach the launch."""
+    from overlap_cli.config.shell_containers import docker_env
+
+    got = docker_env(reader, fields, index)
+    if got is None:
+        return
+    at, given, env_file = got
+    outside = found.env
+    found.env = {}
+    for name, value in given:
+        mine = outside.get(name)
+        if value is None:  # -e NAME: the docker client's NAME, which the script exports (or the caller's)
+            if mine is not None and mine.how in ("export", "prefix"):
+                found.env[name] = mine
+            continue
+        found.env[name] = EnvVar(name, value, launch_line, None, "prefix")
+    dropped = sorted(n for n, v in outside.items() if v.how in ("export", "prefix") and n not in found.env)
+    what = f" ({', '.join(dropped[:6])}{', ...' if len(dropped) > 6 else ''})" if dropped else ""
+    found.unknowns.append(
+        f"line {launch_line}: {reader.static_text(fields[at])} run starts the launch with the image's environment and "
+        f"its -e/--env variables only: the script's exports{what} do not reach it, and what the image sets is not "
+        "known statically" + ("; an --env-file adds more" if env_file else ""))
 
 
 def _sizes_word(sentence: str, fields: list, index: int, script_pos: int) -> bool:

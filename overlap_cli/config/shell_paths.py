@@ -42,12 +42,14 @@ def settle(rd, states: list, line: int) -> list:
     live = [s for s in states if not s.done]
     if len(live) <= 1:
         return live
-    by_sig: dict = {}
+    by_key: dict = {}
+    out: list = []
     for s in live:
-        sig = s.signature()
-        have = by_sig.get(sig)
+        group = by_key.setdefault(s.quick_key(), [])
+        have = next((h for h in group if h.signature() == s.signature()), None) if group else None
         if have is None:
-            by_sig[sig] = s
+            group.append(s)
+            out.append(s)
             continue
         # the decisions that made no difference are forgotten; what both paths know stays known
         have.choices = tuple(c for c in have.choices if c in s.choices)
@@ -55,7 +57,6 @@ def settle(rd, states: list, line: int) -> list:
         have.notes.extend(n for n in s.notes if n not in have.notes)
         if have.status != s.status:
             have.status = None
-    out = list(by_sig.values())
     if len(out) > MAX_PATHS:
         out = [merge_states(rd, out, line)]
     return out
@@ -66,9 +67,9 @@ def merge_states(rd, states: list, line: int) -> State:
     they share at its start and end, the middle a stretch of any words)."""
     first = states[0]
     merged = first.copy()
-    names = []
+    names: dict = {}  # in the order first met
     for s in states:
-        names.extend(n for n in s.vars if n not in names)
+        names.update(dict.fromkeys(s.vars))
     why = f"its value differs between more than {MAX_PATHS} ways through the script (line {line})"
     for name in names:
         vs = [s.vars.get(name) for s in states]
@@ -87,8 +88,12 @@ def merge_states(rd, states: list, line: int) -> State:
             var.fields = [f]
             var.note = f"${name}: {why}"
         merged.vars[name] = var
+    seen = set(merged.notes)
     for s in states[1:]:
-        merged.notes.extend(n for n in s.notes if n not in merged.notes)
+        for n in s.notes:
+            if n not in seen:
+                seen.add(n)
+                merged.notes.append(n)
     merged.choices = tuple(c for c in first.choices if all(c in s.choices for s in states))
     merged.memo = {}
     merged.status = None

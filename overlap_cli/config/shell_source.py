@@ -36,6 +36,7 @@ def read_sourced(rd, node, fields: list, st: State) -> Optional[list]:
     is not known, the file cannot be read or parsed, it defines functions or runs the launch itself."""
     if len(fields) < 2 or len(rd.sourcing) >= SOURCE_DEPTH:
         return None
+    rd.path_read[0] = True
     found = sourced_path(fields[1], rd.path, rd.file)
     if found is None:
         return None

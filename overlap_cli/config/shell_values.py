@@ -34,7 +34,7 @@ class Field:
     """An expanded word: its characters (``Hole`` for an unknown stretch) and the file offset of each
     character (None where the script did not write it)."""
 
-    __slots__ = ("chars", "offsets", "multi", "origin", "word", "whole")
+    __slots__ = ("chars", "offsets", "multi", "origin", "word", "whole", "sig")
 
     def __init__(self, origin: str):
         self.chars: list = []
@@ -43,6 +43,7 @@ class Field:
         self.origin = origin
         self.word: Optional[Word] = None  # the written word this field is exactly, if any
         self.whole = True  # still exactly one written word (nothing joined or split)
+        self.sig: Optional[tuple] = None  # field_signature, once asked (a field in a variable is not changed)
 
     @property
     def unknown(self) -> bool:
@@ -57,12 +58,14 @@ class Field:
         return None if self.unknown else "".join(self.chars)
 
     def hole(self, what: str, constant: bool = False) -> None:
+        self.sig = None
         self.chars.append(Hole(what, constant))
         self.offsets.append(None)
         self.whole = False
         self.word = None
 
     def extend(self, other: "Field") -> None:
+        self.sig = None
         self.chars.extend(other.chars)
         self.offsets.extend(other.offsets)
 
@@ -113,7 +116,10 @@ class Var:
 
 
 def field_signature(f: Field) -> tuple:
-    return tuple(c if c.__class__ is str else ("?", c.what) for c in f.chars)
+    sig = f.sig
+    if sig is None or len(sig) != len(f.chars):  # (a field still being built has grown since)
+        sig = f.sig = tuple(c if c.__class__ is str else ("?", c.what) for c in f.chars)
+    return sig
 
 
 def unknown_var(name: str, line: int, note: str) -> Var:
@@ -125,14 +131,80 @@ def unknown_var(name: str, line: int, note: str) -> Var:
     return var
 
 
+class VarMap(dict):
+    """A path's variables (name -> Var) that keep a fingerprint of their values: the sum of each entry's hash,
+    brought up to date for the names set since it was last asked (``settle`` compares many paths after every
+    command, and most commands change one variable or none)."""
+
+    __slots__ = ("_contrib", "_sum", "_dirty")
+
+    def __init__(self, *args):
+        dict.__init__(self, *args)
+        self._contrib = None  # name -> the hash its entry added to _sum; None: not computed yet
+        self._sum = 0
+        self._dirty: set = set()
+
+    def __setitem__(self, name, var) -> None:
+        dict.__setitem__(self, name, var)
+        if self._contrib is not None:
+            self._dirty.add(name)
+
+    def __delitem__(self, name) -> None:
+        dict.__delitem__(self, name)
+        if self._contrib is not None:
+            self._dirty.add(name)
+
+    def pop(self, name, *default):
+        if self._contrib is not None:
+            self._dirty.add(name)
+        return dict.pop(self, name, *default)
+
+    def update(self, *args, **kwargs) -> None:
+        dict.update(self, *args, **kwargs)
+        self._contrib = None
+
+    def setdefault(self, name, default=None):
+        if name not in self:
+            self[name] = default
+        return dict.__getitem__(self, name)
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self._contrib = None
+
+    def copy(self) -> "VarMap":
+        m = VarMap(self)
+        if self._contrib is not None:
+            m._contrib, m._sum, m._dirty = dict(self._contrib), self._sum, set(self._dirty)
+        return m
+
+    def fingerprint(self) -> int:
+        """A hash of every (name, value signature): equal maps have equal fingerprints."""
+        contrib = self._contrib
+        if contrib is None:
+            contrib = self._contrib = {name: hash((name, var.signature())) for name, var in self.items()}
+            self._sum, self._dirty = sum(contrib.values()), set()
+            return self._sum
+        if self._dirty:
+            total = self._sum
+            for name in self._dirty:
+                total -= contrib.pop(name, 0)
+                var = dict.get(self, name)
+                if var is not None:
+                    h = contrib[name] = hash((name, var.signature()))
+                    total += h
+            self._sum, self._dirty = total, set()
+        return self._sum
+
+
 class State:
     """One path: its variables, functions, positional parameters and the decisions that led here."""
 
     __slots__ = ("vars", "funcs", "positional", "notes", "choices", "memo", "status", "key", "flow", "launched",
-                 "done", "frames", "sourced")
+                 "done", "frames", "sourced", "env_complete")
 
     def __init__(self):
-        self.vars: dict = {}
+        self.vars: dict = VarMap()
         self.funcs: dict = {}
         self.positional: Optional[list] = None  # $1 ... inside a function call; None: the script's own
         self.notes: list = []  # the sentences this path has gathered (what is not known, and why)
@@ -147,19 +219,29 @@ class State:
         # the line of a ``source`` whose file is not read: any variable the script has not set since may
         # come from it (not the caller's environment, not a default)
         self.sourced: Optional[int] = None
+        # the caller's environment is known whole (--env-from-shell): a variable neither it nor the script
+        # sets is unset, not unknown (but for what bash and the job's scheduler set: shell_expand.lookup)
+        self.env_complete = False
 
     def copy(self) -> "State":
         s = State()
-        s.vars, s.funcs, s.positional = dict(self.vars), dict(self.funcs), self.positional
+        s.vars, s.funcs, s.positional = self.vars.copy(), dict(self.funcs), self.positional
         s.notes, s.choices, s.memo = list(self.notes), self.choices, dict(self.memo)
         s.status, s.key, s.flow, s.launched, s.done = self.status, self.key, self.flow, self.launched, self.done
         s.frames = [dict(f) for f in self.frames]
-        s.sourced = self.sourced
+        s.sourced, s.env_complete = self.sourced, self.env_complete
         return s
 
     def signature(self) -> tuple:
         return (tuple(sorted((k, v.signature()) for k, v in self.vars.items())),
                 tuple(sorted((k, id(v)) for k, v in self.funcs.items())),
+                None if self.positional is None else tuple(field_signature(f) for f in self.positional),
+                self.flow, self.launched, tuple(tuple(sorted(f)) for f in self.frames), self.sourced)
+
+    def quick_key(self) -> tuple:
+        """What ``signature`` says, cheaply and up to hash collisions: paths with different keys differ
+        (``settle`` compares whole signatures only between paths whose keys are equal)."""
+        return (self.vars.fingerprint(), tuple(sorted((k, id(v)) for k, v in self.funcs.items())),
                 None if self.positional is None else tuple(field_signature(f) for f in self.positional),
                 self.flow, self.launched, tuple(tuple(sorted(f)) for f in self.frames), self.sourced)
 

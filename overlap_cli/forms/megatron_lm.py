@@ -15,7 +15,12 @@ FRAMEWORK = "megatron-lm"
 
 def launch_env_of(target) -> dict:
     """The environment a launch script is read with: --env-from-shell's exported variables, then --set's."""
-    env = dict(target.shell_env or {}) if target is not None and target.get("env_from_shell") else {}
+    if target is not None and target.get("env_from_shell"):
+        from overlap_cli.config.shell import CallerEnv
+
+        env: dict = CallerEnv(target.shell_env or {})  # the launch's environment, known whole
+    else:
+        env = {}
     env.update(getattr(target, "launch_vars", None) or {})
     return env
 

@@ -83,7 +83,7 @@ def build_configs(r, a, prov, known, unknown, fail) -> None:
                 overrides[key] = Value(ddp[name], DERIVED, "--use-torch-fsdp2: get_megatron_ddp_config passes only "
                                        "reshard_after_forward (training.py:1980-1982); the DistributedDataParallelConfig "
                                        "default stays")
-    if a.get("ddp_num_buckets") is not None and a.get("ddp_bucket_size") is not None:
+    if clean.get("ddp_num_buckets") is not None and clean.get("ddp_bucket_size") is not None:  # both known
         fail("num-buckets", lm.NUM_BUCKETS_AND_SIZE, lm.NUM_BUCKETS_AT, "ddp_num_buckets", "ddp_bucket_size")
     optimizer = {name: clean.get(name) for name in lm.OPTIMIZER_FIELDS}
     train = {name: clean.get(name) for name in lm.TRAIN_FIELDS}
