@@ -18,13 +18,18 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from overlap_cli.frameworks.bridge.python_abstract import ConfigState
 
+from overlap_cli.frameworks.bridge import python_stdlib as stdlib
 from overlap_cli.frameworks.bridge.python_abstract import (
     MISSING,
     NOT_KNOWN,
     BadPython,
     CfgRef,
+    ClassValue,
     Func,
     Import,
+    Instance,
+    LoopSignal,
+    PyObject,
     Refusal,
     Returned,
     RunEnds,
@@ -35,7 +40,13 @@ from overlap_cli.frameworks.bridge.python_abstract import (
     short,
 )
 
-_INERT_CALLS = ("print", "len", "str", "repr", "isinstance", "getattr", "hasattr", "id", "type", "vars")
+_INERT_CALLS = ("print", "len", "str", "repr", "isinstance", "getattr", "hasattr", "id", "type", "vars", "int",
+                "float", "bool", "min", "max", "abs", "round", "list", "tuple", "dict", "sorted", "range",
+                "enumerate", "zip", "setattr", "reversed", "any", "all", "sum")
+_PLAIN = {"len": len, "str": str, "repr": repr, "int": int, "float": float, "bool": bool, "min": min, "max": max,
+          "abs": abs, "round": round, "list": list, "tuple": list, "sorted": sorted, "any": any, "all": all,
+          "sum": sum, "reversed": lambda x: list(reversed(x)), "enumerate": lambda *a: [list(p) for p in enumerate(*a)],
+          "zip": lambda *a: [list(p) for p in zip(*a)], "range": lambda *a: list(range(*a)) if len(range(*a)) <= 4096 else None}
 _MAX_DEPTH = 12  # calls followed inside calls; deeper, the call is unknown
 
 
@@ -43,10 +54,27 @@ class Expressions:
     def at(self, node) -> str:
         return f"{self.file}:{getattr(node, 'lineno', '?')}"
 
+    def module_names(self):
+        """The module's names a function called from here sees: a script's as its body sets them."""
+        return self.env if self.is_script else self.globals
+
+    def lookup(self, name: str, missing=MISSING):
+        """A name as Python finds it: the function's own names, the functions it is defined in, the module's
+        (a script's names as its body sets them, else the module's constants)."""
+        if name in self.env:
+            return self.env[name]
+        if self.outer is not None and name in self.outer:
+            return self.outer[name]
+        if self.globals is not None and name in self.globals:
+            return self.globals[name]
+        if name in self.reader.names:
+            return self.reader.names[name]
+        return missing
+
     def eval(self, node, statement: bool = False):
         try:
             return self._eval(node, statement)
-        except (Refusal, Returned, RunEnds, BadPython):
+        except (Refusal, Returned, RunEnds, BadPython, LoopSignal):
             raise
         except RecursionError:
             raise
@@ -57,10 +85,9 @@ class Expressions:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Name):
-            if node.id in self.env:
-                return self.reader.ctx.name_value(self.env[node.id])
-            if node.id in self.reader.names:
-                return self.reader.ctx.name_value(self.reader.names[node.id])
+            found = self.lookup(node.id)
+            if found is not MISSING:
+                return stdlib.name_value(self.reader.ctx.name_value(found), self)
             if node.id in ("True", "False", "None"):
                 return {"True": True, "False": False, "None": None}[node.id]
             return Unknown(f"{node.id} at {self.at(node)} is not known to overlap-cli")
@@ -102,6 +129,14 @@ class Expressions:
                     return left
                 if isinstance(right, Unknown):
                     return right
+                if isinstance(right, PyObject) and isinstance(op, (ast.In, ast.NotIn)):
+                    found = right.contains(self, left, node)
+                    if found is NOT_KNOWN or isinstance(found, Unknown):
+                        return found if isinstance(found, Unknown) else Unknown(f"{short(node)} at {self.at(node)}")
+                    if found != isinstance(op, ast.In):
+                        return False
+                    left = right
+                    continue
                 if not _compare(op, left, right):
                     return False
                 left = right
@@ -120,6 +155,8 @@ class Expressions:
             return self._call(node, statement)
         if isinstance(node, ast.JoinedStr):
             return self._f_string(node)
+        if isinstance(node, ast.Lambda):
+            return Func(node, self.reader, self.env)
         return Unknown(f"{short(node)} at {self.at(node)}")
 
     def _subscript(self, node):
@@ -131,6 +168,9 @@ class Expressions:
             return self.read_cfg(base.path + (key,), node, base.state)
         if isinstance(base, Unknown):
             return base
+        if isinstance(base, PyObject):
+            value = base.item(self, key, node)
+            return Unknown(f"{short(node)} at {self.at(node)}") if value is NOT_KNOWN else value
         if isinstance(key, Unknown):
             return key
         return base[key]
@@ -180,14 +220,30 @@ class Expressions:
             return self.read_cfg(base.path + (node.attr,), node, base.state)
         if isinstance(base, Import):
             module = f"{base.module}.{base.name}" if base.name else base.module
-            value = self.reader.ctx.module_attribute(module, node.attr)
+            value = stdlib.module_attribute(self, module, node.attr)
+            if value is None:
+                value = self.reader.ctx.module_attribute(module, node.attr)
             if value is not None:
                 return value
             return self.reader.ctx.name_value(Import(module, node.attr))
         if isinstance(base, Unknown):
             return base
+        if isinstance(base, Instance):
+            return self.instance_attribute(base, node.attr, node)
         if isinstance(base, dict) and node.attr in base:
             return base[node.attr]
+        if isinstance(base, PyObject):
+            value = base.attribute(self, node.attr, node)
+            if value is not NOT_KNOWN:
+                return value
+        if isinstance(base, stdlib.PathValue):
+            value = stdlib.path_attribute(base, node.attr)
+            if value is not NOT_KNOWN:
+                return value
+        if isinstance(base, ClassValue):
+            attrs = self.class_attributes(base)
+            if node.attr in attrs:
+                return attrs[node.attr]
         return Unknown(f"{short(node)} at {self.at(node)}")
 
     # -- calls -----------------------------------------------------------------------------------
@@ -200,6 +256,15 @@ class Expressions:
                 return self.reader.ctx.config_method(self, owner, node)
             if isinstance(owner, Import):
                 func = Import(f"{owner.module}.{owner.name}" if owner.name else owner.module, node.func.attr)
+            elif isinstance(owner, Instance):
+                func = self.instance_attribute(owner, name, node, bound=True)
+            elif isinstance(owner, (PyObject, stdlib.PathValue)):
+                args, kwargs = self._arguments(node)
+                value = owner.method(self, name, args, kwargs, node) if isinstance(owner, PyObject) else \
+                    stdlib.path_method(owner, name, args)
+                if value is not NOT_KNOWN:
+                    return value
+                func = Unknown(f"{short(node.func)} at {self.at(node)}")
             elif isinstance(owner, dict) and name in ("get", "copy", "update", "items", "keys", "values"):
                 return self._dict_method(owner, node)
             elif isinstance(owner, str) and name in ("upper", "lower", "strip", "format", "replace", "join", "split", "startswith", "endswith"):
@@ -209,7 +274,43 @@ class Expressions:
                 return getattr(owner, name)(*args)
             else:
                 func = Unknown(f"{short(node.func)} at {self.at(node)}")
-        args = [self.eval(a) if not isinstance(a, ast.Starred) else Unknown(f"*{short(a.value)} at {self.at(node)}") for a in node.args]
+        args, kwargs = self._arguments(node)
+        if isinstance(func, tuple):  # a method of an object of the module's classes: (function, the object)
+            func, args = func[0], [func[1]] + args
+        if self.reader.ctx.ends_run(name) and any(isinstance(a, CfgRef) and a.path == () for a in args + list(kwargs.values())):
+            if not self.in_helper:
+                raise RunEnds()
+        if isinstance(func, Func):
+            return self.call_function(func, args, kwargs, node)
+        if isinstance(func, ClassValue):
+            return self.instantiate(func, args, kwargs, node)
+        if isinstance(func, Import):
+            known = stdlib.call(self, func, args, kwargs, node)
+            if known is NOT_KNOWN:
+                known = self.reader.ctx.call(self, func, args, kwargs, node)
+            if known is not NOT_KNOWN:
+                return known
+        if name in _INERT_CALLS and isinstance(node.func, ast.Name) and self.lookup(node.func.id) is MISSING:
+            return self._builtin(name, args, node, kwargs)
+        if isinstance(func, Unknown) and isinstance(node.func, ast.Subscript) and not any(
+                isinstance(a, CfgRef) for a in args + list(kwargs.values())):
+            chosen = self._chosen_call(node, func)
+            if chosen is not NOT_KNOWN:
+                return chosen
+        self.call_effects(node, args=args, kwargs=kwargs, reason=None)
+        return Unknown(f"{short(node.func)}(...) at {self.at(node)} is not known to overlap-cli")
+
+    def _arguments(self, node) -> tuple:
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                spread = self.eval(a.value)
+                if isinstance(spread, list):
+                    args.extend(spread)
+                else:
+                    args.append(Unknown(f"*{short(a.value)} at {self.at(node)}"))
+            else:
+                args.append(self.eval(a))
         kwargs = {}
         for kw in node.keywords:
             if kw.arg is None:
@@ -220,22 +321,97 @@ class Expressions:
                     kwargs["**"] = Unknown(f"**{short(kw.value)} at {self.at(node)}")
             else:
                 kwargs[kw.arg] = self.eval(kw.value)
+        return args, kwargs
 
-        if self.reader.ctx.ends_run(name) and any(isinstance(a, CfgRef) and a.path == () for a in args + list(kwargs.values())):
-            if not self.in_helper:
-                raise RunEnds()
-        if isinstance(func, Func):
-            return self.call_function(func, args, kwargs, node)
-        if isinstance(func, Import):
-            known = self.reader.ctx.call(self, func, args, kwargs, node)
-            if known is not NOT_KNOWN:
-                return known
-        if name in _INERT_CALLS and isinstance(node.func, ast.Name) and node.func.id not in self.env and node.func.id not in self.reader.names:
-            return self._builtin(name, args, node)
-        self.call_effects(node, args=args, kwargs=kwargs, reason=None)
-        return Unknown(f"{short(node.func)}(...) at {self.at(node)} is not known to overlap-cli")
+    def _chosen_call(self, node, func: Unknown):
+        """``CHOICES[key]()`` with a key not known, from a mapping of functions: what it builds is the
+        library's to say (a config whose start is one of them, not known which: ``Library.chosen_call``)."""
+        table = self.eval(node.func.value)
+        if not isinstance(table, dict) or not table:
+            return NOT_KNOWN
+        if not all(isinstance(v, (Func, Import, ClassValue)) for v in table.values()):
+            return NOT_KNOWN
+        return self.reader.ctx.chosen_call(self, f"{short(node)} at {self.at(node)} calls one of "
+                                           f"{', '.join(map(str, list(table)[:6]))} by a key not known ({func.reason})")
 
-    def _builtin(self, name: str, args: list, node):
+    # -- the module's classes ----------------------------------------------------------------------
+    def class_attributes(self, cls: ClassValue) -> dict:
+        """The names a class body binds: its methods and its constants (evaluated each time: cheap)."""
+        out: dict = {}
+        interp = type(self)(cls.reader, self.cfg, {}, self.depth + 1, self.in_helper)
+        interp.globals, interp.outer = self.module_names() if cls.reader is self.reader else None, cls.closure
+        for stmt in cls.node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out[stmt.name] = Func(stmt, cls.reader, cls.closure)
+            elif isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+                value = interp.eval(stmt.value)
+                for t in stmt.targets:
+                    out[t.id] = value
+            elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                out[stmt.target.id] = interp.eval(stmt.value) if stmt.value is not None else MISSING
+        return out
+
+    def instance_attribute(self, obj: Instance, name: str, node, bound: bool = False):
+        if name in obj:
+            return obj[name]
+        attrs = self.class_attributes(obj.cls)
+        value = attrs.get(name, MISSING)
+        if isinstance(value, Func):
+            decorators = [short(d) for d in getattr(value.node, "decorator_list", ())]
+            if "staticmethod" in decorators:
+                return value
+            if "property" in decorators and not bound:
+                return self.call_function(value, [obj], {}, node)
+            return (value, obj) if bound else Unknown(f"the method {name} of {obj.cls.node.name} at {self.at(node)}")
+        if value is MISSING or value is None and name not in attrs:
+            return Unknown(f"{short(node)} at {self.at(node)}: {obj.cls.node.name} has no attribute {name} overlap-cli knows")
+        return value
+
+    def instantiate(self, cls: ClassValue, args: list, kwargs: dict, node):
+        """``Cls(...)``: a dataclass's fields from its arguments and defaults, or ``__init__`` run on it."""
+        attrs = self.class_attributes(cls)
+        obj = Instance(cls)
+        is_dataclass = any(short(d).split("(")[0].split(".")[-1] == "dataclass" for d in cls.node.decorator_list)
+        if cls.node.bases and not is_dataclass and "__init__" not in attrs:
+            return Unknown(f"{cls.node.name}(...) at {self.at(node)}: a class with base classes overlap-cli does not follow")
+        if is_dataclass:
+            fields = [s.target.id for s in cls.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+            for name, value in zip(fields, args):
+                obj[name] = value
+            for name in fields:
+                if name in kwargs:
+                    obj[name] = kwargs[name]
+                elif name not in obj:
+                    default = attrs.get(name, MISSING)
+                    obj[name] = default if default is not MISSING else Unknown(f"{cls.node.name}.{name} at {self.at(node)} is not given")
+            if "__post_init__" in attrs and isinstance(attrs["__post_init__"], Func):
+                self.call_function(attrs["__post_init__"], [obj], {}, node)
+            return obj
+        init = attrs.get("__init__")
+        if isinstance(init, Func):
+            self.call_function(init, [obj] + list(args), kwargs, node)
+        return obj
+
+    def _builtin(self, name: str, args: list, node, kwargs=None):
+        if name == "setattr" and len(args) == 3 and isinstance(args[1], str):
+            owner, key, value = args
+            if isinstance(owner, CfgRef):
+                self.write_cfg(owner.state, owner.path + (key,), value, node)
+                return None
+            if isinstance(owner, dict) and not isinstance(owner, Unknown):
+                owner[key] = value
+                return None
+            return None
+        if name == "getattr" and len(args) >= 2 and isinstance(args[0], dict) and not isinstance(args[0], CfgRef) and isinstance(args[1], str):
+            if isinstance(args[0], Instance):
+                return self.instance_attribute(args[0], args[1], node)
+            return args[0].get(args[1], args[2]) if len(args) > 2 else args[0].get(args[1], Unknown(f"getattr(...) at {self.at(node)}"))
+        if name == "vars" and len(args) == 1 and isinstance(args[0], dict):
+            return dict(args[0])
+        if name == "dict" and not args and kwargs is not None:
+            return dict(kwargs)
+        if name == "dict" and len(args) == 1 and isinstance(args[0], dict):
+            return dict(args[0], **(kwargs or {}))
         if name == "getattr" and len(args) >= 2 and isinstance(args[0], CfgRef) and isinstance(args[1], str):
             value = self.read_cfg(args[0].path + (args[1],), node, args[0].state)
             if isinstance(value, Unknown) and len(args) >= 3 and args[0].state.unknown_reason(args[0].path + (args[1],)) is None:
@@ -264,10 +440,13 @@ class Expressions:
             return None
         if any(isinstance(a, (Unknown, CfgRef)) for a in args):
             return Unknown(f"{name}(...) at {self.at(node)}")
+        if any(isinstance(a, (list, dict)) and any(isinstance(x, (Unknown, CfgRef)) for x in (a.values() if isinstance(a, dict) else a)) for a in args):
+            return Unknown(f"{name}(...) at {self.at(node)}")
         try:
-            return {"len": len, "str": str, "repr": repr}.get(name, lambda *a: Unknown(f"{name}(...)"))(*args)
+            out = _PLAIN.get(name, lambda *a: Unknown(f"{name}(...)"))(*args)
         except Exception:
             return Unknown(f"{name}(...) at {self.at(node)}")
+        return Unknown(f"{name}(...) at {self.at(node)}") if out is None else out
 
     def _dict_method(self, owner: dict, node):
         name = node.func.attr
@@ -278,6 +457,8 @@ class Expressions:
             return owner.get(*args)
         if name == "copy":
             return dict(owner)
+        if name in ("items", "keys", "values") and not args:
+            return [[k, v] for k, v in owner.items()] if name == "items" else list(getattr(owner, name)())
         if name == "update":
             if len(args) == 1 and isinstance(args[0], dict):
                 owner.update(args[0])
@@ -296,19 +477,28 @@ class Expressions:
                 v.state.forget(v.path, why)
 
     def call_function(self, func: Func, args: list, kwargs: dict, node):
-        """A function of the module (or of a library module read from its source), followed inline."""
+        """A function of the module (or of a library module read from its source), followed inline: its
+        names are its arguments, then those of the functions it is defined in (``Func.closure``), then the
+        module's. A launch inside it (``pretrain(cfg)``) ends the run of its caller too."""
         if self.depth >= _MAX_DEPTH:
-            self.call_effects(node, args, kwargs, reason=f"passed to {func.node.name}() at {self.at(node)} (calls nested too deep to follow)")
-            return Unknown(f"{func.node.name}() at {self.at(node)}: calls nested too deep")
+            self.call_effects(node, args, kwargs, reason=f"passed to {_fname(func)}() at {self.at(node)} (calls nested too deep to follow)")
+            return Unknown(f"{_fname(func)}() at {self.at(node)}: calls nested too deep")
         fn = func.node
         env: dict = {}
         interp = type(self)(func.reader, self.cfg, env, self.depth + 1, in_helper=self.in_helper or func.reader is not self.reader)
+        interp.outer = func.closure
+        interp.globals = self.module_names() if func.reader is self.reader else None
         a = fn.args
         positional = a.posonlyargs + a.args
         defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults))
         defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        hydra = stdlib.is_hydra_main(fn)
+        if hydra is not None and not args and not kwargs and positional:
+            args = [stdlib.hydra_config(self, hydra, fn)]
         for p, v in zip(positional, args):
             env[p.arg] = v
+        if a.vararg is not None:
+            env[a.vararg.arg] = list(args[len(positional):])
         for k, v in kwargs.items():
             if k == "**":
                 for p in positional + a.kwonlyargs:
@@ -317,20 +507,27 @@ class Expressions:
                 env[k] = v
         for p in positional + a.kwonlyargs:
             if p.arg not in env:
-                env[p.arg] = interp.eval(defaults[p.arg]) if p.arg in defaults else Unknown(f"argument {p.arg} of {fn.name}() at {self.at(node)}")
+                env[p.arg] = interp.eval(defaults[p.arg]) if p.arg in defaults else Unknown(f"argument {p.arg} of {_fname(func)}() at {self.at(node)}")
+        ended = None
         try:
-            interp.exec_block(fn.body)
-            result = None
+            if isinstance(fn, ast.Lambda):
+                result = interp.eval(fn.body)
+            else:
+                interp.exec_block(fn.body)
+                result = None
         except Returned as ret:
             result = ret.value
-        except RunEnds:
-            result = None
-        if self.cfg is not None and interp.cfg is not self.cfg and interp.cfg is not None:
-            # The function replaced the config it was given (an ``if`` it could not decide, say): follow it.
+        except RunEnds as ends:
+            result, ended = None, ends
+        if interp.cfg is not None and interp.cfg is not self.cfg and (self.cfg is not None or ended is not None):
+            # The function replaced the config it was given (an ``if`` it could not decide, say), or built the
+            # run's config and launched it: follow it.
             for name, v in list(self.env.items()):
                 if isinstance(v, CfgRef) and v.state is self.cfg:
                     self.env[name] = CfgRef(interp.cfg, v.path)
             self.cfg = interp.cfg
+        if ended is not None and ended.raised is None and not interp.in_helper:
+            raise ended  # the config was handed to a launch inside the function: the run ends there
         return result
 
     # -- operators -------------------------------------------------------------------------------
@@ -353,6 +550,10 @@ class Expressions:
         except Exception:
             return Unknown(f"an expression at {where} that Python would reject")
         return out if out is not None else Unknown(f"an expression at {where}")
+
+
+def _fname(func: Func) -> str:
+    return getattr(func.node, "name", "<lambda>")
 
 
 def _compare(op, a, b) -> bool:

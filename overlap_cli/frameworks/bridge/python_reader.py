@@ -60,7 +60,7 @@ from overlap_cli.records import dataclass, field  # not dataclasses: start-up ti
 
 # The names python_load and tools/build_recipe_catalog.py take from here.
 __all__ = ("BadPython", "Context", "ModuleReader", "NotARun", "PythonRun", "Refusal", "Site", "Start",
-           "has_script_start", "is_run_function", "parse", "read_runs")
+           "has_script_start", "is_run_function", "parse", "read_runs", "script_calls")
 
 # The cache of Bridge modules read from source (tools/build_recipe_catalog.py clears it between recipes).
 _READERS = python_bridge.SOURCE_READERS
@@ -96,12 +96,14 @@ def read_runs(text: str, file: str, ctx: Context, function: Optional[str] = None
     tree = parse(text, file)
     reader = ModuleReader(tree, file, ctx, ctx.module)
     runs = []
+    script = function is None and has_script_start(tree, reader)
+    called = script_calls(tree, reader) if script else set()
     for name, fn in reader.functions.items():
-        if function is not None and name != function:
-            continue
+        if function is not None and name != function or name in called:
+            continue  # a function the script's body calls is part of the script's run
         if is_run_function(fn.node, reader):
             runs.append(_read_function_run(reader, fn.node))
-    if function is None and has_script_start(tree, reader):
+    if script:
         runs.append(_read_script_run(reader))
     if not runs:
         if function is not None:
@@ -156,13 +158,53 @@ def is_run_function(node, reader: ModuleReader) -> bool:
 
 
 def has_script_start(tree, reader: ModuleReader) -> bool:
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
-            continue
+    """The module's body (``if __name__ == "__main__":`` included) starts a config: it calls a start, or a
+    function of the module that (through the functions it calls) does."""
+    for stmt in _body(tree):
         for sub in ast.walk(stmt):
             if isinstance(sub, ast.Call) and _is_start_call(sub, reader):
                 return True
-    return False
+    return any(_reaches_start(name, reader, set()) for name in script_calls(tree, reader))
+
+
+def _body(tree) -> list:
+    return [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))]
+
+
+def _called_functions(node, reader: ModuleReader) -> set:
+    """The module's functions (and classes' methods) a node's code calls by name."""
+    out = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in reader.functions:
+            out.add(sub.func.id)
+        elif isinstance(sub, ast.Name) and sub.id in reader.functions and isinstance(sub.ctx, ast.Load):
+            out.add(sub.id)  # handed on (a mapping of functions, a callback)
+    return out
+
+
+def script_calls(tree, reader: ModuleReader) -> set:
+    """The functions of the module the script's body calls, directly or through one another."""
+    todo = set()
+    for stmt in _body(tree):
+        todo |= _called_functions(stmt, reader)
+    seen: set = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo |= _called_functions(reader.functions[name].node, reader) - seen
+    return seen
+
+
+def _reaches_start(name: str, reader: ModuleReader, seen: set) -> bool:
+    if name in seen:
+        return False
+    seen.add(name)
+    node = reader.functions[name].node
+    if any(isinstance(sub, ast.Call) and _is_start_call(sub, reader) for sub in ast.walk(node)):
+        return True
+    return any(_reaches_start(n, reader, seen) for n in _called_functions(node, reader))
 
 
 def _read_function_run(reader: ModuleReader, node) -> PythonRun:
@@ -189,8 +231,11 @@ def _read_function_run(reader: ModuleReader, node) -> PythonRun:
 
 
 def _read_script_run(reader: ModuleReader) -> PythonRun:
-    interp = Interpreter(reader, None, dict(reader.names))
-    body = [s for s in reader.tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))]
+    """The module run as a script: ``__name__`` is ``"__main__"``, ``__file__`` its path, and its body sets
+    the names the functions it calls see."""
+    interp = Interpreter(reader, None, dict(reader.names, __name__="__main__", __file__=reader.file))
+    interp.is_script = True
+    body = _body(reader.tree)
     try:
         interp.exec_block(body)
     except (Returned, RunEnds):
