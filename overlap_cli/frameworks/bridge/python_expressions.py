@@ -43,6 +43,7 @@ from overlap_cli.frameworks.bridge.python_abstract import (
 _INERT_CALLS = ("print", "len", "str", "repr", "isinstance", "getattr", "hasattr", "id", "type", "vars", "int",
                 "float", "bool", "min", "max", "abs", "round", "list", "tuple", "dict", "sorted", "range",
                 "enumerate", "zip", "setattr", "reversed", "any", "all", "sum")
+_TYPES = ("int", "float", "str", "bool", "list", "dict", "tuple")
 _PLAIN = {"len": len, "str": str, "repr": repr, "int": int, "float": float, "bool": bool, "min": min, "max": max,
           "abs": abs, "round": round, "list": list, "tuple": list, "sorted": sorted, "any": any, "all": all,
           "sum": sum, "reversed": lambda x: list(reversed(x)), "enumerate": lambda *a: [list(p) for p in enumerate(*a)],
@@ -88,6 +89,8 @@ class Expressions:
             found = self.lookup(node.id)
             if found is not MISSING:
                 return stdlib.name_value(self.reader.ctx.name_value(found), self)
+            if node.id in _TYPES:  # a builtin type as a value (``type=int``): called, it is the builtin
+                return Import("builtins", node.id)
             if node.id in ("True", "False", "None"):
                 return {"True": True, "False": False, "None": None}[node.id]
             return Unknown(f"{node.id} at {self.at(node)} is not known to overlap-cli")
@@ -277,13 +280,17 @@ class Expressions:
         args, kwargs = self._arguments(node)
         if isinstance(func, tuple):  # a method of an object of the module's classes: (function, the object)
             func, args = func[0], [func[1]] + args
-        if self.reader.ctx.ends_run(name) and any(isinstance(a, CfgRef) and a.path == () for a in args + list(kwargs.values())):
+        launched = [a for a in args + list(kwargs.values()) if isinstance(a, CfgRef) and a.path == ()]
+        if self.reader.ctx.ends_run(name) and launched:
             if not self.in_helper:
+                self.cfg = launched[0].state  # the config the launch is handed is the run's
                 raise RunEnds()
         if isinstance(func, Func):
             return self.call_function(func, args, kwargs, node)
         if isinstance(func, ClassValue):
             return self.instantiate(func, args, kwargs, node)
+        if isinstance(func, Import) and func.module == "builtins":
+            return self._builtin(func.name, args, node, kwargs)
         if isinstance(func, Import):
             known = stdlib.call(self, func, args, kwargs, node)
             if known is NOT_KNOWN:
@@ -499,11 +506,16 @@ class Expressions:
             env[p.arg] = v
         if a.vararg is not None:
             env[a.vararg.arg] = list(args[len(positional):])
+        named = {p.arg for p in positional + a.kwonlyargs}
+        if a.kwarg is not None:
+            env[a.kwarg.arg] = {k: v for k, v in kwargs.items() if k not in named and k != "**"}
+            if "**" in kwargs:
+                env[a.kwarg.arg] = kwargs["**"]
         for k, v in kwargs.items():
             if k == "**":
                 for p in positional + a.kwonlyargs:
                     env.setdefault(p.arg, v)
-            else:
+            elif k in named or a.kwarg is None:
                 env[k] = v
         for p in positional + a.kwonlyargs:
             if p.arg not in env:

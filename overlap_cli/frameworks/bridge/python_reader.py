@@ -45,6 +45,8 @@ from overlap_cli.frameworks.bridge import python_bridge
 from overlap_cli.frameworks.bridge.python_abstract import (
     BadPython,
     CfgRef,
+    ClassValue,
+    Func,
     Import,
     Refusal,
     Returned,
@@ -171,15 +173,17 @@ def _body(tree) -> list:
     return [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))]
 
 
+def _defined(reader: ModuleReader, name: str):
+    """The ``def`` or ``class`` statement of a module-level name, or None."""
+    value = reader.names.get(name)
+    return value.node if isinstance(value, (Func, ClassValue)) and value.reader is reader else None
+
+
 def _called_functions(node, reader: ModuleReader) -> set:
-    """The module's functions (and classes' methods) a node's code calls by name."""
-    out = set()
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in reader.functions:
-            out.add(sub.func.id)
-        elif isinstance(sub, ast.Name) and sub.id in reader.functions and isinstance(sub.ctx, ast.Load):
-            out.add(sub.id)  # handed on (a mapping of functions, a callback)
-    return out
+    """The module's functions and classes a node's code names (calls, or hands on: a mapping of functions,
+    a callback)."""
+    return {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)
+            and _defined(reader, sub.id) is not None}
 
 
 def script_calls(tree, reader: ModuleReader) -> set:
@@ -193,7 +197,7 @@ def script_calls(tree, reader: ModuleReader) -> set:
         if name in seen:
             continue
         seen.add(name)
-        todo |= _called_functions(reader.functions[name].node, reader) - seen
+        todo |= _called_functions(_defined(reader, name), reader) - seen
     return seen
 
 
@@ -201,7 +205,7 @@ def _reaches_start(name: str, reader: ModuleReader, seen: set) -> bool:
     if name in seen:
         return False
     seen.add(name)
-    node = reader.functions[name].node
+    node = _defined(reader, name)
     if any(isinstance(sub, ast.Call) and _is_start_call(sub, reader) for sub in ast.walk(node)):
         return True
     return any(_reaches_start(n, reader, seen) for n in _called_functions(node, reader))

@@ -448,8 +448,8 @@ def call(interp, func: Import, args: list, kwargs: dict, node):
         return getattr(os.path, name)(args[0])
     if module == "pathlib" and name in ("Path", "PosixPath", "PurePath") and args and all(isinstance(a, str) for a in args):
         return PathValue(os.path.join(*args))
-    if module == "omegaconf.OmegaConf" and name == "from_cli" and not args:
-        return from_cli(interp, node)
+    if module == "omegaconf.OmegaConf" and name == "from_cli" and len(args) <= 1:
+        return from_cli(interp, node, args[0] if args else kwargs.get("args_list"))
     return NOT_KNOWN
 
 
@@ -482,10 +482,12 @@ def words_as_dotlist(interp, words, node, what: str):
     return list(words)
 
 
-def from_cli(interp, node):
-    """``OmegaConf.from_cli()``: the words after the script as a dotlist (omegaconf.py ``from_cli`` ->
-    ``from_dotlist(sys.argv[1:])``), a nested mapping."""
-    words = words_as_dotlist(interp, invocation_of(interp).argv, node, "OmegaConf.from_cli()")
+def from_cli(interp, node, given=None):
+    """``OmegaConf.from_cli(args_list=None)``: the words (``sys.argv[1:]`` unless given) as a dotlist
+    (omegaconf.py ``from_cli`` -> ``from_dotlist``), a nested mapping."""
+    if isinstance(given, Unknown):
+        return given
+    words = words_as_dotlist(interp, invocation_of(interp).argv if given is None else given, node, "OmegaConf.from_cli()")
     if isinstance(words, Unknown):
         return words
     out: dict = {}
