@@ -445,7 +445,10 @@ class Expressions:
             return Unknown(f"isinstance(...) at {self.at(node)}")
         if name == "print":
             return None
-        if any(isinstance(a, (Unknown, CfgRef)) for a in args):
+        unknown = next((a for a in args if isinstance(a, Unknown)), None)
+        if unknown is not None:
+            return unknown  # its reason names where it is not known
+        if any(isinstance(a, CfgRef) for a in args):
             return Unknown(f"{name}(...) at {self.at(node)}")
         if any(isinstance(a, (list, dict)) and any(isinstance(x, (Unknown, CfgRef)) for x in (a.values() if isinstance(a, dict) else a)) for a in args):
             return Unknown(f"{name}(...) at {self.at(node)}")
