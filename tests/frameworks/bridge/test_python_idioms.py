@@ -13,7 +13,10 @@ import pytest
 from conftest import CORPUS
 
 ROOT = Path(__file__).resolve().parents[3]
-UPSTREAM = ROOT / "tests" / "data" / "upstream" / "NVIDIA-NeMo+Megatron-Bridge"
+# Upstream Python runs, copied unchanged under OWNER+NAME/<path in the repository>, listed in SOURCES.json
+# (beside the upstream trees that folder-run tests walk whole).
+VENDORED = ROOT / "tests" / "data" / "python"
+UPSTREAM = VENDORED / "NVIDIA-NeMo+Megatron-Bridge"
 DUMP = CORPUS / "llama32_1b_pretrain_1gpu_h100_bf16_config.yaml"
 HEAD = """\
 import argparse
@@ -303,6 +306,9 @@ def test_bridges_own_tutorial_with_its_yaml(run_cli):
     ``--config-file`` default (``Path(__file__).parent.resolve() / "conf" / ...``) merged by
     process_config_with_overrides over llama32_1b_pretrain_config(), inside main() under the guard."""
     path = UPSTREAM / "tutorials" / "recipes" / "llama" / "02_pretrain_with_yaml.py"
+    sources = json.loads((VENDORED / "SOURCES.json").read_text())
+    listed = {VENDORED / s["repo"].replace("/", "+") / s["path"] for s in sources}
+    assert listed == {p for p in UPSTREAM.rglob("*") if p.is_file()}
     code, r = check(run_cli, path)
     assert r["error"] is None
     assert not [k for k, v in r["effective"].items() if v["source"] == "unknown"]
