@@ -186,11 +186,23 @@ def _called_functions(node, reader: ModuleReader) -> set:
             and _defined(reader, sub.id) is not None}
 
 
+def _root_name(node):
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def script_calls(tree, reader: ModuleReader) -> set:
-    """The functions of the module the script's body calls, directly or through one another."""
-    todo = set()
-    for stmt in _body(tree):
-        todo |= _called_functions(stmt, reader)
+    """The functions (and classes) of the module the script's body calls -- by name, or through a name its
+    body binds to them (``BUILDERS[name]()``) --, and those they name in turn. A name the body only binds
+    (``alias = recipe_config``) is no call."""
+    body = _body(tree)
+    called = {_root_name(sub.func) for stmt in body for sub in ast.walk(stmt) if isinstance(sub, ast.Call)}
+    todo = {n for n in called if n and _defined(reader, n) is not None}
+    for stmt in body:  # a name the body binds and calls: the functions its value names
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id in called for t in targets):
+            todo |= _called_functions(stmt.value, reader) if stmt.value is not None else set()
     seen: set = set()
     while todo:
         name = todo.pop()
