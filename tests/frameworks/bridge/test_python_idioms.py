@@ -320,3 +320,43 @@ def test_bridges_own_tutorial_with_its_yaml(run_cli):
 def _corpus():
     if not DUMP.is_file():
         pytest.skip(f"the recipe dumps are not at {CORPUS} (set OVERLAP_CORPUS)")
+
+
+def test_a_launch_passes_the_script_its_words_and_exported_environment(tmp_path):
+    """forms.python_run.load_launched: the words after the script on a launch line are its ``sys.argv[1:]``
+    (argparse reads them; a word not known statically may set any option: those are unknown), what the
+    launch exports is its environment."""
+    from overlap_cli.config.shell import read_launch_script
+    from overlap_cli.forms import python_run
+    from overlap_cli.launch_profile.profile import build_target
+
+    train = script(tmp_path, """
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--tp", type=int, default=1)
+        parser.add_argument("--no-overlap", dest="overlap", action="store_false")
+        args = parser.parse_args()
+        cfg = llama32_1b_pretrain_config()
+        cfg.model.tensor_model_parallel_size = args.tp
+        cfg.ddp.overlap_grad_reduce = args.overlap
+        cfg.model.sequence_parallel = os.environ["OVL_SP"] == "1"
+        pretrain(cfg, forward_step)
+        """)
+    target = build_target({})
+
+    def launched(line: str):
+        launch = tmp_path / "launch.sh"
+        launch.write_text(f"#!/bin/bash\nexport OVL_SP=1\nTP=4\n{line}\n")
+        found = read_launch_script(str(launch), launch.read_text(), env={})
+        return python_run.load_launched(str(train), found, target).config
+
+    cfg = launched("torchrun --nproc_per_node 8 train.py --tp $TP --no-overlap")
+    assert cfg.data["model"]["tensor_model_parallel_size"] == 4
+    assert cfg.data["ddp"]["overlap_grad_reduce"] is False and cfg.data["model"]["sequence_parallel"] is True
+    cfg = launched("torchrun --nproc_per_node 8 train.py --tp $TP $EXTRA")
+    assert ("model", "tensor_model_parallel_size") in cfg.unknown and cfg.data["model"]["sequence_parallel"] is True
+    assert "not known statically may set --tp" in cfg.unknown[("model", "tensor_model_parallel_size")]
+    from overlap_cli.problems import InputError
+
+    with pytest.raises(InputError, match="unrecognized arguments: --pp 2") as refused:
+        launched("torchrun train.py --pp 2")
+    assert refused.value.problem.line == line_of(train, "parse_args()")
