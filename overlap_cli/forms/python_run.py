@@ -96,7 +96,7 @@ def invocation_of(target, argv=None):
     not known statically; None: run by itself, argparse's defaults), and the environment a launch script
     is read with (forms.megatron_lm.launch_env_of: --env-from-shell's exported variables, then --set's)."""
     from overlap_cli.forms.megatron_lm import launch_env_of
-    from overlap_cli.frameworks.bridge.python_stdlib import Invocation
+    from overlap_cli.frameworks.bridge.python_abstract import Invocation
 
     return Invocation(argv=None if argv is None else list(argv), environ=launch_env_of(target),
                       complete=bool(target is not None and target.get("env_from_shell")))

@@ -9,6 +9,9 @@
   ``Site`` (where a write happens), ``Start`` (what a run's config starts from).
 - The signals that end a statement block: ``Returned`` (a ``return``), ``RunEnds`` (a ``raise``, or the
   config handed to a launch), ``Refusal`` (Python or Bridge raises when the run is built), ``BadPython``.
+- ``Invocation``: how the script is run (its words after the script, its environment); ``PyObject`` (an
+  object of Python's library the reader models), ``ClassValue`` / ``Instance`` (the module's classes and
+  their objects), ``LoopSignal`` (``break`` / ``continue``).
 - Small helpers over these values (``storable``, ``same``, ``fork_value``, ``short``...).
 """
 
@@ -25,6 +28,22 @@ from overlap_cli.records import dataclass, field  # not dataclasses: start-up ti
 
 MISSING = object()  # a key the config does not hold (unlike None, which it may hold)
 NOT_KNOWN = object()  # a call the library side (python_interp.Library) does not know: the interpreter decides
+
+
+@dataclass
+class Invocation:
+    """How the script is run: ``argv`` its words after the script (None: checked by itself, run without
+    any; an item None: a word not known statically), ``environ`` the variables the caller is known to set,
+    ``complete``: every other variable is unset (--env-from-shell: the shell's whole environment)."""
+
+    argv: Optional[list] = None
+    environ: dict = field(default_factory=dict)
+    complete: bool = False
+
+
+def invocation_of(interp) -> Invocation:
+    """How the script the interpreter reads is run (the library seam's ``invocation``; none: by itself)."""
+    return getattr(interp.reader.ctx, "invocation", None) or Invocation()
 
 
 class Unknown:

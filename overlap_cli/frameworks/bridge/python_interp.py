@@ -3,7 +3,8 @@
 - ``Library``: what the interpreter asks about the library a module imports (Megatron-Bridge's side is
   python_bridge.Context). The base class knows no library: every imported call is unknown, a name is
   itself, no path has an alias, no write is refused.
-- ``Interpreter``: python_statements.Statements and python_expressions.Expressions over one environment
+- ``Interpreter``: python_statements.Statements, python_expressions.Expressions and python_objects.Objects
+  (the module's classes, the builtins) over one environment
   (``env``: name -> value), the config it follows (``cfg``, a python_abstract.ConfigState or None), the
   depth of the calls it follows, and ``in_helper`` (inside a library's helper: its writes have no site).
 - ``ModuleReader``: the names of one module (imports, module constants, functions), read once.
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 from overlap_cli.frameworks.bridge.python_abstract import NOT_KNOWN, BadPython, ClassValue, Func, Import, Unknown, short
 from overlap_cli.frameworks.bridge.python_expressions import Expressions
+from overlap_cli.frameworks.bridge.python_objects import Objects
 from overlap_cli.frameworks.bridge.python_statements import Statements
 
 
@@ -70,7 +72,7 @@ class Library:
         return None
 
 
-class Interpreter(Statements, Expressions):
+class Interpreter(Statements, Expressions, Objects):
     outer = None  # the names of the function a followed function is defined in (a closure)
     globals = None  # the module's names as a script's body sets them (None: the module's constants)
     is_script = False  # the body of a script: its names are the module's

@@ -3,19 +3,21 @@
 A *run* is a function that builds and returns a ``ConfigContainer`` (reported as ``FILE::FUNCTION``; a
 module may hold several, as Bridge's recipe modules do), a function that hands its config to
 ``pretrain(...)`` / ``finetune(...)``, or a script's config where it reaches ``pretrain(...)`` /
-``finetune(...)`` or the end of the module. Its *start* is a call of a catalog recipe (its function name
+``finetune(...)`` or the end of the module -- the module's body run as ``__main__``, the functions it
+calls (``main()``) part of its run. Its *start* is a call of a catalog recipe (its function name
 or a public alias; literal keyword arguments), ``ConfigContainer.from_yaml("literal path")``, or a Bridge
 helper the catalog holds; anything else leaves the start unknown, with the reason.
 
 The reader is a small abstract interpreter over the config: ``cfg.<section>.<field> = value`` (and
 ``cfg.model.transformer.<field>``), ``cfg.env_vars[...]``, ``CommOverlapConfig(...)``, the userbuffers
 presets and mixed-precision recipes by name (python_values), module constants, literal arithmetic,
-``if`` on what it knows, ``getattr`` / ``hasattr`` / ``isinstance`` on the config, and the functions of
-the same module it calls. What it cannot evaluate makes exactly the keys it may write unknown, with
-``FILE:LINE`` -- never a guess, never a silent drop: a condition it cannot decide makes the keys its
-branches set differently unknown; a loop makes the keys it writes unknown; a call that receives the
-config (or a section of it) and that the reader does not know makes everything under what it received
-unknown.
+``if`` on what it knows, ``for`` over a sequence it knows, ``getattr`` / ``setattr`` / ``hasattr`` /
+``isinstance`` on the config, the functions, lambdas and classes of the same module, and a script as Python
+runs it (``__name__ == "__main__"``, argparse, ``os.environ``: python_stdlib, python_argparse). What it cannot
+evaluate makes exactly the keys it may write unknown, with ``FILE:LINE`` -- never a guess, never a silent
+drop: a condition it cannot decide makes the keys its branches set differently unknown; a loop over what it
+does not know makes the keys it writes unknown; a call that receives the config (or a section of it) and
+that the reader does not know makes everything under what it received unknown.
 
 Bridge's own helpers that the recipes call (``_benchmark_common(cfg)``, ``_perf_precision("bf16")``...)
 are known when the reader is given their source (``sources``): the catalog build reads them from the
@@ -24,10 +26,14 @@ installed package (tools/build_recipe_catalog.py).
 Where each part lives (the rooms, in import order):
 
 - python_abstract: the values (``Unknown``, the config state, ``Site``, ``Start``, the control signals);
-- python_statements / python_expressions: the interpreter's two halves, joined in python_interp, which
-  also holds the seam (``Library``: what the interpreter asks about a library's names) and ModuleReader;
+- python_statements / python_expressions / python_objects: the interpreter's statements, expressions, and
+  calls of functions, classes and builtins, joined in python_interp, which also holds the seam
+  (``Library``: what the interpreter asks about a library's names) and ModuleReader;
+- python_stdlib / python_argparse: Python's library as scripts use it, against how the script is run
+  (python_abstract.Invocation: its words, its environment);
 - python_bridge: Megatron-Bridge's side of the seam (``Context``: recipes, ``ConfigContainer``,
-  ``CommOverlapConfig``, presets, mixed precision, ``from_yaml``, helpers read from source, launches);
+  ``CommOverlapConfig``, presets, mixed precision, ``from_yaml``, helpers read from source, launches), and
+  python_overrides (``process_config_with_overrides`` inside a script);
 - this module: what a run is (a function or a script that builds a config) and ``read_runs``, the entry
   point python_load and tools/build_recipe_catalog.py call.
 """

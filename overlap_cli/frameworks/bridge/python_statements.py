@@ -1,6 +1,7 @@
 """The statements of the Python reader's interpreter: assignments, ``if`` (and the merge of its branches),
-``return`` / ``raise``, ``with``, nested ``def`` and ``import``, and the statements it does not follow
-(``for`` / ``while`` / ``try``...), whose every possible write becomes unknown with ``FILE:LINE``.
+``for`` over a sequence it knows (item by item, ``break`` / ``continue``), ``return`` / ``raise``, ``with``,
+nested ``def`` / ``class`` and ``import``, and the statements it does not follow (``while`` / ``try``, a loop
+over what it does not know...), whose every possible write becomes unknown with ``FILE:LINE``.
 
 ``Statements`` is one half of python_interp.Interpreter (python_expressions.Expressions the other): it
 calls ``self.eval`` for an expression, and ``self.reader.ctx`` (python_interp.Library) for what the
