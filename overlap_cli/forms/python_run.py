@@ -39,9 +39,15 @@ def file_of(spec: str) -> str:
 
 
 def load(spec: str, text: Optional[str], target: Target, overrides, lower) -> Run:
+    """The run of ``spec`` checked by itself: run without words (argparse's defaults), in the environment
+    --set / --env-from-shell give."""
+    return _load(spec, text, target, overrides, None)
+
+
+def _load(spec: str, text: Optional[str], target: Target, overrides, invocation) -> Run:
     from overlap_cli.config.safe_read import read_text
     from overlap_cli.frameworks.bridge import recipes
-    from overlap_cli.frameworks.bridge.runs import BridgeRun
+    from overlap_cli.frameworks.bridge.python_load import load_python
     from overlap_cli.frameworks.bridge.recipe_launch import recipe_launch
     from overlap_cli.launch_profile.profile import for_run
 
@@ -52,7 +58,7 @@ def load(spec: str, text: Optional[str], target: Target, overrides, lower) -> Ru
     if (target.get("recipe") or target.get("base")) and target.source("recipe") == "flag" or target.get("base"):
         raise InputError(InputProblem(spec, "a Python run starts where its own code says (its recipe call or "
                                             "ConfigContainer.from_yaml): --recipe / --base apply to YAML override files"))
-    cfg = BridgeRun(python=spec, dotlist=tuple(overrides or ())).load(text)
+    cfg = load_python(spec, text, list(overrides or ()) or None, invocation or invocation_of(target))[0]
     start = cfg.python_run.start
     own = recipes.canonical(cfg.python_run.function) if cfg.python_run.function else None
     if own is not None and recipes.how(own) != "helper":  # Bridge's own recipe function: its name is its launch
@@ -63,6 +69,37 @@ def load(spec: str, text: Optional[str], target: Target, overrides, lower) -> Ru
             target = for_run(target, recipe=launch)
     return Run(form=FORM, file=spec, text=cfg.text, target=target, config=cfg, notes=bridge_run.config_notes(cfg),
                comments_file=cfg.file)
+
+
+def load_launched(script: str, found, target: Target, overrides=()) -> Run:
+    """The run of a Python training script as a launch starts it (``found``: the launch as config/shell.py
+    reads it, argv.LaunchText): its words after the script are the script's ``sys.argv[1:]`` (a word not
+    known statically is None: argparse then leaves what it may set unknown), and what the launch exports
+    is its environment, over --env-from-shell's and --set's."""
+    from overlap_cli.config.argv import UNKNOWN as LAUNCH_UNKNOWN
+
+    words = [None if t.text is None or t.multi else t.text for t in found.tokens]
+    inv = invocation_of(target, words)
+    for name, var in (found.env or {}).items():
+        if var.how == "assignment":
+            continue  # without export the script sees it only where the caller already exports it
+        if var.value is LAUNCH_UNKNOWN or not isinstance(var.value, str):
+            inv.environ.pop(name, None)
+            inv.complete = False
+        else:
+            inv.environ[name] = var.value
+    return _load(script, None, target, overrides, inv)
+
+
+def invocation_of(target, argv=None):
+    """How the script runs: its words (``argv``, as a launch passes them: each a string, or None for a word
+    not known statically; None: run by itself, argparse's defaults), and the environment a launch script
+    is read with (forms.megatron_lm.launch_env_of: --env-from-shell's exported variables, then --set's)."""
+    from overlap_cli.forms.megatron_lm import launch_env_of
+    from overlap_cli.frameworks.bridge.python_abstract import Invocation
+
+    return Invocation(argv=None if argv is None else list(argv), environ=launch_env_of(target),
+                      complete=bool(target is not None and target.get("env_from_shell")))
 
 
 def edit_round(current: str, findings: list, checked, comments: bool):

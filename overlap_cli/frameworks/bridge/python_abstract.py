@@ -9,6 +9,9 @@
   ``Site`` (where a write happens), ``Start`` (what a run's config starts from).
 - The signals that end a statement block: ``Returned`` (a ``return``), ``RunEnds`` (a ``raise``, or the
   config handed to a launch), ``Refusal`` (Python or Bridge raises when the run is built), ``BadPython``.
+- ``Invocation``: how the script is run (its words after the script, its environment); ``PyObject`` (an
+  object of Python's library the reader models), ``ClassValue`` / ``Instance`` (the module's classes and
+  their objects), ``LoopSignal`` (``break`` / ``continue``).
 - Small helpers over these values (``storable``, ``same``, ``fork_value``, ``short``...).
 """
 
@@ -25,6 +28,22 @@ from overlap_cli.records import dataclass, field  # not dataclasses: start-up ti
 
 MISSING = object()  # a key the config does not hold (unlike None, which it may hold)
 NOT_KNOWN = object()  # a call the library side (python_interp.Library) does not know: the interpreter decides
+
+
+@dataclass
+class Invocation:
+    """How the script is run: ``argv`` its words after the script (None: checked by itself, run without
+    any; an item None: a word not known statically), ``environ`` the variables the caller is known to set,
+    ``complete``: every other variable is unset (--env-from-shell: the shell's whole environment)."""
+
+    argv: Optional[list] = None
+    environ: dict = field(default_factory=dict)
+    complete: bool = False
+
+
+def invocation_of(interp) -> Invocation:
+    """How the script the interpreter reads is run (the library seam's ``invocation``; none: by itself)."""
+    return getattr(interp.reader.ctx, "invocation", None) or Invocation()
 
 
 class Unknown:
@@ -104,12 +123,60 @@ class Import:
 
 
 class Func:
-    """A function defined in the module being read (or in a Bridge module read from its source)."""
+    """A function defined in the module being read (or in a Bridge module read from its source): a ``def``
+    or a ``lambda``; ``closure`` the names of the function it was defined in (None at module level)."""
 
-    __slots__ = ("node", "reader")
+    __slots__ = ("node", "reader", "closure")
 
-    def __init__(self, node, reader):
-        self.node, self.reader = node, reader
+    def __init__(self, node, reader, closure: Optional[dict] = None):
+        self.node, self.reader, self.closure = node, reader, closure
+
+
+class PyObject:
+    """An object of Python's standard library the reader models (python_stdlib: an argparse parser,
+    ``os.environ``, a ``pathlib.Path``...). Each hook answers NOT_KNOWN when the object does not model it."""
+
+    def attribute(self, interp, name: str, node):
+        return NOT_KNOWN
+
+    def method(self, interp, name: str, args: list, kwargs: dict, node):
+        return NOT_KNOWN
+
+    def item(self, interp, key, node):
+        return NOT_KNOWN
+
+    def set_item(self, interp, key, value, node) -> bool:
+        return False
+
+    def contains(self, interp, key, node):
+        return NOT_KNOWN
+
+
+class ClassValue:
+    """A class defined in the module being read: its ``class`` statement; instances are ``Instance``."""
+
+    __slots__ = ("node", "reader", "closure")
+
+    def __init__(self, node, reader, closure: Optional[dict] = None):
+        self.node, self.reader, self.closure = node, reader, closure
+
+
+class Instance(dict):
+    """An object of a class of the module (``ClassValue``): its attributes by name, any value."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: ClassValue, attrs=()):
+        super().__init__(attrs)
+        self.cls = cls
+
+
+class LoopSignal(Exception):
+    """``break`` / ``continue`` (``kind``) inside a loop the reader unrolls."""
+
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
 
 
 class CfgRef:
@@ -273,15 +340,20 @@ def same(a, b) -> bool:
         return False
 
 
-def fork_value(v):
+def fork_value(v, copies: Optional[dict] = None):
     """A mapping (a config object the run holds) copied for one branch of an ``if``, so that what one branch
-    sets on it is not seen by the other; anything else is shared."""
+    sets on it is not seen by the other; a config reference goes to the branch's copy of its config
+    (``copies``: by the id of the original); anything else is shared."""
+    if isinstance(v, CfgRef):
+        return CfgRef(copies[id(v.state)], v.path) if copies and id(v.state) in copies else v
     if isinstance(v, ConfigObject):
-        return ConfigObject({k: fork_value(x) for k, x in v.items()}, v.sites, v.rest)
-    if isinstance(v, dict):
-        return {k: fork_value(x) for k, x in v.items()}
+        return ConfigObject({k: fork_value(x, copies) for k, x in v.items()}, v.sites, v.rest)
+    if isinstance(v, Instance):
+        return Instance(v.cls, {k: fork_value(x, copies) for k, x in v.items()})
+    if isinstance(v, dict) and type(v) in (dict,) or type(v).__name__ == "Namespace":
+        return type(v)({k: fork_value(x, copies) for k, x in v.items()})
     if isinstance(v, list):
-        return [fork_value(x) for x in v]
+        return [fork_value(x, copies) for x in v]
     return v
 
 

@@ -110,6 +110,11 @@ class Context(Library):
     sources: Optional[Callable] = None
     module: Optional[str] = None
     closest: Optional[Callable] = None
+    invocation: Optional[object] = None  # python_stdlib.Invocation: the script's words and environment
+
+    def chosen_call(self, interp: Interpreter, reason: str):
+        """A config built by one of a mapping's functions, not known which: every key unknown, for the reason."""
+        return start_unknown(f"the config {reason}")
 
     # -- the interpreter's questions (python_interp.Library) ---------------------------------------
     def ends_run(self, name: Optional[str]) -> bool:
@@ -200,6 +205,10 @@ class Context(Library):
             if target is not None or pv.looks_like_config_class(func.module, name):  # Megatron-Core's configs
                 return _config_object(interp, func, target, args, kwargs, node)
             return NOT_KNOWN
+        if name == "process_config_with_overrides" and is_bridge_module(func.module):
+            from overlap_cli.frameworks.bridge.python_overrides import process_config_with_overrides
+
+            return process_config_with_overrides(interp, args, kwargs, node)
         if name == "from_yaml" and func.module.endswith("ConfigContainer"):
             return self._from_yaml(interp, args, node)
         if name == "ConfigContainer" and is_bridge_module(func.module):

@@ -18,35 +18,55 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from overlap_cli.frameworks.bridge.python_abstract import ConfigState
 
+from overlap_cli.frameworks.bridge import python_stdlib as stdlib
+from overlap_cli.frameworks.bridge.python_objects import INERT_CALLS, TYPES
 from overlap_cli.frameworks.bridge.python_abstract import (
     MISSING,
     NOT_KNOWN,
     BadPython,
     CfgRef,
+    ClassValue,
     Func,
     Import,
+    Instance,
+    LoopSignal,
+    PyObject,
     Refusal,
     Returned,
     RunEnds,
     Unknown,
     call_name,
-    present,
     same,
     short,
 )
 
-_INERT_CALLS = ("print", "len", "str", "repr", "isinstance", "getattr", "hasattr", "id", "type", "vars")
-_MAX_DEPTH = 12  # calls followed inside calls; deeper, the call is unknown
 
 
 class Expressions:
     def at(self, node) -> str:
         return f"{self.file}:{getattr(node, 'lineno', '?')}"
 
+    def module_names(self):
+        """The module's names a function called from here sees: a script's as its body sets them."""
+        return self.env if self.is_script else self.globals
+
+    def lookup(self, name: str, missing=MISSING):
+        """A name as Python finds it: the function's own names, the functions it is defined in, the module's
+        (a script's names as its body sets them, else the module's constants)."""
+        if name in self.env:
+            return self.env[name]
+        if self.outer is not None and name in self.outer:
+            return self.outer[name]
+        if self.globals is not None and name in self.globals:
+            return self.globals[name]
+        if name in self.reader.names:
+            return self.reader.names[name]
+        return missing
+
     def eval(self, node, statement: bool = False):
         try:
             return self._eval(node, statement)
-        except (Refusal, Returned, RunEnds, BadPython):
+        except (Refusal, Returned, RunEnds, BadPython, LoopSignal):
             raise
         except RecursionError:
             raise
@@ -57,10 +77,11 @@ class Expressions:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Name):
-            if node.id in self.env:
-                return self.reader.ctx.name_value(self.env[node.id])
-            if node.id in self.reader.names:
-                return self.reader.ctx.name_value(self.reader.names[node.id])
+            found = self.lookup(node.id)
+            if found is not MISSING:
+                return stdlib.name_value(self.reader.ctx.name_value(found), self)
+            if node.id in TYPES:  # a builtin type as a value (``type=int``): called, it is the builtin
+                return Import("builtins", node.id)
             if node.id in ("True", "False", "None"):
                 return {"True": True, "False": False, "None": None}[node.id]
             return Unknown(f"{node.id} at {self.at(node)} is not known to overlap-cli")
@@ -102,6 +123,14 @@ class Expressions:
                     return left
                 if isinstance(right, Unknown):
                     return right
+                if isinstance(right, PyObject) and isinstance(op, (ast.In, ast.NotIn)):
+                    found = right.contains(self, left, node)
+                    if found is NOT_KNOWN or isinstance(found, Unknown):
+                        return found if isinstance(found, Unknown) else Unknown(f"{short(node)} at {self.at(node)}")
+                    if found != isinstance(op, ast.In):
+                        return False
+                    left = right
+                    continue
                 if not _compare(op, left, right):
                     return False
                 left = right
@@ -120,6 +149,8 @@ class Expressions:
             return self._call(node, statement)
         if isinstance(node, ast.JoinedStr):
             return self._f_string(node)
+        if isinstance(node, ast.Lambda):
+            return Func(node, self.reader, self.env)
         return Unknown(f"{short(node)} at {self.at(node)}")
 
     def _subscript(self, node):
@@ -131,6 +162,9 @@ class Expressions:
             return self.read_cfg(base.path + (key,), node, base.state)
         if isinstance(base, Unknown):
             return base
+        if isinstance(base, PyObject):
+            value = base.item(self, key, node)
+            return Unknown(f"{short(node)} at {self.at(node)}") if value is NOT_KNOWN else value
         if isinstance(key, Unknown):
             return key
         return base[key]
@@ -180,14 +214,30 @@ class Expressions:
             return self.read_cfg(base.path + (node.attr,), node, base.state)
         if isinstance(base, Import):
             module = f"{base.module}.{base.name}" if base.name else base.module
-            value = self.reader.ctx.module_attribute(module, node.attr)
+            value = stdlib.module_attribute(self, module, node.attr)
+            if value is None:
+                value = self.reader.ctx.module_attribute(module, node.attr)
             if value is not None:
                 return value
             return self.reader.ctx.name_value(Import(module, node.attr))
         if isinstance(base, Unknown):
             return base
+        if isinstance(base, Instance):
+            return self.instance_attribute(base, node.attr, node)
         if isinstance(base, dict) and node.attr in base:
             return base[node.attr]
+        if isinstance(base, PyObject):
+            value = base.attribute(self, node.attr, node)
+            if value is not NOT_KNOWN:
+                return value
+        if isinstance(base, stdlib.PathValue):
+            value = stdlib.path_attribute(base, node.attr)
+            if value is not NOT_KNOWN:
+                return value
+        if isinstance(base, ClassValue):
+            attrs = self.class_attributes(base)
+            if node.attr in attrs:
+                return attrs[node.attr]
         return Unknown(f"{short(node)} at {self.at(node)}")
 
     # -- calls -----------------------------------------------------------------------------------
@@ -200,6 +250,15 @@ class Expressions:
                 return self.reader.ctx.config_method(self, owner, node)
             if isinstance(owner, Import):
                 func = Import(f"{owner.module}.{owner.name}" if owner.name else owner.module, node.func.attr)
+            elif isinstance(owner, Instance):
+                func = self.instance_attribute(owner, name, node, bound=True)
+            elif isinstance(owner, (PyObject, stdlib.PathValue)):
+                args, kwargs = self._arguments(node)
+                value = owner.method(self, name, args, kwargs, node) if isinstance(owner, PyObject) else \
+                    stdlib.path_method(owner, name, args)
+                if value is not NOT_KNOWN:
+                    return value
+                func = Unknown(f"{short(node.func)} at {self.at(node)}")
             elif isinstance(owner, dict) and name in ("get", "copy", "update", "items", "keys", "values"):
                 return self._dict_method(owner, node)
             elif isinstance(owner, str) and name in ("upper", "lower", "strip", "format", "replace", "join", "split", "startswith", "endswith"):
@@ -209,65 +268,35 @@ class Expressions:
                 return getattr(owner, name)(*args)
             else:
                 func = Unknown(f"{short(node.func)} at {self.at(node)}")
-        args = [self.eval(a) if not isinstance(a, ast.Starred) else Unknown(f"*{short(a.value)} at {self.at(node)}") for a in node.args]
-        kwargs = {}
-        for kw in node.keywords:
-            if kw.arg is None:
-                spread = self.eval(kw.value)
-                if isinstance(spread, dict):
-                    kwargs.update(spread)
-                else:
-                    kwargs["**"] = Unknown(f"**{short(kw.value)} at {self.at(node)}")
-            else:
-                kwargs[kw.arg] = self.eval(kw.value)
-
-        if self.reader.ctx.ends_run(name) and any(isinstance(a, CfgRef) and a.path == () for a in args + list(kwargs.values())):
+        args, kwargs = self._arguments(node)
+        if isinstance(func, tuple):  # a method of an object of the module's classes: (function, the object)
+            func, args = func[0], [func[1]] + args
+        launched = [a for a in args + list(kwargs.values()) if isinstance(a, CfgRef) and a.path == ()]
+        if self.reader.ctx.ends_run(name) and launched:
             if not self.in_helper:
+                self.cfg = launched[0].state  # the config the launch is handed is the run's
                 raise RunEnds()
         if isinstance(func, Func):
             return self.call_function(func, args, kwargs, node)
+        if isinstance(func, ClassValue):
+            return self.instantiate(func, args, kwargs, node)
+        if isinstance(func, Import) and func.module == "builtins":
+            return self.builtin(func.name, args, node, kwargs)
         if isinstance(func, Import):
-            known = self.reader.ctx.call(self, func, args, kwargs, node)
+            known = stdlib.call(self, func, args, kwargs, node)
+            if known is NOT_KNOWN:
+                known = self.reader.ctx.call(self, func, args, kwargs, node)
             if known is not NOT_KNOWN:
                 return known
-        if name in _INERT_CALLS and isinstance(node.func, ast.Name) and node.func.id not in self.env and node.func.id not in self.reader.names:
-            return self._builtin(name, args, node)
+        if name in INERT_CALLS and isinstance(node.func, ast.Name) and self.lookup(node.func.id) is MISSING:
+            return self.builtin(name, args, node, kwargs)
+        if isinstance(func, Unknown) and isinstance(node.func, ast.Subscript) and not any(
+                isinstance(a, CfgRef) for a in args + list(kwargs.values())):
+            chosen = self._chosen_call(node, func)
+            if chosen is not NOT_KNOWN:
+                return chosen
         self.call_effects(node, args=args, kwargs=kwargs, reason=None)
         return Unknown(f"{short(node.func)}(...) at {self.at(node)} is not known to overlap-cli")
-
-    def _builtin(self, name: str, args: list, node):
-        if name == "getattr" and len(args) >= 2 and isinstance(args[0], CfgRef) and isinstance(args[1], str):
-            value = self.read_cfg(args[0].path + (args[1],), node, args[0].state)
-            if isinstance(value, Unknown) and len(args) >= 3 and args[0].state.unknown_reason(args[0].path + (args[1],)) is None:
-                return args[2]
-            return value
-        if name == "hasattr" and len(args) == 2 and isinstance(args[0], CfgRef) and isinstance(args[1], str):
-            path = args[0].path + (args[1],)
-            reason = args[0].state.unknown_reason(path)
-            if reason is not None:
-                return Unknown(reason)
-            return present(args[0].state.data, path)
-        if name == "isinstance" and len(args) == 2:
-            value = args[0]
-            if isinstance(value, Unknown):
-                return value
-            if isinstance(value, CfgRef):
-                value = value.state.read(value.path)
-                if isinstance(value, Unknown):
-                    return value
-            builtins = {"str": str, "int": int, "float": float, "bool": bool, "dict": dict, "list": list}
-            if any(isinstance(a, ast.Name) and a.id in builtins for a in ast.walk(node.args[1])):
-                types = tuple(builtins[a.id] for a in ast.walk(node.args[1]) if isinstance(a, ast.Name) and a.id in builtins)
-                return isinstance(value, types)
-            return Unknown(f"isinstance(...) at {self.at(node)}")
-        if name == "print":
-            return None
-        if any(isinstance(a, (Unknown, CfgRef)) for a in args):
-            return Unknown(f"{name}(...) at {self.at(node)}")
-        try:
-            return {"len": len, "str": str, "repr": repr}.get(name, lambda *a: Unknown(f"{name}(...)"))(*args)
-        except Exception:
-            return Unknown(f"{name}(...) at {self.at(node)}")
 
     def _dict_method(self, owner: dict, node):
         name = node.func.attr
@@ -278,60 +307,14 @@ class Expressions:
             return owner.get(*args)
         if name == "copy":
             return dict(owner)
+        if name in ("items", "keys", "values") and not args:
+            return [[k, v] for k, v in owner.items()] if name == "items" else list(getattr(owner, name)())
         if name == "update":
             if len(args) == 1 and isinstance(args[0], dict):
                 owner.update(args[0])
                 return None
             return Unknown(f"{short(node)} at {self.at(node)}")
         return Unknown(f"{short(node)} at {self.at(node)}")
-
-    def call_effects(self, node, args=None, kwargs=None, reason=None) -> None:
-        """A call overlap-cli does not know: what it receives of the config may change."""
-        values = list(args or []) + list((kwargs or {}).values())
-        if args is None:
-            values = [self.eval(a) for a in node.args] + [self.eval(k.value) for k in node.keywords]
-        for v in values:
-            if isinstance(v, CfgRef):
-                why = reason or f"passed to {short(node.func)}(...) at {self.at(node)}, which overlap-cli does not know"
-                v.state.forget(v.path, why)
-
-    def call_function(self, func: Func, args: list, kwargs: dict, node):
-        """A function of the module (or of a library module read from its source), followed inline."""
-        if self.depth >= _MAX_DEPTH:
-            self.call_effects(node, args, kwargs, reason=f"passed to {func.node.name}() at {self.at(node)} (calls nested too deep to follow)")
-            return Unknown(f"{func.node.name}() at {self.at(node)}: calls nested too deep")
-        fn = func.node
-        env: dict = {}
-        interp = type(self)(func.reader, self.cfg, env, self.depth + 1, in_helper=self.in_helper or func.reader is not self.reader)
-        a = fn.args
-        positional = a.posonlyargs + a.args
-        defaults = dict(zip([p.arg for p in positional[len(positional) - len(a.defaults):]], a.defaults))
-        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
-        for p, v in zip(positional, args):
-            env[p.arg] = v
-        for k, v in kwargs.items():
-            if k == "**":
-                for p in positional + a.kwonlyargs:
-                    env.setdefault(p.arg, v)
-            else:
-                env[k] = v
-        for p in positional + a.kwonlyargs:
-            if p.arg not in env:
-                env[p.arg] = interp.eval(defaults[p.arg]) if p.arg in defaults else Unknown(f"argument {p.arg} of {fn.name}() at {self.at(node)}")
-        try:
-            interp.exec_block(fn.body)
-            result = None
-        except Returned as ret:
-            result = ret.value
-        except RunEnds:
-            result = None
-        if self.cfg is not None and interp.cfg is not self.cfg and interp.cfg is not None:
-            # The function replaced the config it was given (an ``if`` it could not decide, say): follow it.
-            for name, v in list(self.env.items()):
-                if isinstance(v, CfgRef) and v.state is self.cfg:
-                    self.env[name] = CfgRef(interp.cfg, v.path)
-            self.cfg = interp.cfg
-        return result
 
     # -- operators -------------------------------------------------------------------------------
     @staticmethod

@@ -3,7 +3,8 @@
 - ``Library``: what the interpreter asks about the library a module imports (Megatron-Bridge's side is
   python_bridge.Context). The base class knows no library: every imported call is unknown, a name is
   itself, no path has an alias, no write is refused.
-- ``Interpreter``: python_statements.Statements and python_expressions.Expressions over one environment
+- ``Interpreter``: python_statements.Statements, python_expressions.Expressions and python_objects.Objects
+  (the module's classes, the builtins) over one environment
   (``env``: name -> value), the config it follows (``cfg``, a python_abstract.ConfigState or None), the
   depth of the calls it follows, and ``in_helper`` (inside a library's helper: its writes have no site).
 - ``ModuleReader``: the names of one module (imports, module constants, functions), read once.
@@ -20,8 +21,9 @@ if TYPE_CHECKING:
 
     from overlap_cli.frameworks.bridge.python_abstract import CfgRef, ConfigState
 
-from overlap_cli.frameworks.bridge.python_abstract import NOT_KNOWN, BadPython, Func, Import, Unknown, short
+from overlap_cli.frameworks.bridge.python_abstract import NOT_KNOWN, BadPython, ClassValue, Func, Import, Unknown, short
 from overlap_cli.frameworks.bridge.python_expressions import Expressions
+from overlap_cli.frameworks.bridge.python_objects import Objects
 from overlap_cli.frameworks.bridge.python_statements import Statements
 
 
@@ -29,6 +31,7 @@ class Library:
     """The seam: each method is one question the interpreter asks about the library's names and objects."""
 
     module: Optional[str] = None  # the dotted name of the module being read (relative imports), if known
+    invocation = None  # python_stdlib.Invocation: the script's words and environment (None: run by itself)
 
     def call(self, interp: "Interpreter", func: Import, args: list, kwargs: dict, node):
         """The value of calling the imported ``func``, or NOT_KNOWN (the interpreter then treats it as a
@@ -48,6 +51,11 @@ class Library:
         owner.state.forget(owner.path, f"{short(node.func)}(...) at {interp.at(node)} may change it")
         return Unknown(f"{short(node)} at {interp.at(node)}")
 
+    def chosen_call(self, interp: "Interpreter", reason: str):
+        """``TABLE[key]()`` from a mapping of functions, with a key not known: what it returns, or
+        NOT_KNOWN (an unknown value)."""
+        return NOT_KNOWN
+
     def ends_run(self, name: Optional[str]) -> bool:
         """A call named ``name`` that is handed the whole config launches the run: the run ends there."""
         return False
@@ -64,7 +72,11 @@ class Library:
         return None
 
 
-class Interpreter(Statements, Expressions):
+class Interpreter(Statements, Expressions, Objects):
+    outer = None  # the names of the function a followed function is defined in (a closure)
+    globals = None  # the module's names as a script's body sets them (None: the module's constants)
+    is_script = False  # the body of a script: its names are the module's
+
     def __init__(self, reader: ModuleReader, state: Optional[ConfigState], env: dict, depth: int = 0, in_helper: bool = False):
         self.reader, self.env, self.depth, self.in_helper = reader, env, depth, in_helper
         self.file = reader.file
@@ -103,6 +115,8 @@ class ModuleReader:
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions[node.name] = Func(node, self)
                 self.names[node.name] = self.functions[node.name]
+            elif isinstance(node, ast.ClassDef):
+                self.names[node.name] = ClassValue(node, self)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not _mentions_call(node.value):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if node.value is None or not any(isinstance(t, ast.Name) for t in targets):
@@ -123,4 +137,14 @@ def _absolute(node: ast.ImportFrom, module: Optional[str]) -> Optional[str]:
 
 
 def _mentions_call(node) -> bool:
-    return node is not None and any(isinstance(n, ast.Call) for n in ast.walk(node))
+    """A call the value makes when it is evaluated (one inside a ``lambda`` is made only when it is called)."""
+    if node is None:
+        return False
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Call):
+            return True
+        if not isinstance(n, ast.Lambda):
+            todo.extend(ast.iter_child_nodes(n))
+    return False

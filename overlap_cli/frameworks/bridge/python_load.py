@@ -33,9 +33,10 @@ def is_python(spec: Optional[str]) -> bool:
     return spec is not None and split_spec(spec)[0].lower().endswith(".py")
 
 
-def context(file: str):
+def context(file: str, invocation=None):
     """The reader's Context for checking ``file``: the catalog's recipes and aliases, from_yaml relative
-    to the file's folder or the working directory."""
+    to the file's folder or the working directory; ``invocation`` (python_stdlib.Invocation) how the script
+    is run (None: by itself, without words, in the environment nobody states)."""
     from overlap_cli.frameworks.bridge import recipes
     from overlap_cli.frameworks.bridge.python_reader import Context
 
@@ -64,7 +65,8 @@ def context(file: str):
         text = recipes.helper_source(module)
         return (module, text) if text is not None else None
 
-    return Context(recipe=recipe, is_recipe=is_recipe, from_yaml=from_yaml, closest=recipes.closest, sources=sources)
+    return Context(recipe=recipe, is_recipe=is_recipe, from_yaml=from_yaml, closest=recipes.closest, sources=sources,
+                   invocation=invocation)
 
 
 def list_runs(path: str, text: str) -> list:
@@ -77,8 +79,10 @@ def list_runs(path: str, text: str) -> list:
     except pr.BadPython:
         return [path]
     reader = pr.ModuleReader(tree, path, context(path))
-    out = [f"{path}::{name}" for name, fn in reader.functions.items() if pr.is_run_function(fn.node, reader)]
-    if pr.has_script_start(tree, reader):
+    script = pr.has_script_start(tree, reader)
+    called = pr.script_calls(tree, reader) if script else set()
+    out = [f"{path}::{name}" for name, fn in reader.functions.items() if name not in called and pr.is_run_function(fn.node, reader)]
+    if script:
         out.append(path)
     if len(out) == 1 and out[0] != path:
         return out
@@ -101,7 +105,7 @@ def not_a_run_problem(path: str, text: str) -> Optional[InputProblem]:
     return None
 
 
-def read_run(spec: str, text: Optional[str] = None):
+def read_run(spec: str, text: Optional[str] = None, invocation=None):
     """The PythonRun named by ``spec``; InputError (one line) for bad Python or a run that cannot start."""
     from overlap_cli.config.safe_read import read_text
     from overlap_cli.frameworks.bridge import python_reader as pr
@@ -110,7 +114,7 @@ def read_run(spec: str, text: Optional[str] = None):
     if text is None:
         text = read_text(path)
     try:
-        runs = pr.read_runs(text, path, context(path), function)
+        runs = pr.read_runs(text, path, context(path, invocation), function)
     except pr.BadPython as exc:
         raise InputError(InputProblem(path, exc.message, line=exc.line, column=exc.column)) from None
     except pr.Refusal as exc:
@@ -129,13 +133,13 @@ def read_run(spec: str, text: Optional[str] = None):
     return run, text
 
 
-def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list] = None):
-    """(Config, PythonRun) of the run ``spec``."""
+def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list] = None, invocation=None):
+    """(Config, PythonRun) of the run ``spec`` (``invocation``: how the script is run, python_stdlib)."""
     import copy
 
     from overlap_cli.config.document import Config, Layer
 
-    run, text = read_run(spec, text)
+    run, text = read_run(spec, text, invocation)
     path = run.file
     data = copy.deepcopy(run.data)
     if run.start.kind == "recipe":

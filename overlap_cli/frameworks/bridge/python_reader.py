@@ -3,19 +3,21 @@
 A *run* is a function that builds and returns a ``ConfigContainer`` (reported as ``FILE::FUNCTION``; a
 module may hold several, as Bridge's recipe modules do), a function that hands its config to
 ``pretrain(...)`` / ``finetune(...)``, or a script's config where it reaches ``pretrain(...)`` /
-``finetune(...)`` or the end of the module. Its *start* is a call of a catalog recipe (its function name
+``finetune(...)`` or the end of the module -- the module's body run as ``__main__``, the functions it
+calls (``main()``) part of its run. Its *start* is a call of a catalog recipe (its function name
 or a public alias; literal keyword arguments), ``ConfigContainer.from_yaml("literal path")``, or a Bridge
 helper the catalog holds; anything else leaves the start unknown, with the reason.
 
 The reader is a small abstract interpreter over the config: ``cfg.<section>.<field> = value`` (and
 ``cfg.model.transformer.<field>``), ``cfg.env_vars[...]``, ``CommOverlapConfig(...)``, the userbuffers
 presets and mixed-precision recipes by name (python_values), module constants, literal arithmetic,
-``if`` on what it knows, ``getattr`` / ``hasattr`` / ``isinstance`` on the config, and the functions of
-the same module it calls. What it cannot evaluate makes exactly the keys it may write unknown, with
-``FILE:LINE`` -- never a guess, never a silent drop: a condition it cannot decide makes the keys its
-branches set differently unknown; a loop makes the keys it writes unknown; a call that receives the
-config (or a section of it) and that the reader does not know makes everything under what it received
-unknown.
+``if`` on what it knows, ``for`` over a sequence it knows, ``getattr`` / ``setattr`` / ``hasattr`` /
+``isinstance`` on the config, the functions, lambdas and classes of the same module, and a script as Python
+runs it (``__name__ == "__main__"``, argparse, ``os.environ``: python_stdlib, python_argparse). What it cannot
+evaluate makes exactly the keys it may write unknown, with ``FILE:LINE`` -- never a guess, never a silent
+drop: a condition it cannot decide makes the keys its branches set differently unknown; a loop over what it
+does not know makes the keys it writes unknown; a call that receives the config (or a section of it) and
+that the reader does not know makes everything under what it received unknown.
 
 Bridge's own helpers that the recipes call (``_benchmark_common(cfg)``, ``_perf_precision("bf16")``...)
 are known when the reader is given their source (``sources``): the catalog build reads them from the
@@ -24,10 +26,14 @@ installed package (tools/build_recipe_catalog.py).
 Where each part lives (the rooms, in import order):
 
 - python_abstract: the values (``Unknown``, the config state, ``Site``, ``Start``, the control signals);
-- python_statements / python_expressions: the interpreter's two halves, joined in python_interp, which
-  also holds the seam (``Library``: what the interpreter asks about a library's names) and ModuleReader;
+- python_statements / python_expressions / python_objects: the interpreter's statements, expressions, and
+  calls of functions, classes and builtins, joined in python_interp, which also holds the seam
+  (``Library``: what the interpreter asks about a library's names) and ModuleReader;
+- python_stdlib / python_argparse: Python's library as scripts use it, against how the script is run
+  (python_abstract.Invocation: its words, its environment);
 - python_bridge: Megatron-Bridge's side of the seam (``Context``: recipes, ``ConfigContainer``,
-  ``CommOverlapConfig``, presets, mixed precision, ``from_yaml``, helpers read from source, launches);
+  ``CommOverlapConfig``, presets, mixed precision, ``from_yaml``, helpers read from source, launches), and
+  python_overrides (``process_config_with_overrides`` inside a script);
 - this module: what a run is (a function or a script that builds a config) and ``read_runs``, the entry
   point python_load and tools/build_recipe_catalog.py call.
 """
@@ -45,6 +51,8 @@ from overlap_cli.frameworks.bridge import python_bridge
 from overlap_cli.frameworks.bridge.python_abstract import (
     BadPython,
     CfgRef,
+    ClassValue,
+    Func,
     Import,
     Refusal,
     Returned,
@@ -60,7 +68,7 @@ from overlap_cli.records import dataclass, field  # not dataclasses: start-up ti
 
 # The names python_load and tools/build_recipe_catalog.py take from here.
 __all__ = ("BadPython", "Context", "ModuleReader", "NotARun", "PythonRun", "Refusal", "Site", "Start",
-           "has_script_start", "is_run_function", "parse", "read_runs")
+           "has_script_start", "is_run_function", "parse", "read_runs", "script_calls")
 
 # The cache of Bridge modules read from source (tools/build_recipe_catalog.py clears it between recipes).
 _READERS = python_bridge.SOURCE_READERS
@@ -96,12 +104,14 @@ def read_runs(text: str, file: str, ctx: Context, function: Optional[str] = None
     tree = parse(text, file)
     reader = ModuleReader(tree, file, ctx, ctx.module)
     runs = []
+    script = function is None and has_script_start(tree, reader)
+    called = script_calls(tree, reader) if script else set()
     for name, fn in reader.functions.items():
-        if function is not None and name != function:
-            continue
+        if function is not None and name != function or name in called:
+            continue  # a function the script's body calls is part of the script's run
         if is_run_function(fn.node, reader):
             runs.append(_read_function_run(reader, fn.node))
-    if function is None and has_script_start(tree, reader):
+    if script:
         runs.append(_read_script_run(reader))
     if not runs:
         if function is not None:
@@ -156,13 +166,67 @@ def is_run_function(node, reader: ModuleReader) -> bool:
 
 
 def has_script_start(tree, reader: ModuleReader) -> bool:
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
-            continue
+    """The module's body (``if __name__ == "__main__":`` included) starts a config: it calls a start, or a
+    function of the module that (through the functions it calls) does."""
+    for stmt in _body(tree):
         for sub in ast.walk(stmt):
             if isinstance(sub, ast.Call) and _is_start_call(sub, reader):
                 return True
-    return False
+    return any(_reaches_start(name, reader, set()) for name in script_calls(tree, reader))
+
+
+def _body(tree) -> list:
+    return [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))]
+
+
+def _defined(reader: ModuleReader, name: str):
+    """The ``def`` or ``class`` statement of a module-level name, or None."""
+    value = reader.names.get(name)
+    return value.node if isinstance(value, (Func, ClassValue)) and value.reader is reader else None
+
+
+def _called_functions(node, reader: ModuleReader) -> set:
+    """The module's functions and classes a node's code names (calls, or hands on: a mapping of functions,
+    a callback)."""
+    return {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)
+            and _defined(reader, sub.id) is not None}
+
+
+def _root_name(node):
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def script_calls(tree, reader: ModuleReader) -> set:
+    """The functions (and classes) of the module the script's body calls -- by name, or through a name its
+    body binds to them (``BUILDERS[name]()``) --, and those they name in turn. A name the body only binds
+    (``alias = recipe_config``) is no call."""
+    body = _body(tree)
+    called = {_root_name(sub.func) for stmt in body for sub in ast.walk(stmt) if isinstance(sub, ast.Call)}
+    todo = {n for n in called if n and _defined(reader, n) is not None}
+    for stmt in body:  # a name the body binds and calls: the functions its value names
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id in called for t in targets):
+            todo |= _called_functions(stmt.value, reader) if stmt.value is not None else set()
+    seen: set = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo |= _called_functions(_defined(reader, name), reader) - seen
+    return seen
+
+
+def _reaches_start(name: str, reader: ModuleReader, seen: set) -> bool:
+    if name in seen:
+        return False
+    seen.add(name)
+    node = _defined(reader, name)
+    if any(isinstance(sub, ast.Call) and _is_start_call(sub, reader) for sub in ast.walk(node)):
+        return True
+    return any(_reaches_start(n, reader, seen) for n in _called_functions(node, reader))
 
 
 def _read_function_run(reader: ModuleReader, node) -> PythonRun:
@@ -189,8 +253,11 @@ def _read_function_run(reader: ModuleReader, node) -> PythonRun:
 
 
 def _read_script_run(reader: ModuleReader) -> PythonRun:
-    interp = Interpreter(reader, None, dict(reader.names))
-    body = [s for s in reader.tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom))]
+    """The module run as a script: ``__name__`` is ``"__main__"``, ``__file__`` its path, and its body sets
+    the names the functions it calls see."""
+    interp = Interpreter(reader, None, dict(reader.names, __name__="__main__", __file__=reader.file))
+    interp.is_script = True
+    body = _body(reader.tree)
     try:
         interp.exec_block(body)
     except (Returned, RunEnds):

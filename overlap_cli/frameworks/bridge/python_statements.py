@@ -1,6 +1,7 @@
 """The statements of the Python reader's interpreter: assignments, ``if`` (and the merge of its branches),
-``return`` / ``raise``, ``with``, nested ``def`` and ``import``, and the statements it does not follow
-(``for`` / ``while`` / ``try``...), whose every possible write becomes unknown with ``FILE:LINE``.
+``for`` over a sequence it knows (item by item, ``break`` / ``continue``), ``return`` / ``raise``, ``with``,
+nested ``def`` / ``class`` and ``import``, and the statements it does not follow (``while`` / ``try``, a loop
+over what it does not know...), whose every possible write becomes unknown with ``FILE:LINE``.
 
 ``Statements`` is one half of python_interp.Interpreter (python_expressions.Expressions the other): it
 calls ``self.eval`` for an expression, and ``self.reader.ctx`` (python_interp.Library) for what the
@@ -20,9 +21,13 @@ if TYPE_CHECKING:
 from overlap_cli.frameworks.bridge.python_abstract import (
     MISSING,
     CfgRef,
+    ClassValue,
     ConfigObject,
     ConfigState,
     Func,
+    Instance,
+    LoopSignal,
+    PyObject,
     Returned,
     RunEnds,
     Site,
@@ -69,14 +74,20 @@ class Statements:
                 sub = type(reader)(ast.Module(body=[stmt], type_ignores=[]), self.file, reader.ctx, reader.module)
                 self.env.update(sub.names)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self.env[stmt.name] = Func(stmt, self.reader)
+            self.env[stmt.name] = Func(stmt, self.reader, None if self.is_script else self.env)
+        elif isinstance(stmt, ast.ClassDef):
+            self.env[stmt.name] = ClassValue(stmt, self.reader, None if self.is_script else self.env)
+        elif isinstance(stmt, (ast.Break, ast.Continue)):
+            raise LoopSignal("break" if isinstance(stmt, ast.Break) else "continue")
         elif isinstance(stmt, ast.Raise):
             raise RunEnds(f"{short(stmt.exc) if stmt.exc is not None else 'raise'} at {self.at(stmt)}")
         elif isinstance(stmt, ast.With):
             self.exec_block(stmt.body)
         elif isinstance(stmt, ast.Try):
             self._opaque(stmt, "a try statement")
-        elif isinstance(stmt, (ast.For, ast.While, ast.AsyncFor)):
+        elif isinstance(stmt, ast.For):
+            self._for(stmt)
+        elif isinstance(stmt, (ast.While, ast.AsyncFor)):
             self._opaque(stmt, "a loop")
         else:
             self._opaque(stmt, f"a {type(stmt).__name__} statement")
@@ -101,6 +112,28 @@ class Statements:
                     if isinstance(name, ast.Name):
                         self.env[name.id] = Unknown(reason)
 
+    # -- for -------------------------------------------------------------------------------------
+    def _for(self, stmt) -> None:
+        """A loop over a sequence the reader knows, run item by item (``break`` / ``continue`` as Python
+        takes them); over anything else, or too long, what it may write is unknown."""
+        items = self.eval(stmt.iter)
+        if isinstance(items, dict) and not isinstance(items, (CfgRef, Instance)):
+            items = list(items)
+        if isinstance(items, str) or not isinstance(items, list) or len(items) > _MAX_ITEMS:
+            self._opaque(stmt, "a loop over a sequence overlap-cli does not know")
+            return
+        for item in items:
+            self.assign(stmt.target, item, None, stmt)
+            try:
+                self.exec_block(stmt.body)
+            except LoopSignal as signal:
+                if signal.kind == "break":
+                    return
+            except _UndecidedExit:
+                self._opaque(stmt, "a loop left by a break or continue under a condition overlap-cli cannot decide")
+                return
+        self.exec_block(stmt.orelse)
+
     # -- if --------------------------------------------------------------------------------------
     def _if(self, stmt) -> None:
         test = self.eval(stmt.test)
@@ -114,7 +147,7 @@ class Statements:
                 return
             test = Unknown(f"the condition at {self.at(stmt)}")
         reason = f"depends on the condition at {self.at(stmt)} ({test.reason})"
-        originals = {id(v.state): v.state for v in self.env.values() if isinstance(v, CfgRef)}
+        originals = {id(v.state): v.state for v in _refs(self.env.values())}
         if self.cfg is not None:
             originals[id(self.cfg)] = self.cfg
         branches = [self._branch(block, originals) for block in (stmt.body, stmt.orelse)]
@@ -139,6 +172,10 @@ class Statements:
                 self.env[name] = CfgRef(back[id(va.state)], va.path) if id(va.state) in back else va
             else:
                 self.env[name] = va if same(va, vb) else Unknown(reason)
+        if isinstance(ra, LoopSignal) or isinstance(rb, LoopSignal):
+            if isinstance(ra, LoopSignal) and isinstance(rb, LoopSignal) and ra.kind == rb.kind:
+                raise ra
+            raise _UndecidedExit()
         if (ra is None) != (rb is None):
             # One way returns, the other goes on: what the rest of this function writes may not happen.
             self.tainted = f"after a return {reason}"
@@ -154,9 +191,9 @@ class Statements:
         """One branch of an ``if`` run on copies of the configs: (its interpreter, the Returned / RunEnds
         that ended it or None, the copies by the id of their original)."""
         copies = {k: st.copy() for k, st in originals.items()}
-        env = {n: (CfgRef(copies[id(v.state)], v.path) if isinstance(v, CfgRef) else fork_value(v)) for n, v in self.env.items()}
+        env = {n: fork_value(v, copies) for n, v in self.env.items()}
         fork = type(self)(self.reader, copies.get(id(self.cfg)) if self.cfg is not None else None, env, self.depth, self.in_helper)
-        fork.tainted = self.tainted
+        fork.tainted, fork.outer, fork.globals, fork.is_script = self.tainted, self.outer, self.globals, self.is_script
         returned = None
         try:
             fork.exec_block(block)
@@ -164,6 +201,8 @@ class Statements:
             returned = ret
         except RunEnds as ends:
             returned = ends
+        except LoopSignal as signal:
+            returned = signal
         return fork, returned, copies
 
     # -- assignment ------------------------------------------------------------------------------
@@ -178,7 +217,13 @@ class Statements:
             self.env[target.id] = value
             return
         if isinstance(target, (ast.Tuple, ast.List)):
-            starred = any(isinstance(e, ast.Starred) for e in target.elts)
+            starred = [i for i, e in enumerate(target.elts) if isinstance(e, ast.Starred)]
+            if isinstance(value, list) and len(starred) == 1 and len(value) >= len(target.elts) - 1:
+                i, after = starred[0], len(target.elts) - starred[0] - 1
+                parts = value[:i] + [value[i:len(value) - after]] + value[len(value) - after:]
+                for elt, v in zip(target.elts, parts):
+                    self.assign(elt.value if isinstance(elt, ast.Starred) else elt, v, None, stmt)
+                return
             if isinstance(value, list) and len(value) == len(target.elts) and not starred:
                 nodes = value_node.elts if isinstance(value_node, (ast.Tuple, ast.List)) else [None] * len(value)
                 for elt, v, n in zip(target.elts, value, nodes):
@@ -198,11 +243,12 @@ class Statements:
                 if lenient is not None:
                     lenient[0].forget(lenient[1], f"written through an expression at {self.at(stmt)} that overlap-cli cannot evaluate")
             return
+        self.write_cfg(state, path, value, stmt, value_node)
+
+    def write_cfg(self, state: ConfigState, path: tuple, value, stmt, value_node=None) -> None:
+        """``value`` written at ``path`` of the config by the statement (or call) ``stmt``."""
         if isinstance(value, CfgRef):
-            if value.state is state:
-                value = copy.deepcopy(state.read(value.path))
-            else:
-                value = Unknown(f"another config assigned at {self.at(stmt)}")
+            value = copy.deepcopy(value.state.read(value.path)) if value.state is state else Unknown(f"another config assigned at {self.at(stmt)}")
         elif not storable(value) and not isinstance(value, ConfigObject):
             value = Unknown(f"{ast.unparse(value_node) if value_node is not None else 'the value'} at {self.at(stmt)} "
                             "is not a value overlap-cli can read")
@@ -222,6 +268,11 @@ class Statements:
         """A field of a value the run holds (``mp = bf16_mixed(); mp.grad_reduce_in_fp32 = False``)."""
         owner = self.eval(target.value)
         key = target.attr if isinstance(target, ast.Attribute) else self.eval(target.slice)
+        if isinstance(owner, PyObject) and owner.set_item(self, key, value, stmt):
+            return
+        if isinstance(owner, Instance) and isinstance(key, str):
+            owner[key] = value
+            return
         if isinstance(owner, dict) and isinstance(key, (str, int)) and not isinstance(owner, Unknown):
             owner[key] = value if storable(value) or isinstance(value, ConfigObject) else Unknown(f"{short(value_node)} at {self.at(stmt)}")
             if isinstance(owner, ConfigObject):
@@ -249,9 +300,18 @@ class Statements:
             start.var = targets[0].id if isinstance(targets[0], ast.Name) else None
 
     def refers_to_cfg(self, node) -> bool:
+        chain = []
         while isinstance(node, (ast.Attribute, ast.Subscript)):
+            chain.append(node.attr if isinstance(node, ast.Attribute) else None)
             node = node.value
-        return isinstance(node, ast.Name) and isinstance(self.env.get(node.id), CfgRef)
+        if not isinstance(node, ast.Name):
+            return False
+        ref = self.lookup(node.id, None)
+        for part in reversed(chain):
+            if not isinstance(ref, Instance) or part not in ref:
+                break
+            ref = ref[part]
+        return isinstance(ref, CfgRef)
 
     def cfg_path(self, node, lenient: bool = False) -> Optional[tuple]:
         """(config state, path) that ``node`` names (``cfg.model.x`` -> ("model", "x")), or None.
@@ -274,16 +334,37 @@ class Statements:
                 break
         if not isinstance(node, ast.Name):
             return None
-        ref = self.env.get(node.id)
+        ref = self.lookup(node.id, None)
+        rest = list(reversed(parts))
+        while isinstance(ref, Instance) and rest and isinstance(rest[0], str) and rest[0] in ref:
+            ref = ref[rest.pop(0)]  # ``self.cfg.model.x``: the config an object of the module holds
         if not isinstance(ref, CfgRef):
             return None
-        path = self.reader.ctx.config_path(ref.path + tuple(reversed(parts)))
+        path = self.reader.ctx.config_path(ref.path + tuple(rest))
         return (ref.state, path) if path else None
 
 
 # ---------------------------------------------------------------------------------------------------
 # The merge of an ``if``'s branches.
 # ---------------------------------------------------------------------------------------------------
+
+
+_MAX_ITEMS = 256  # the longest sequence a loop is run over item by item
+
+
+class _UndecidedExit(Exception):
+    """A ``break`` / ``continue`` taken under a condition the reader cannot decide."""
+
+
+def _refs(values) -> list:
+    """The config references among ``values`` and the attributes of the module's objects among them."""
+    out = []
+    for v in values:
+        if isinstance(v, CfgRef):
+            out.append(v)
+        elif isinstance(v, Instance):
+            out.extend(x for x in v.values() if isinstance(x, CfgRef))
+    return out
 
 
 def merge_states(a: ConfigState, b: ConfigState, reason: str) -> ConfigState:

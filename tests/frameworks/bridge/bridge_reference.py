@@ -40,7 +40,9 @@ GPTModelConfig with its ``transformer``'s fields, as its attribute proxy reads t
 configs, so every key the tool prints has a counterpart.
 
 A ``script`` case (mode ``script``) is a run written in Python: the script is executed (runpy) in place of
-step 1 and its module-level ``cfg`` taken where the module ends; the other steps follow as for a file.
+step 1 and its module-level ``cfg`` taken where the module ends; the other steps follow as for a file. With
+``"main": true`` it is run as ``python SCRIPT WORDS...`` would run it (``__name__ == "__main__"``, ``sys.argv``
+from ``"argv"``, ``"environ"`` added to the environment) and the config is the one it hands to ``pretrain``.
 """
 
 import contextlib
@@ -192,6 +194,8 @@ def _load(case: dict, bconfig):
     own file."""
     import copy
 
+    if case["mode"] == "script" and case.get("main"):
+        return _run_main(case)
     if case["mode"] == "script":  # a run written in Python: executed, its ``cfg`` where the module ends
         import runpy
 
@@ -212,6 +216,46 @@ def _load(case: dict, bconfig):
     if isinstance(loaded, Exception):
         raise loaded
     return copy.deepcopy(loaded)
+
+
+_LAUNCHED: list = []
+
+
+def _stand_in_launches() -> None:
+    """``pretrain`` / ``finetune`` (and ``gpt_step.forward_step``) as a script imports them: the config they
+    are handed is the run's (kept, in order); training itself is not started. The real modules need
+    packages a CPU environment lacks (nvidia_resiliency_ext, tensorboard)."""
+    for module, names in (("megatron.bridge.training.pretrain", ("pretrain",)),
+                          ("megatron.bridge.training.finetune", ("finetune",)),
+                          ("megatron.bridge.training.gpt_step", ("forward_step",))):
+        stand_in = types.ModuleType(module)
+        for name in names:
+            def launch(config=None, forward_step_func=None, *args, **kwargs):
+                _LAUNCHED.append(config)
+            setattr(stand_in, name, launch)
+        sys.modules[module] = stand_in
+
+
+def _run_main(case: dict):
+    """A script run as ``python SCRIPT WORDS...`` (``__name__ == "__main__"``, ``sys.argv``, the case's
+    environment, its own folder as the working directory): the config it first hands to pretrain/finetune,
+    else its module-level ``cfg``."""
+    import runpy
+
+    _stand_in_launches()
+    _LAUNCHED.clear()
+    saved_argv, saved_cwd = sys.argv, os.getcwd()
+    sys.argv = [case["config"]] + list(case.get("argv", []))
+    os.environ.update(case.get("environ", {}))
+    os.chdir(os.path.dirname(os.path.abspath(case["config"])))
+    try:
+        names = runpy.run_path(case["config"], run_name="__main__")
+    finally:
+        sys.argv = saved_argv
+        os.chdir(saved_cwd)
+    if _LAUNCHED:
+        return _LAUNCHED[0]
+    return names["cfg"]
 
 
 def _names(obj) -> list:
