@@ -80,10 +80,13 @@ class Run:
     world_size: int
     overrides: tuple  # ((key, value), ...) in the order written
     has_dump: bool = True  # the catalog holds every value of the recipe (the dump form can express it)
+    # run_recipe.py builds this very run: it sets model.seq_length to the dataset's before validate()
+    # (recipe_runner.py:471-486), a no-op only where the recipe's two lengths are known and equal
+    runner_same: bool = True
 
     @property
     def forms(self) -> tuple:
-        return tuple(f for f in FORMS if f != "dump" or self.has_dump)
+        return tuple(f for f in FORMS if (f != "dump" or self.has_dump) and (f != "launch" or self.runner_same))
 
     def __str__(self) -> str:
         words = " ".join(f"{k}={_yaml_scalar(v)}" for k, v in self.overrides)
@@ -91,7 +94,7 @@ class Run:
 
 
 def _catalog() -> list:
-    """[(name, gpu, world_size, moe, sections, has_dump)] of every recipe with a GPU and world size."""
+    """[(name, gpu, world_size, moe, sections, has_dump, runner_same)] of every recipe with a GPU and world size."""
     from overlap_cli.frameworks.bridge import recipes
 
     rows = []
@@ -104,7 +107,10 @@ def _catalog() -> list:
         values, unknown = recipes.data(name)
         moe = bool((values.get("model") or {}).get("num_moe_experts"))
         sections = frozenset(k for k, v in values.items() if isinstance(v, dict))
-        rows.append((name, info["gpu"], info["world_size"], moe, sections, not unknown))
+        lengths = [(values.get(s) or {}).get("seq_length") for s in ("model", "dataset")]
+        same = lengths[0] is not None and lengths[0] == lengths[1] and not any(
+            p[:1] in (("model",), ("dataset",)) and p[1:2] in ((), ("seq_length",)) for p in map(tuple, unknown or ()))
+        rows.append((name, info["gpu"], info["world_size"], moe, sections, not unknown, same))
     return rows
 
 
@@ -117,7 +123,7 @@ def generate(seed: int, count: int) -> list:
     dense = [r for r in catalog if not r[3]]
     runs = []
     for i in range(count):
-        name, gpu, world, is_moe, sections, has_dump = rng.choice(moe if i % 2 else dense)
+        name, gpu, world, is_moe, sections, has_dump, runner_same = rng.choice(moe if i % 2 else dense)
         roll = rng.random()
         if roll < 0.15 and world > 1:
             world //= 2
@@ -126,7 +132,7 @@ def generate(seed: int, count: int) -> list:
         keys = [k for k in KEYS if (not k.moe or is_moe) and (k.section is None or k.section in sections)]
         chosen = rng.sample(keys, rng.randint(0, 4))
         overrides = tuple((k.path, rng.choice(k.values)) for k in chosen)
-        runs.append(Run(i, name, gpu, world, overrides, has_dump))
+        runs.append(Run(i, name, gpu, world, overrides, has_dump, runner_same))
     return runs
 
 

@@ -83,17 +83,6 @@ def _fix_place_named_by_check(d, seen) -> bool:
 
 
 CAUSES = (
-    Cause("launch-runner-syncs-seq-length",
-          "run_recipe.py sets model.seq_length to the dataset's before it validates (sync_model_dataset_sequence_length,"
-          " recipe_runner.py:471-486): a recipe whose two lengths differ is refused by validate() (CFG010) under "
-          "--recipe and accepted through the runner, and the model's length is known there",
-          lambda d, seen: d.form == "launch" and d.side == "reference" and (
-              d.aspect in ("findings", "fix-findings") and _is_finding(d.item) and d.item[0] == "CFG010"
-              and "Sequence length in model config" in d.item[3]
-              or d.aspect == "notes" and "(model.seq_length)" in d.item)
-          or d.form == "launch" and d.side == "form" and d.aspect == "notes"
-          and d.item.startswith("findings that depend on keys the run leaves unknown")
-          and any(n.replace("CP803 (model.seq_length), ", "") == d.item for n in _notes_of(seen, F.REFERENCE))),
     Cause("dump-values-reported-as-overwritten",
           "a value the dump holds is the file's (--base dump.yaml), the same value in the recipe is the recipe's "
           "(--recipe NAME): an override that makes Bridge overwrite it (mixed_precision=bf16_mixed over an FP8 "
