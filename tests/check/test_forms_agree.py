@@ -93,30 +93,12 @@ CAUSES = (
           "builds the recipe with peft_scheme=...'); the --recipe forms of the same recipe say nothing of it",
           lambda d, seen: d.form == "launch" and d.aspect == "notes" and d.side == "form"
           and d.item.startswith("--mode ")),
-    Cause("dump-values-reported-as-overwritten",
-          "a value the dump holds is the file's (--base dump.yaml), the same value in the recipe is the recipe's "
-          "(--recipe NAME): an override that makes Bridge overwrite it (mixed_precision=bf16_mixed over an FP8 "
-          "recipe's ddp.fp8_param_gather: true) gets MP401 / CFG005 in the dump form only",
-          lambda d, seen: d.form == "dump" and d.aspect in ("findings", "fix-findings") and d.side == "form"
-          and _is_finding(d.item) and d.item[0] in ("MP401", "CFG005")
-          and d.item[2] not in {k for k, _ in d.run.overrides}),
-    Cause("python-fix-cannot-remove-assignment",
-          "fix skips CFG005 in a Python run ('removing ddp.X cannot be written in Python (Bridge's dataclass "
-          "keeps the field)') where it removes the key from an override file: what is fixed and what is left "
-          "differ",
-          lambda d, seen: d.form == "python" and d.aspect.startswith("fix-")
-          and "cannot be written in Python" in _fix_stderr(seen, "python")),
     Cause("python-fix-cannot-follow-recipe-code",
           "fix of a Python run over a recipe read from source skips a fix whose key the recipe sets in code the "
           "reader cannot follow ('is set where the reader cannot follow; a new assignment could be "
           "overwritten'), which the override file over the same recipe gets",
           lambda d, seen: d.form == "python" and d.aspect.startswith("fix-")
           and "set where the reader cannot follow" in _fix_stderr(seen, "python")),
-    Cause("fix-refuses-override-file-over-source-recipe",
-          "fix of an override file over a recipe read from source is refused ('the edited text would not mean "
-          "what the fix says (unusual layout)') while the same run as a Python run is fixed",
-          lambda d, seen: d.aspect.startswith("fix-") and not d.run.has_dump and any(
-              "the edited text would not mean what the fix says" in _fix_stderr(seen, f) for f in (d.form, F.REFERENCE))),
 )
 BY_NAME = {c.name: c for c in CAUSES}
 

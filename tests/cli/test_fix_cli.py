@@ -21,23 +21,7 @@ def copy(src: Path, tmp_path: Path, name: str = None) -> Path:
 
 # examples/tp_overlap_without_sp.yaml with its model section as Bridge serialises it (``_target_``): there
 # sequence_parallel: false is Bridge's value, not the user's, so TP102's fix (turn it on) is safe.
-DUMPED_MODEL = """\
-# TP overlap requested, but sequence parallelism is off in the model Bridge serialised.
-model:
-  _target_: megatron.bridge.models.llama.llama_provider.Llama3ModelProvider8B
-  num_layers: 32
-  hidden_size: 4096
-  tensor_model_parallel_size: 2
-  sequence_parallel: false   # userbuffers overlap needs this
-  pipeline_model_parallel_size: 1
-ddp:
-  use_distributed_optimizer: true
-optimizer:
-  use_distributed_optimizer: true
-mixed_precision: bf16_mixed
-comm_overlap:
-  tp_comm_overlap: true
-"""
+DUMPED_MODEL = (ROOT / "tests" / "data" / "tp102_dumped_model.yaml").read_text(encoding="utf-8")
 
 
 def dumped_model(tmp_path: Path, name: str = "dumped_model.yaml") -> Path:

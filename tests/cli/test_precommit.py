@@ -180,9 +180,7 @@ def test_fix_hook_rewrites_then_passes(hook_repo):
     (project / "configs").mkdir()
     # sequence_parallel: false in a model section Bridge serialised (_target_) is Bridge's value, so the
     # hook's safe fix turns it on (the example that writes it by hand gets that fix only with --unsafe-fixes).
-    text = (EXAMPLES / "tp_overlap_without_sp.yaml").read_text().replace(
-        "model:\n", "model:\n  _target_: megatron.bridge.models.llama.llama_provider.Llama3ModelProvider8B\n", 1)
-    (project / "configs" / "no_sp.yaml").write_text(text)
+    shutil.copy(EXAMPLES.parent / "tests" / "data" / "tp102_dumped_model.yaml", project / "configs" / "no_sp.yaml")
 
     first = _commit(project, env, ["configs/no_sp.yaml"], "TP overlap without SP")
     output = first.stdout + first.stderr

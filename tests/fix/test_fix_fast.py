@@ -54,7 +54,7 @@ def test_fast_path_matches_the_round_trip_tree(path, unsafe, monkeypatch):
     assert _fix(path, unsafe) == fast
 
 
-def test_fast_path_is_taken_for_a_scalar_edit(monkeypatch, tmp_path):
+def test_fast_path_is_taken_for_a_scalar_edit(monkeypatch):
     """A Bridge dump with one scalar fix never loads ruamel's tree (its sequence_parallel: false is Bridge's
     serialised value, so turning it on is safe)."""
     from overlap_cli.fix import tree as fixtree
@@ -62,12 +62,7 @@ def test_fast_path_is_taken_for_a_scalar_edit(monkeypatch, tmp_path):
     calls = []
     real = fixtree.load
     monkeypatch.setattr(fixtree, "load", lambda text: calls.append(1) or real(text))
-    dump = tmp_path / "dump.yaml"
-    dump.write_text("model:\n  _target_: megatron.bridge.models.llama.llama_provider.Llama3ModelProvider8B\n"
-                    "  tensor_model_parallel_size: 2\n  sequence_parallel: false\n"
-                    "comm_overlap:\n  _target_: megatron.bridge.training.comm_overlap.CommOverlapConfig\n"
-                    "  tp_comm_overlap: true\n")
-    text = _fix(dump, False)
+    text = _fix(ROOT / "tests" / "data" / "tp102_dumped_model.yaml", False)
     assert "sequence_parallel: true" in text and not calls
 
 

@@ -20,14 +20,7 @@ from conftest import ROOT as ROOT_DIR  # noqa: E402
 ROOT = ROOT_DIR
 # TP overlap requested over a model section Bridge serialised (``_target_``): its sequence_parallel: false is
 # Bridge's value, not the user's, so turning it on is a safe fix (TP102) and `fix --write` writes the file.
-CONFIG = """\
-model:
-  _target_: megatron.bridge.models.llama.llama_provider.Llama3ModelProvider8B
-  tensor_model_parallel_size: 2
-  sequence_parallel: false
-comm_overlap:
-  tp_comm_overlap: true
-"""
+CONFIG = (ROOT / "tests" / "data" / "tp102_dumped_model.yaml").read_text(encoding="utf-8")
 
 
 def copy_example(tmp_path: Path, name: str = "config.yaml") -> Path:
