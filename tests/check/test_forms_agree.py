@@ -83,13 +83,6 @@ def _fix_place_named_by_check(d, seen) -> bool:
 
 
 CAUSES = (
-    Cause("dump-values-reported-as-overwritten",
-          "a value the dump holds is the file's (--base dump.yaml), the same value in the recipe is the recipe's "
-          "(--recipe NAME): an override that makes Bridge overwrite it (mixed_precision=bf16_mixed over an FP8 "
-          "recipe's ddp.fp8_param_gather: true) gets MP401 / CFG005 in the dump form only",
-          lambda d, seen: d.form == "dump" and d.aspect in ("findings", "fix-findings") and d.side == "form"
-          and _is_finding(d.item) and d.item[0] in ("MP401", "CFG005")
-          and d.item[2] not in {k for k, _ in d.run.overrides}),
 )
 BY_NAME = {c.name: c for c in CAUSES}
 

@@ -105,13 +105,19 @@ def test_bridge_dumps_are_read(run_cli, path):
 
 
 def test_llama_dump_with_its_world_size(run_cli):
-    # llama3_70b_pretrain_32gpu: TP4 x PP4 x CP2 = 32, so DP = 1 and Bridge forces the ddp overlaps off.
+    # llama3_70b_pretrain_32gpu: TP4 x PP4 x CP2 = 32, so DP = 1 and Bridge's DP path turns the ddp overlaps
+    # off. The dump's overlap_grad_reduce: true is the recipe's value as Bridge serialised it, not the user's:
+    # Bridge's own doing, as with --recipe, so no CFG005 (a value the user wrote that it overwrites).
     code, doc, _ = check_json(run_cli, BRIDGE / "llama3_70b_pretrain_32gpu_h100_bf16_config.yaml", "--world-size", "32")
     r = doc["results"][0]
     assert r["target"]["data_parallel_size"] == 1
-    assert r["effective"]["ddp.overlap_grad_reduce"]["source"] == "forced-off"
+    assert r["effective"]["ddp.overlap_grad_reduce"]["value"] is False
+    assert r["effective"]["ddp.overlap_grad_reduce"]["source"] == "bridge-auto"
     assert r["effective"]["model.overlap_p2p_comm"]["value"] is True  # PP4, VPP5
-    assert "CFG005" in codes_of(r)
+    assert "CFG005" not in codes_of(r)
+    _, recipe, _ = check_json(run_cli, "--recipe", "llama3_70b_pretrain_32gpu_h100_bf16_config", "--world-size", "32")
+    assert "CFG005" not in codes_of(recipe["results"][0])
+    assert recipe["results"][0]["effective"]["ddp.overlap_grad_reduce"]["source"] == "bridge-auto"
 
 
 def test_nodes_times_gpus_per_node(run_cli):

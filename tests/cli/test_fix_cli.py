@@ -19,15 +19,36 @@ def copy(src: Path, tmp_path: Path, name: str = None) -> Path:
     return dst
 
 
+# examples/tp_overlap_without_sp.yaml with its model section as Bridge serialises it (``_target_``): there
+# sequence_parallel: false is Bridge's value, not the user's, so TP102's fix (turn it on) is safe.
+DUMPED_MODEL = (ROOT / "tests" / "data" / "tp102_dumped_model.yaml").read_text(encoding="utf-8")
+
+
+def dumped_model(tmp_path: Path, name: str = "dumped_model.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(DUMPED_MODEL, encoding="utf-8")
+    return path
+
+
 def test_dry_run_lists_fixes_and_writes_nothing(run_cli, tmp_path):
-    path = copy(EXAMPLES / "pp_without_vpp.yaml", tmp_path)
+    path = dumped_model(tmp_path)
     code, out, err = run_cli("fix", path)
     assert code == 1
     assert f"{path}: " in out and "would be applied" in out
-    assert "PP202 [safe] line 17: remove comm_overlap.overlap_p2p_comm" in out
+    assert "TP102 [safe] line 7: set model.sequence_parallel: true" in out
+    assert path.read_text(encoding="utf-8") == DUMPED_MODEL
+    # The user's own overlap_p2p_comm: true crashes without VPP: its removal is listed only with
+    # --unsafe-fixes, naming where the user wrote it; the dry run without it says what it holds back.
+    path = copy(EXAMPLES / "pp_without_vpp.yaml", tmp_path)
+    code, out, err = run_cli("fix", path)
+    assert (code, out) == (0, f"{path}: 1 more with --unsafe-fixes: PP202\n")
+    code, out, err = run_cli("fix", path, "--unsafe-fixes")
+    assert code == 1 and "would be applied" in out
+    assert ("PP202 [unsafe] line 17: remove comm_overlap.overlap_p2p_comm (crashes without VPP) "
+            f"(unsafe here: you wrote comm_overlap.overlap_p2p_comm: true at {path}:17)") in out
     assert "PP201" not in out  # info: not fixed (nor offered) below --severity-threshold info
     code, out, _ = run_cli("fix", path, "--severity-threshold", "info")
-    assert "more with --unsafe-fixes: PP201" in out
+    assert "more with --unsafe-fixes: ENV505, ENV506, PP202" in out
     assert path.read_bytes() == (EXAMPLES / "pp_without_vpp.yaml").read_bytes()
 
 
@@ -38,7 +59,7 @@ def test_dry_run_on_a_file_with_nothing_to_fix_exits_0(run_cli, tmp_path):
 
 
 def test_diff_shows_the_minimal_change_with_comments(run_cli, tmp_path):
-    path = copy(EXAMPLES / "tp_overlap_without_sp.yaml", tmp_path)
+    path = dumped_model(tmp_path)
     code, out, _ = run_cli("fix", path, "--diff", "--select", "TP102")
     assert code == 1
     lines = out.splitlines()
@@ -48,11 +69,11 @@ def test_diff_shows_the_minimal_change_with_comments(run_cli, tmp_path):
         "-  sequence_parallel: false   # userbuffers overlap needs this",
         "+  sequence_parallel: true    # userbuffers overlap needs this  # overlap: TP102 TP overlap needs sequence parallelism",
     ]
-    assert path.read_bytes() == (EXAMPLES / "tp_overlap_without_sp.yaml").read_bytes()
+    assert path.read_text(encoding="utf-8") == DUMPED_MODEL
 
 
 def test_write_then_nothing_left(run_cli, tmp_path):
-    path = copy(EXAMPLES / "tp_overlap_without_sp.yaml", tmp_path)
+    path = dumped_model(tmp_path)
     code, out, _ = run_cli("fix", path, "--write")
     assert code == 0
     assert out.startswith(f"fixed {path}: TP102")
@@ -91,7 +112,7 @@ def test_write_and_diff_exclude_each_other(run_cli, tmp_path):
 
 
 def test_input_errors_exit_2_and_other_files_are_still_fixed(run_cli, tmp_path):
-    good = copy(EXAMPLES / "tp_overlap_without_sp.yaml", tmp_path)
+    good = dumped_model(tmp_path)
     bad = copy(EXAMPLES / "invalid_parallel_size.yaml", tmp_path)
     code, out, err = run_cli("fix", bad, good, tmp_path / "missing.yaml", "--write")
     assert code == 2
@@ -144,7 +165,9 @@ def test_fixes_that_undo_each_other_are_reported_not_looped(extra_rules, run_cli
     extra_rules("ZZ902", _flip("train.flag", False))
     path = tmp_path / "c.yaml"
     path.write_text("train:\n  flag: false\n")
-    code, out, err = run_cli("fix", path, "--write", "--select", "ZZ")
+    # The file writes train.flag itself, so the test rules' fixes are offered as unsafe (a safe fix never
+    # changes a value the user wrote): --unsafe-fixes applies them; what is tested is the loop.
+    code, out, err = run_cli("fix", path, "--write", "--unsafe-fixes", "--select", "ZZ")
     assert "undo each other" in err and "left untouched" in err
     assert path.read_text() == "train:\n  flag: false\n"
     assert code == 1
@@ -162,7 +185,7 @@ def test_rounds_are_capped(extra_rules, run_cli, tmp_path):
     extra_rules("ZZ903", count_up)
     path = tmp_path / "c.yaml"
     path.write_text("train:\n  n: 0\n")
-    code, out, err = run_cli("fix", path, "--write", "--select", "ZZ903")
+    code, out, err = run_cli("fix", path, "--write", "--unsafe-fixes", "--select", "ZZ903")  # train.n is the file's
     assert f"did not settle after {MAX_ROUNDS} rounds" in err
     assert path.read_text() == "train:\n  n: 0\n"
 
@@ -184,7 +207,7 @@ def test_a_fix_that_needs_another_round_gets_it(extra_rules, run_cli, tmp_path):
     extra_rules("ZZ905", second)
     path = tmp_path / "c.yaml"
     path.write_text("train:\n  a: false\n")
-    code, out, err = run_cli("fix", path, "--write", "--select", "ZZ904,ZZ905")
+    code, out, err = run_cli("fix", path, "--write", "--unsafe-fixes", "--select", "ZZ904,ZZ905")  # train.a is the file's
     assert path.read_text() == "train:\n  a: true  # overlap: ZZ904 first reason\n  b: 1  # overlap: ZZ905 second reason\n"
     assert code == 0, out + err
 
@@ -197,7 +220,7 @@ def test_folder_run_on_a_terminal_shows_a_fixing_bar_and_piped_runs_do_not(tmp_p
     import sys
 
     for i in range(8):  # progress_bar.SHOW_FROM
-        copy(EXAMPLES / "pp_without_vpp.yaml", tmp_path, f"c{i}.yaml")
+        dumped_model(tmp_path, f"c{i}.yaml")
     cmd = [sys.executable, "-m", "overlap_cli", "fix", *sorted(str(p) for p in tmp_path.glob("*.yaml"))]
     env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
     env.pop("NO_COLOR", None)
@@ -244,7 +267,10 @@ def test_listing_names_every_edit_a_fix_makes(run_cli, tmp_path):
 
 
 def test_diff_names_the_fixes_left_for_unsafe_fixes_on_stderr(run_cli, tmp_path):
-    path = copy(EXAMPLES / "pp_without_vpp.yaml", tmp_path)
+    path = dumped_model(tmp_path)
     code, out, err = run_cli("fix", "--diff", path, "--severity-threshold", "info")
     assert out.startswith("---") and "more with --unsafe-fixes" not in out  # stdout stays a patch
-    assert f"{path}: 3 more with --unsafe-fixes: PP201, ENV505, ENV506" in err
+    assert f"{path}: 2 more with --unsafe-fixes: ENV505, ENV506" in err
+    path = copy(EXAMPLES / "pp_without_vpp.yaml", tmp_path)  # only unsafe fixes: no patch at all
+    code, out, err = run_cli("fix", "--diff", path, "--severity-threshold", "info")
+    assert (code, out) == (0, "") and f"{path}: 3 more with --unsafe-fixes: ENV505, ENV506, PP202" in err

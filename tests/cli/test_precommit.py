@@ -169,7 +169,7 @@ def test_commit_with_bad_config_fails_and_good_config_passes(hook_repo):
     output = bad.stdout + bad.stderr
     assert bad.returncode != 0, output
     assert "Failed" in output
-    assert "configs/no_sp.yaml:7:3: TP102" in output  # the finding, located, in the hook's output
+    assert "configs/no_sp.yaml:8:3: TP102" in output  # the finding, located, in the hook's output
     head = _run(["git", "log", "--format=%s", "-1"], project, env).stdout.strip()
     assert head == "a tuned config"  # the bad commit did not happen
 
@@ -178,7 +178,9 @@ def test_commit_with_bad_config_fails_and_good_config_passes(hook_repo):
 def test_fix_hook_rewrites_then_passes(hook_repo):
     project, env = _project(hook_repo, "project-fix", ["overlap-fix", "overlap-check"])
     (project / "configs").mkdir()
-    shutil.copy(EXAMPLES / "tp_overlap_without_sp.yaml", project / "configs" / "no_sp.yaml")
+    # sequence_parallel: false in a model section Bridge serialised (_target_) is Bridge's value, so the
+    # hook's safe fix turns it on (the example that writes it by hand gets that fix only with --unsafe-fixes).
+    shutil.copy(EXAMPLES.parent / "tests" / "data" / "tp102_dumped_model.yaml", project / "configs" / "no_sp.yaml")
 
     first = _commit(project, env, ["configs/no_sp.yaml"], "TP overlap without SP")
     output = first.stdout + first.stderr

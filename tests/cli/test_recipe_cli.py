@@ -102,8 +102,9 @@ def test_fix_writes_the_override_file_only(run_cli, repo):
 
 
 def test_fix_adds_a_key_the_recipe_holds_to_the_top_file(run_cli, tmp_path, monkeypatch):
-    """The recipe turns TP overlap on; a lower file switched sequence parallelism off (TP102). The fix sets
-    it in the top file, which Bridge merges last; the lower file and the recipe stay as they are."""
+    """The recipe turns TP overlap on; a lower file of the user's switched sequence parallelism off (TP102).
+    The user's false stays (a safe fix never changes a value the user wrote): the fix turns the recipe's
+    request off in the top file, which Bridge merges last; the lower file and the recipe stay as they are."""
     monkeypatch.chdir(tmp_path)
     lower = tmp_path / "lower.yaml"
     top = tmp_path / "top.yaml"
@@ -115,10 +116,11 @@ def test_fix_adds_a_key_the_recipe_holds_to_the_top_file(run_cli, tmp_path, monk
     assert lower.read_text() == "model:\n  sequence_parallel: false\n"
     text = top.read_text()
     assert text.startswith("# my run\nddp:\n  average_in_collective: true  # keep this\n")
-    assert "model:\n  sequence_parallel: true" in text
+    assert "comm_overlap:\n  tp_comm_overlap: false" in text
     [r] = results_of(run_cli, "--recipe", R70, "lower.yaml", "top.yaml").values()
-    assert r["effective"]["model.sequence_parallel"]["layer"] == "top.yaml:5"
-    assert r["effective"]["model.tp_comm_overlap"]["value"] is True
+    assert r["effective"]["model.sequence_parallel"]["layer"] == "lower.yaml:2"
+    assert r["effective"]["model.tp_comm_overlap"]["value"] is False
+    assert "TP102" not in {f["code"] for f in r["findings"]}
     run_cli("fix", "--recipe", R70, "lower.yaml", "top.yaml", "--write")
     assert top.read_text() == text
 

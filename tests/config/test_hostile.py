@@ -326,8 +326,15 @@ def test_override_path_depth_is_bounded(tmp_path):
 # ---------------------------------------------------------------------------------------------------
 
 
+def _dumped_model_example() -> str:
+    """examples/tp_overlap_without_sp.yaml with its model section as Bridge serialises it (``_target_``):
+    its sequence_parallel: false is then Bridge's value, and TP102's fix is safe."""
+    return (ROOT / "tests" / "data" / "tp102_dumped_model.yaml").read_text()
+
+
 def test_two_fix_processes_on_one_file_leave_one_complete_result(tmp_path):
-    source = ROOT / "examples" / "tp_overlap_without_sp.yaml"
+    source = tmp_path / "source.yaml"
+    source.write_text(_dumped_model_example())
     reference = tmp_path / "reference.yaml"
     reference.write_text(source.read_text())
     code, _, err = overlap("fix", "--write", reference)
@@ -387,7 +394,7 @@ def test_fix_leaves_a_file_the_round_trip_parser_cannot_read(tmp_path):
     the round-trip tree (here: creating env_vars for ENV501 on H100) is refused with one line, and the
     whole file is left untouched."""
     path = tmp_path / "date.yaml"
-    text = (ROOT / "examples" / "tp_overlap_without_sp.yaml").read_text() + "checkpoint:\n  tag: 2001-02-30\n"
+    text = _dumped_model_example() + "checkpoint:\n  tag: 2001-02-30\n"
     path.write_text(text)
     code, out, err = overlap("check", path)
     assert code in (0, 1), err

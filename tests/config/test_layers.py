@@ -58,7 +58,7 @@ RECIPES = [
      None),
     ("nemotronh", "nemotronh_8b_pretrain_2gpu_h100_bf16_config",
      "model:\n  tensor_model_parallel_size: 2\n", [], [],
-     {"model.tensor_model_parallel_size": (2, "over.yaml:2"), "ddp.overlap_grad_reduce": (False, "forced-off")},
+     {"model.tensor_model_parallel_size": (2, "over.yaml:2"), "ddp.overlap_grad_reduce": (False, "bridge-auto")},
      ("ENV501", "recipe")),
     ("nemotron-3-nano", "nemotron_3_nano_pretrain_16gpu_h100_bf16_config",
      "ddp:\n  bucket_size: 1000\n", [], [],

@@ -4,6 +4,9 @@ A removed key's line becomes a comment line at the key's indentation: our note s
 and why, then the user's comment of that line as written. Comments inside a removed block stay (as
 comment lines at their own indentation); comment lines above it stay where they are. `--no-comments`
 drops only our note. The configs are real (the rules fire on them); `--select` keeps other rules out.
+Each config writes the values its fix edits by hand, so the fix is offered as unsafe (a safe fix never
+changes a value the user wrote: tests/rules/test_fix_classes.py); `--unsafe-fixes` applies it here, where
+what is tested is how the edit is placed.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ UB608_NOTE = "# overlap: UB608 removed tp_comm_overlap_cfg (unused)"
 def fix(run_cli, tmp_path: Path, text: str, *args) -> tuple[int, str, str]:
     path = tmp_path / "config.yaml"
     path.write_text(text, encoding="utf-8")
-    code, out, err = run_cli("fix", path, "--write", *args)
+    code, out, err = run_cli("fix", path, "--write", "--unsafe-fixes", *args)
     return code, path.read_text(encoding="utf-8"), out + err
 
 

@@ -55,13 +55,14 @@ def test_fast_path_matches_the_round_trip_tree(path, unsafe, monkeypatch):
 
 
 def test_fast_path_is_taken_for_a_scalar_edit(monkeypatch):
-    """A Bridge dump with one scalar fix never loads ruamel's tree."""
+    """A Bridge dump with one scalar fix never loads ruamel's tree (its sequence_parallel: false is Bridge's
+    serialised value, so turning it on is safe)."""
     from overlap_cli.fix import tree as fixtree
 
     calls = []
     real = fixtree.load
     monkeypatch.setattr(fixtree, "load", lambda text: calls.append(1) or real(text))
-    text = _fix(ROOT / "tests" / "cases" / "tp102_no_sp.yaml", False)
+    text = _fix(ROOT / "tests" / "data" / "tp102_dumped_model.yaml", False)
     assert "sequence_parallel: true" in text and not calls
 
 

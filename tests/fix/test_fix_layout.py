@@ -3,7 +3,9 @@ offsets, flow collections, null spellings, line ends and byte-order mark survive
 the edited keys. Each edited key gets `# overlap: CODE reason`, after the user's own comment.
 
 The configs are real (the rules fire on them); `--select` limits a run to the rule under test, so the
-launch-environment fixes (ENV5xx) do not add lines these tests do not look at.
+launch-environment fixes (ENV5xx) do not add lines these tests do not look at. Each config writes the
+values its fix edits by hand, so the fix is offered as unsafe (a safe fix never changes a value the user
+wrote); `--unsafe-fixes` applies it here, where what is tested is how the edit is placed.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ def fix(run_cli, tmp_path: Path, text, *args, name="config.yaml", binary=False):
         path.write_bytes(text)
     else:
         path.write_bytes(text.encode("utf-8"))
-    code, out, err = run_cli("fix", path, "--write", *args)
+    code, out, err = run_cli("fix", path, "--write", "--unsafe-fixes", *args)
     return code, path.read_bytes(), out + err
 
 

@@ -65,14 +65,15 @@ def test_mode_is_kept_and_no_temporary_file_is_left(run_cli, tmp_path):
 
 def test_removing_the_last_word_of_the_command_drops_the_continuation_before_it(run_cli, tmp_path):
     text = "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n    --sequence-parallel \\\n    --tp-comm-overlap\necho done\n"
-    code, fixed, out, path = _fix(run_cli, tmp_path, "tp1.sh", text)
+    # The launch writes --tp-comm-overlap itself: removing it is offered as unsafe (and applied with it).
+    code, fixed, out, path = _fix(run_cli, tmp_path, "tp1.sh", text, "--unsafe-fixes")
     assert fixed == "torchrun --nproc_per_node 8 pretrain_gpt.py \\\n    --sequence-parallel\necho done\n", out
     assert "LM102" not in _codes(run_cli, path)
 
 
 def test_a_flag_from_a_variable_is_not_edited_and_the_reason_is_given(run_cli, tmp_path):
     text = 'OVERLAP="--tp-comm-overlap"\ntorchrun --nproc_per_node 8 pretrain_gpt.py $OVERLAP --micro-batch-size 1\n'
-    code, fixed, out, path = _fix(run_cli, tmp_path, "var.sh", text)
+    code, fixed, out, path = _fix(run_cli, tmp_path, "var.sh", text, "--unsafe-fixes")
     assert fixed == text
     assert "LM102 fix skipped" in out and "variable OVERLAP" in out, out
     assert code == 1
@@ -102,7 +103,7 @@ def test_dry_run_names_the_edits_and_writes_nothing(run_cli, tmp_path):
 
 def test_crlf_yaml_keeps_its_line_endings(run_cli, tmp_path):
     text = "MODEL_ARGS:\n  --tensor-model-parallel-size: 1\n  --sequence-parallel: true\n  --tp-comm-overlap: true\n"
-    code, fixed, out, path = _fix(run_cli, tmp_path, "model_config.yaml", text, newline="\r\n")
+    code, fixed, out, path = _fix(run_cli, tmp_path, "model_config.yaml", text, "--unsafe-fixes", newline="\r\n")
     assert fixed == "MODEL_ARGS:\r\n  --tensor-model-parallel-size: 1\r\n  --sequence-parallel: true\r\n", out
 
 

@@ -18,12 +18,14 @@ import pytest
 from conftest import ROOT as ROOT_DIR  # noqa: E402
 
 ROOT = ROOT_DIR
-EXAMPLE = ROOT / "examples" / "tp_overlap_without_sp.yaml"
+# TP overlap requested over a model section Bridge serialised (``_target_``): its sequence_parallel: false is
+# Bridge's value, not the user's, so turning it on is a safe fix (TP102) and `fix --write` writes the file.
+CONFIG = (ROOT / "tests" / "data" / "tp102_dumped_model.yaml").read_text(encoding="utf-8")
 
 
 def copy_example(tmp_path: Path, name: str = "config.yaml") -> Path:
     dst = tmp_path / name
-    shutil.copyfile(EXAMPLE, dst)
+    dst.write_text(CONFIG, encoding="utf-8")
     return dst
 
 
@@ -32,7 +34,7 @@ def test_mode_is_kept(run_cli, tmp_path):
     os.chmod(path, 0o640)
     code, out, err = run_cli("fix", path, "--write")
     assert code == 0, out + err
-    assert path.read_bytes() != EXAMPLE.read_bytes()
+    assert path.read_bytes() != CONFIG.encode()
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".overlap-tmp")]
 
@@ -55,7 +57,7 @@ def test_read_only_file_is_refused_and_intact(run_cli, tmp_path):
     code, out, err = run_cli("fix", path, "--write")
     assert code == 2
     assert "cannot write" in err and "read-only" in err
-    assert path.read_bytes() == EXAMPLE.read_bytes()
+    assert path.read_bytes() == CONFIG.encode()
 
 
 def test_read_only_folder_is_refused_and_intact(run_cli, tmp_path):
@@ -67,7 +69,7 @@ def test_read_only_folder_is_refused_and_intact(run_cli, tmp_path):
         code, out, err = run_cli("fix", path, "--write")
         assert code == 2
         assert "read-only" in err
-        assert path.read_bytes() == EXAMPLE.read_bytes()
+        assert path.read_bytes() == CONFIG.encode()
         assert sorted(p.name for p in folder.iterdir()) == ["config.yaml"]
     finally:
         os.chmod(folder, 0o755)
@@ -122,7 +124,11 @@ def test_killed_writer_leaves_old_or_new_never_a_mix(tmp_path):
 
 def test_killed_fix_leaves_the_config_old_or_fixed(tmp_path):
     """The same through the real command: kill `overlap fix --write` at some point; the config is whole."""
-    fixed_text = (ROOT / "examples" / "fixed" / "tp_overlap_without_sp.yaml").read_text()
+    reference = copy_example(tmp_path, "reference.yaml")
+    subprocess.run([sys.executable, "-m", "overlap_cli", "fix", str(reference), "--write"], cwd=ROOT, check=True,
+                   capture_output=True, timeout=120)
+    fixed_text = reference.read_text()
+    assert fixed_text != CONFIG and "sequence_parallel: true" in fixed_text
     for delay in (0.05, 0.2, 0.4, 0.8):
         path = copy_example(tmp_path, f"c{int(delay * 100)}.yaml")
         proc = subprocess.Popen([sys.executable, "-m", "overlap_cli", "fix", str(path), "--write"], cwd=ROOT,
@@ -130,7 +136,7 @@ def test_killed_fix_leaves_the_config_old_or_fixed(tmp_path):
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-        assert path.read_text() in (EXAMPLE.read_text(), fixed_text)
+        assert path.read_text() in (CONFIG, fixed_text)
 
 
 @pytest.mark.skipif(shutil.which("overlap") is None and not Path(sys.executable).with_name("overlap").exists(),
@@ -142,7 +148,7 @@ def test_installed_command_fixes_a_copy(tmp_path):
     diff = subprocess.run([exe, "fix", str(path), "--diff"], capture_output=True, text=True, timeout=120)
     assert diff.returncode == 1, diff.stderr
     assert f"--- {path}" in diff.stdout and "+  sequence_parallel: true" in diff.stdout
-    assert path.read_bytes() == EXAMPLE.read_bytes()  # --diff writes nothing
+    assert path.read_bytes() == CONFIG.encode()  # --diff writes nothing
     done = subprocess.run([exe, "fix", str(path), "--write"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     again = subprocess.run([exe, "fix", str(path), "--diff"], capture_output=True, text=True, timeout=120)

@@ -99,7 +99,7 @@ def test_sarif_results_point_at_rules_and_lines(run_cli, at_root):
     assert tp102["level"] == "warning"
     loc = tp102["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"] == {"uri": "examples/tp_overlap_without_sp.yaml", "uriBaseId": "%SRCROOT%"}
-    assert loc["region"] == {"startLine": 7, "startColumn": 3}  # `sequence_parallel: false`
+    assert loc["region"] == {"startLine": 8, "startColumn": 3}  # `sequence_parallel: false`
     levels = {r["ruleId"]: r["level"] for r in run["results"]}
     assert levels.get("DP301") == "note"  # info -> note
 
@@ -124,16 +124,22 @@ def test_auto_is_github_under_actions_else_text(run_cli, at_root, monkeypatch):
     assert "TP102 warning" in out and "::" not in out
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     code, out, _ = run_cli("check", "examples/tp_overlap_without_sp.yaml", "--format", "auto")
-    assert "\n::warning file=examples/tp_overlap_without_sp.yaml,line=7,col=3,title=TP102::" in "\n" + out
+    assert "\n::warning file=examples/tp_overlap_without_sp.yaml,line=8,col=3,title=TP102::" in "\n" + out
 
 
 def test_concise_marks_safe_fixes(run_cli, at_root):
-    _, out, _ = run_cli("check", "examples/tp_overlap_without_sp.yaml", "--format", "concise", "--show-info")
+    # The debugging run's own sequence_parallel: false under a recipe that requests TP overlap: the safe fix
+    # turns the recipe's request off (TP102), so the finding is marked.
+    _, out, _ = run_cli("check", "examples/recipes/llama3_70b_debug_run.yaml", "--format", "concise", "--show-info")
     lines = out.splitlines()
-    assert any(l.startswith("examples/tp_overlap_without_sp.yaml:7:3: TP102 [*] warning: ") for l in lines)
+    assert any(l.startswith("examples/recipes/llama3_70b_debug_run.yaml:7:3: TP102 [*] warning: ") for l in lines)
     assert any(": DP301 info: " in l for l in lines)  # no fix, no mark
-    assert "effective overlap settings" not in out
     assert "fixable with `overlap fix --write`" in out
+    # Where the user wrote both the request and sequence_parallel: false, the fix is not safe: no mark.
+    _, out, _ = run_cli("check", "examples/tp_overlap_without_sp.yaml", "--format", "concise")
+    assert any(l.startswith("examples/tp_overlap_without_sp.yaml:8:3: TP102 warning: ") for l in out.splitlines()), out
+    assert "effective overlap settings" not in out
+    assert "fixable with `overlap fix --write`" not in out
 
 
 def _finding_lines(text: str) -> list:

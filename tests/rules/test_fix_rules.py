@@ -173,21 +173,18 @@ def _tp102_fix(run_cli, path) -> dict:
     return next(f["fix"] for f in json.loads(out)["results"][0]["findings"] if f["code"] == "TP102")
 
 
-def test_fix_object_in_check_json(run_cli, tmp_path):
+def test_fix_object_in_check_json(run_cli):
     """The fix object of check's JSON: its applicability, message and edits. sequence_parallel: false in a
     section Bridge serialised (``_target_``) is Bridge's value: turning it on is safe. Written by hand, it is
     the user's: the same edit is offered as unsafe, naming their line."""
-    dumped = tmp_path / "dumped_model.yaml"
-    dumped.write_text("model:\n  _target_: megatron.bridge.models.llama.llama_provider.Llama3ModelProvider8B\n"
-                      "  tensor_model_parallel_size: 2\n  sequence_parallel: false\ncomm_overlap:\n  tp_comm_overlap: true\n")
-    fix = _tp102_fix(run_cli, dumped)
+    fix = _tp102_fix(run_cli, ROOT / "tests" / "data" / "tp102_dumped_model.yaml")
     assert fix["applicability"] == "safe" and fix["message"] == "set model.sequence_parallel: true (TP overlap needs sequence parallelism)"
     assert fix["edits"] == [{"op": "set", "key": "model.sequence_parallel", "value": True}]
 
     example = EXAMPLES / "tp_overlap_without_sp.yaml"
     fix = _tp102_fix(run_cli, example)
     assert fix["applicability"] == "unsafe" and "sequence parallelism" in fix["message"]
-    assert fix["message"].endswith(f"(unsafe here: you wrote model.sequence_parallel: false at {example}:7)"), fix["message"]
+    assert fix["message"].endswith(f"(unsafe here: you wrote model.sequence_parallel: false at {example}:8)"), fix["message"]
     assert fix["edits"] == [{"op": "set", "key": "model.sequence_parallel", "value": True}]
 
 

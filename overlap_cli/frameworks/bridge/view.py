@@ -113,7 +113,7 @@ def written_at(cfg: Config, path: tuple) -> Optional[str]:
     """
     path = tuple(path)
     if cfg.layered:
-        layer = cfg.layer_of(path) if cfg.has(path) else None
+        layer = _writer(cfg, path) if cfg.has(path) else None
         if layer is None or layer.kind not in WRITTEN_LAYERS:
             return None
         label = cfg.label(path)  # a run_recipe.py launch's words name the script's line
@@ -124,3 +124,18 @@ def written_at(cfg: Config, path: tuple) -> Optional[str]:
         return None
     line = cfg.position(path)[0]
     return f"{cfg.file}:{line}" if line is not None else cfg.file
+
+
+def _writer(cfg: Config, path: tuple):
+    """The layer that wrote the value at ``path`` itself — not the one that wrote the mapping around it: a key
+    under the user's ``model:`` that only a sample of an unknown recipe value fills is nobody's. A value inside
+    a list is the list's writer's."""
+    p = path
+    while p:
+        i = cfg.layers.get(p)
+        if i is not None:
+            return cfg.layer_list[i]
+        p = p[:-1]
+        if isinstance(cfg.get(p), dict):
+            return None
+    return None
