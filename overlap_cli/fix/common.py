@@ -99,14 +99,13 @@ def removal_refused(key: str, where: str) -> str:
     return f"{key} is also set in {where}; a file merged on top cannot remove it: set it by hand"
 
 
-def is_class_default(path: tuple, value) -> bool:
-    """Whether ``value`` at ``path`` (section, field) is the class default a config falls back to when no
-    layer sets it (a dump writes every field; removing the user's value then leaves the same as removing
-    it from a single config)."""
+def is_class_default(path: tuple, value, release) -> bool:
+    """Whether ``value`` at ``path`` (section, field) is the class default of ``release`` (a
+    frameworks.bridge.releases module) a config falls back to when no layer sets it (a dump writes every
+    field; removing the user's value then leaves the same as removing it from a single config)."""
     from overlap_cli.fix.text import same
-    from overlap_cli.frameworks.bridge import facts as bridge
 
     if len(path) != 2:
         return False
-    defaults = bridge.SECTION_DEFAULTS.get(path[0], {})
+    defaults = release.SECTION_DEFAULTS.get(path[0], {})
     return path[1] in defaults and same(defaults[path[1]], value)

@@ -31,12 +31,12 @@ def _literal(value) -> str:
     raise Unplaceable(f"the value {value!r} is not a Python literal this fix writes")
 
 
-def apply_edit(text: str, run, edit, note: str = "") -> str:
+def apply_edit(text: str, run, edit, note: str = "", release=None) -> str:
     """``text`` with ``edit`` (a results.Edit) made; Unplaceable when it cannot be placed exactly. ``note``:
     what a removed line's comment says (``CODE: why``)."""
     path = tuple(edit.key.split("."))
     if edit.op == "remove":
-        return _remove(text, run, edit.key, path, note)
+        return _remove(text, run, edit.key, path, note, release)
     new = _literal(edit.value)
     site = run.written.get(path)
     lines = text.splitlines(True)
@@ -74,11 +74,11 @@ def apply_edit(text: str, run, edit, note: str = "") -> str:
     return "".join(lines)
 
 
-def _remove(text: str, run, key: str, path: tuple, note: str) -> str:
+def _remove(text: str, run, key: str, path: tuple, note: str, release) -> str:
     from overlap_cli.fix.common import is_class_default, removal_refused
 
     below = _get(run.base_data or {}, path)
-    if below is not None and not is_class_default(path, below):
+    if below is not None and not is_class_default(path, below, release):
         start = run.start
         raise Unplaceable(removal_refused(key, f"recipe {start.name}" if start.kind == "recipe" and start.name
                                           else "the config the run starts from"))
@@ -125,14 +125,14 @@ def _bytes_to_chars(row: str, offset: int) -> int:
     return len(row.encode("utf-8")[:offset].decode("utf-8", errors="ignore"))
 
 
-def _prove(before, after, edit) -> Optional[str]:
+def _prove(before, after, edit, release) -> Optional[str]:
     """None when ``after`` (the new run) gives the edit's value and every other key as ``before``."""
     path = tuple(edit.key.split("."))
     got = _get(after.data, path)
     if edit.op == "remove":
         from overlap_cli.fix.common import is_class_default
 
-        if got is not None and not is_class_default(path, got):
+        if got is not None and not is_class_default(path, got, release):
             return f"read again, {edit.key} is {got!r}"
     elif got != edit.value:
         return f"read again, {edit.key} is {got!r}"
@@ -161,12 +161,14 @@ def _flat(data, path=()):
     return out
 
 
-def apply_round(spec: str, current: str, findings: list, run) -> tuple:
+def apply_round(spec: str, current: str, findings: list, run, target=None, invocation=None) -> tuple:
     """(new text, [Applied], [Skipped]): each finding's edits made in turn, each proven by reading the
     file again (``run``: the PythonRun of ``current``)."""
     from overlap_cli.fix.common import each_fix, own_words, reason
+    from overlap_cli.frameworks.bridge import releases
     from overlap_cli.frameworks.bridge.python_load import read_run
 
+    release = releases.of(target)
     state = {"run": run}  # the run of the text so far: a placed fix's edits are proven against it
 
     def place_fix(text: str, f) -> str:
@@ -174,9 +176,9 @@ def apply_round(spec: str, current: str, findings: list, run) -> tuple:
         for e in f.fix.edits:
             if _get(now.data, tuple(e.key.split("."))) == e.value and e.op != "remove":
                 continue
-            step = apply_edit(text, now, e, f"{f.code}: {own_words(e.comment) or reason(f.fix.message)}")
-            after, _ = read_run(spec, step)
-            why = _prove(now, after, e)
+            step = apply_edit(text, now, e, f"{f.code}: {own_words(e.comment) or reason(f.fix.message)}", release)
+            after, _ = read_run(spec, step, invocation, target)
+            why = _prove(now, after, e, release)
             if why is not None:
                 raise Unplaceable(f"not proven: {why}")
             text, now = step, after

@@ -50,7 +50,7 @@ def _splice(text: str, span: tuple, new: str) -> str:
     return "\n".join(lines)
 
 
-def place(path: str, text: str, env: dict, edit, cfg=None) -> str:
+def place(path: str, text: str, env: dict, edit, cfg=None, release=None) -> str:
     """``text`` with ``edit`` (a results.Edit) made as an override word, proven; Unplaceable otherwise.
     ``cfg``: the run's merged config; a new word for a key it lacks is ``+KEY=VALUE`` (Hydra's struct mode,
     which the runner's overrides go through, refuses a new key without ``+``)."""
@@ -58,7 +58,7 @@ def place(path: str, text: str, env: dict, edit, cfg=None) -> str:
     given = [t for t in found.tokens if t.text is not None and t.text.startswith(edit.key + "=")
              and not t.text.startswith("-")]
     if edit.op == "remove":
-        return _remove(path, text, env, edit.key, given, before, cfg)
+        return _remove(path, text, env, edit.key, given, before, cfg, release)
     word = _word(edit.key, edit.value)
     if given:
         tok = given[-1]
@@ -81,7 +81,7 @@ def place(path: str, text: str, env: dict, edit, cfg=None) -> str:
     return new
 
 
-def _remove(path: str, text: str, env: dict, key: str, given: list, before, cfg) -> str:
+def _remove(path: str, text: str, env: dict, key: str, given: list, before, cfg, release) -> str:
     """``text`` without the override words of ``key``, proven; Unplaceable when the recipe below holds a
     value other than the class default (the runner merges onto the recipe, which has no deletion)."""
     from overlap_cli.fix.common import is_class_default, removal_refused
@@ -94,7 +94,7 @@ def _remove(path: str, text: str, env: dict, key: str, given: list, before, cfg)
             found_below = False
             break
         node = node[part]
-    if found_below and not is_class_default(keys, node):
+    if found_below and not is_class_default(keys, node, release):
         below = cfg.layer_list[0].label if cfg is not None and cfg.layer_list else "the recipe"
         raise Unplaceable(removal_refused(key, below))
     new = text
@@ -120,11 +120,11 @@ def apply_round(current: str, findings: list, checked) -> tuple:
     from overlap_cli.fix.common import each_fix
     from overlap_cli.forms.megatron_lm import launch_env_of
 
-    path, env, cfg = checked.run.file, launch_env_of(checked.run.target), checked.view.cfg
+    path, env, cfg, release = checked.run.file, launch_env_of(checked.run.target), checked.view.cfg, checked.view.release
 
     def place_fix(text: str, f) -> str:
         for e in f.fix.edits:
-            text = place(path, text, env, e, cfg)
+            text = place(path, text, env, e, cfg, release)
         return text
 
     return each_fix(current, findings, place_fix)

@@ -84,12 +84,12 @@ def _parse(text: str):
 # ----------------------------------------------------------------------------------------------
 
 
-def edit_round(text: str, findings: list, cfg, notes: bool = True) -> tuple:
+def edit_round(text: str, findings: list, cfg, notes: bool = True, release=None) -> tuple:
     """apply_round, with a text it cannot prove or ruamel cannot read refused as a whole (fix.common.Refused)."""
     from overlap_cli.fix.common import Refused
 
     try:
-        return apply_round(text, findings, cfg, notes)
+        return apply_round(text, findings, cfg, notes, release)
     except Unmappable as exc:
         raise Refused(f"not fixed: {exc}; the file is left untouched") from None
     except Exception as exc:  # ruamel refuses some texts PyYAML reads (an impossible date, a stray BOM)
@@ -98,7 +98,7 @@ def edit_round(text: str, findings: list, cfg, notes: bool = True) -> tuple:
                       "the file is left untouched") from None
 
 
-def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str, list, list]:
+def apply_round(text: str, findings: list, cfg, notes: bool = True, release=None) -> tuple[str, list, list]:
     """(new text, Applied list, Skipped list). Raises fixtext.Unmappable when the text cannot be proven.
 
     Lines an edit takes away (a removed key, a block value replaced) lose no user comment: before the
@@ -114,7 +114,7 @@ def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str
 
     plain = parse_yaml(text, "<fix>")[0]
     if plain is None:  # an override file of comments only: its keys start after them
-        return _fill_empty(text, findings, cfg)
+        return _fill_empty(text, findings, cfg, release)
     fast = fixfast.possible(text)
     if fast:  # no anchors or merges: plain data answers "does this edit change anything"
         y, data, before = None, copy.deepcopy(plain), None
@@ -132,7 +132,7 @@ def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str
             edits = tuple(Edit(e.op, cfg.file_key(e.key), e.value, e.comment) for e in edits)
         why = _blocked(edits, cfg, data)
         if why is None and cfg.layered:
-            edits, why = _for_top_file(edits, cfg, data)
+            edits, why = _for_top_file(edits, cfg, data, release)
         if why:
             skipped.append(Skipped(f, why))
             continue
@@ -178,7 +178,7 @@ def apply_round(text: str, findings: list, cfg, notes: bool = True) -> tuple[str
     return new, applied, skipped
 
 
-def _fill_empty(text: str, findings: list, cfg) -> tuple:
+def _fill_empty(text: str, findings: list, cfg, release) -> tuple:
     """apply_round for a document with no value (comments, blank lines): the edits become a new block
     mapping after the file's own lines, proven like any round's text."""
     y, data = fixtree.load("x: 0\n")  # a block mapping ruamel writes in block style once keys are added
@@ -188,7 +188,7 @@ def _fill_empty(text: str, findings: list, cfg) -> tuple:
     for f in sorted(findings, key=lambda f: all(e.op == "add" for e in f.fix.edits)):
         edits = f.fix.edits
         if cfg.layered:
-            edits, why = _for_top_file(edits, cfg, data)
+            edits, why = _for_top_file(edits, cfg, data, release)
             if why:
                 skipped.append(Skipped(f, why))
                 continue
@@ -247,7 +247,7 @@ def _conflicts(edits, touched: dict) -> bool:
     return False
 
 
-def _for_top_file(edits, cfg, data) -> tuple:
+def _for_top_file(edits, cfg, data, release) -> tuple:
     """(edits, None) as they are written into the top file of a merged run, or (edits, why not).
 
     A removal of a key a lower layer holds cannot be said by a file merged on top (OmegaConf.merge has no
@@ -261,7 +261,7 @@ def _for_top_file(edits, cfg, data) -> tuple:
         p = split_key(e.key)
         if e.op == "remove":
             found, below = _lookup(lower, p)
-            if found and not is_class_default(p, below):
+            if found and not is_class_default(p, below, release):
                 return edits, removal_refused(e.key, cfg.layer_list[0].label if len(cfg.layer_list) < 3 else "a layer below")
             continue  # the layers below hold nothing, or the class default a plain config falls back to
         section = p[0]

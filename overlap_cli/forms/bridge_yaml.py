@@ -57,7 +57,7 @@ def load(path: Optional[str], text: Optional[str], target: Target, overrides, lo
     merged run its target's recipe / base starts, ``lower`` override files between."""
     from overlap_cli.config.loader import load_config
     from overlap_cli.forms import nemo_rl
-    from overlap_cli.frameworks.bridge.dotlist_shape import BRIDGE_CONFIG
+    from overlap_cli.frameworks.bridge.dotlist_shape import bridge_config
     from overlap_cli.frameworks.bridge.recipe_launch import recipe_launch
     from overlap_cli.frameworks.bridge.runs import BridgeRun
     from overlap_cli.launch_profile.profile import for_run
@@ -73,7 +73,7 @@ def load(path: Optional[str], text: Optional[str], target: Target, overrides, lo
     if path is not None:
         if text is None and not lower and target.built_from is None and not layered(target):
             # a fixed target: nothing in the file can change it
-            return run(load_config(path, overrides, shape=BRIDGE_CONFIG), target)
+            return run(load_config(path, overrides, shape=bridge_config(target)), target)
         if text is None:
             from overlap_cli.config.safe_read import read_text
 
@@ -86,9 +86,9 @@ def load(path: Optional[str], text: Optional[str], target: Target, overrides, lo
     if not layered(target):
         if path is None:
             raise InputError(InputProblem("<command line>", "no config file given"))
-        return run(load_config(path, overrides, text=text, shape=BRIDGE_CONFIG), target)
+        return run(load_config(path, overrides, text=text, shape=bridge_config(target)), target)
     merged = BridgeRun(recipe=None if target.get("base") else target.get("recipe"), base=target.get("base"),
-                       files=tuple(lower) + ((path,) if path is not None else ()), dotlist=tuple(overrides or ()))
+                       files=tuple(lower) + ((path,) if path is not None else ()), dotlist=tuple(overrides or ()), target=target)
     try:
         cfg = merged.load(text if path is not None else None)
         problem = base_without_model(cfg, target)
@@ -162,7 +162,7 @@ def edit_round(current: str, findings: list, checked, comments: bool):
     """One round of ``overlap fix`` on the YAML text (fix.yaml_edit)."""
     from overlap_cli.fix import yaml_edit
 
-    return yaml_edit.edit_round(current, findings, checked.view.cfg, comments)
+    return yaml_edit.edit_round(current, findings, checked.view.cfg, comments, checked.view.release)
 
 
 def fix_session(text: str):

@@ -58,7 +58,7 @@ def _load(spec: str, text: Optional[str], target: Target, overrides, invocation)
     if (target.get("recipe") or target.get("base")) and target.source("recipe") == "flag" or target.get("base"):
         raise InputError(InputProblem(spec, "a Python run starts where its own code says (its recipe call or "
                                             "ConfigContainer.from_yaml): --recipe / --base apply to YAML override files"))
-    cfg = load_python(spec, text, list(overrides or ()) or None, invocation or invocation_of(target))[0]
+    cfg = load_python(spec, text, list(overrides or ()) or None, invocation or invocation_of(target), target)[0]
     start = cfg.python_run.start
     own = recipes.canonical(cfg.python_run.function) if cfg.python_run.function else None
     if own is not None and recipes.how(own) != "helper":  # Bridge's own recipe function: its name is its launch
@@ -106,7 +106,9 @@ def edit_round(current: str, findings: list, checked, comments: bool):
     """One round of ``overlap fix`` on the Python text (fix.python)."""
     from overlap_cli.fix.python import apply_round
 
-    return apply_round(checked.result.file, current, findings, checked.view.cfg.python_run)
+    target = checked.run.target
+    return apply_round(checked.result.file, current, findings, checked.view.cfg.python_run, target,
+                       invocation_of(target))
 
 
 def fix_session(text: str):

@@ -87,7 +87,7 @@ def load_found(path: str, text: str, found, target, overrides) -> Run:
     # what the launch exports is the process's environment: it wins over env_vars (setdefault)
     target = for_run(target, recipe=recipe_launch(name) or RecipeLaunch(name), launch_world_size=found.world_size,
                      launch_env=exported)
-    cfg = recipe_run(name, None, [o for o, _ in dotlist] + list(overrides or ())).load()
+    cfg = recipe_run(name, None, [o for o, _ in dotlist] + list(overrides or ()), target=target).load()
     for layer in cfg.layer_list:  # the launch's words are the command line: name the script's lines
         if layer.kind == COMMAND_LINE:
             layer.file, layer.label = path, path

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.results import Edit
 from overlap_cli.rules.registry import rule
 from overlap_cli.rules.common import finding, fmt, remove, safe, set_, unsafe
@@ -104,13 +103,13 @@ def unknown_key(view):
         return
     env_like = getattr(view, "env_variable_names", ())
     for key in co:
-        if key == "_target_" or key in bridge.COMM_OVERLAP_FIELDS:
+        if key == "_target_" or key in view.release.COMM_OVERLAP_FIELDS:
             continue
         if isinstance(key, str) and (key.isupper() or key in env_like):
             continue  # launch variables are reported by the ENV family with a fix
         import difflib  # only for a typo: start-up time
 
-        close = difflib.get_close_matches(str(key), list(bridge.COMM_OVERLAP_FIELDS), n=1)
+        close = difflib.get_close_matches(str(key), list(view.release.COMM_OVERLAP_FIELDS), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         yield finding(
             view,

@@ -10,7 +10,6 @@ check silent.
 
 from __future__ import annotations
 
-from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.frameworks.raises import Raise, failing
 from overlap_cli.rules.common import finding
 from overlap_cli.rules.registry import rule
@@ -46,8 +45,8 @@ def value(view, section: str, key: str):
         sec = view.final[section]
         if key in sec:
             return sec[key]
-        if section == "model" and view.cfg.section("model") is not None and key in bridge.LAUNCH_MODEL_DEFAULTS:
-            return bridge.LAUNCH_MODEL_DEFAULTS[key]
+        if section == "model" and view.cfg.section("model") is not None and key in view.release.LAUNCH_MODEL_DEFAULTS:
+            return view.release.LAUNCH_MODEL_DEFAULTS[key]
     elif view.cfg.has((section, key)):
         return view.cfg.get((section, key))
     from overlap_cli.frameworks.bridge import releases

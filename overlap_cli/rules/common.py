@@ -10,7 +10,6 @@ if TYPE_CHECKING:
     from typing import Any, Optional
 
 from overlap_cli.results import USERS_VALUE, Edit, Finding, Fix, same_value
-from overlap_cli.frameworks.bridge import facts as bridge
 
 
 def finding(view, code: str, severity: str, message: str, key: Optional[str] = None, fix: Optional[Fix] = None) -> Finding:
@@ -143,7 +142,7 @@ def model_value(view, key: str, at_setup: bool = False) -> Any:
     source = view.model_at_setup if at_setup and view.model_at_setup else view.final.get("model", {})
     if key in source:
         return source[key]
-    return bridge.LAUNCH_MODEL_DEFAULTS.get(key)
+    return view.release.LAUNCH_MODEL_DEFAULTS.get(key)
 
 
 def model_key(view, key: str, fallback: str) -> str:

@@ -58,7 +58,7 @@ def _move_into_mixed_precision(view, key: str, value):
     raw = view.cfg.data.get("mixed_precision")
     edits = []
     if isinstance(raw, str):
-        recipe = bridge.lookup_mp_recipe(raw) or {}
+        recipe = bridge.lookup_mp_recipe(raw, view.release) or {}
         spelled = {"_target_": "megatron.bridge.training.mixed_precision.MixedPrecisionConfig"}
         for k, v in recipe.items():
             if k in ("fp8_param", "fp4_param"):
@@ -95,7 +95,7 @@ def unknown_recipe(view):
     if view.mp_unknown_name is not None:
         import difflib
 
-        close = difflib.get_close_matches(view.mp_unknown_name.replace("-", "_"), list(bridge.MP_RECIPES), n=1)
+        close = difflib.get_close_matches(view.mp_unknown_name.replace("-", "_"), list(view.release.MP_RECIPES), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         yield finding(
             view,
@@ -128,11 +128,11 @@ def unknown_key(view):
     if not isinstance(raw, dict):
         return
     for key in raw:
-        if key == "_target_" or key in bridge.MP_DEFAULTS:
+        if key == "_target_" or key in view.release.MP_DEFAULTS:
             continue
         import difflib
 
-        close = difflib.get_close_matches(str(key), list(bridge.MP_DEFAULTS), n=1)
+        close = difflib.get_close_matches(str(key), list(view.release.MP_DEFAULTS), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         yield finding(
             view,

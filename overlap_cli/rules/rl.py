@@ -259,7 +259,9 @@ def ddp_key_not_passed(view):
     section = view.cfg.raw(MEG + ("distributed_data_parallel_config",))
     if not isinstance(section, dict):
         return
-    from overlap_cli.frameworks.bridge.facts import DDP_DEFAULTS
+    from overlap_cli.frameworks.bridge import releases
+
+    DDP_DEFAULTS = releases.of(view.target).DDP_DEFAULTS  # noqa: N806 (the release's table, read-only)
 
     for name in section:
         if name in DDP_KEYS_PASSED:

@@ -18,7 +18,7 @@ def setup_comm_overlap(r: Resolved, co: dict, prov: dict) -> None:
 
     release = releases.of(target)
     model, ddp = r.final["model"], r.final["ddp"]
-    known = bridge.COMM_OVERLAP_FIELDS
+    known = release.COMM_OVERLAP_FIELDS
     if "tp_comm_overlap" not in co:
         r.comm_overlap_missing_required = True
     # finalize(): snapshot of the user's fields. ``None`` means "let Bridge decide" for every field.
@@ -124,7 +124,7 @@ def setup_comm_overlap(r: Resolved, co: dict, prov: dict) -> None:
         if r.pp > 1 and r.vp > 1:
             dp_defaults.update(release.DP_OVERLAP_WHEN_INTERLEAVED)
     r.dp_defaults = dict(dp_defaults)
-    dp_cfg = {k: None for k in bridge.COMM_OVERLAP_FIELDS if k not in ("tp_comm_overlap", "data_parallel_size")}
+    dp_cfg = {k: None for k in release.COMM_OVERLAP_FIELDS if k not in ("tp_comm_overlap", "data_parallel_size")}
     dp_cfg.update(dp_defaults)
     for k, v in user.items():
         dp_cfg[k] = v

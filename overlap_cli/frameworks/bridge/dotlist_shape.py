@@ -15,20 +15,18 @@ from overlap_cli.config.overrides import StructShape
 from overlap_cli.frameworks.bridge.schema import ALWAYS_PRESENT_SECTIONS, OPTIONAL_SECTIONS, known_field
 
 
-def field_default(section: str, name: str) -> Any:
-    """The class default of Bridge's config field ``section.name`` (a field known_field knows)."""
-    from overlap_cli.frameworks.bridge import facts as bridge
-
+def field_default(release, section: str, name: str) -> Any:
+    """The class default of Bridge's config field ``section.name`` in ``release`` (a field known_field knows)."""
     if section == "comm_overlap":
-        return bridge.COMM_OVERLAP_FIELDS.get(name)
+        return release.COMM_OVERLAP_FIELDS.get(name)
     if section == "mixed_precision":
-        return bridge.MP_DEFAULTS.get(name)
-    defaults = bridge.SECTION_DEFAULTS[section]
+        return release.MP_DEFAULTS.get(name)
+    defaults = release.SECTION_DEFAULTS[section]
     if name in defaults:
         return defaults[name]
-    if section == "model" and name in bridge.LAUNCH_MODEL_DEFAULTS:
-        return bridge.LAUNCH_MODEL_DEFAULTS[name]
-    return bridge.OTHER_FIELD_DEFAULTS[(section, name)]
+    if section == "model" and name in release.LAUNCH_MODEL_DEFAULTS:
+        return release.LAUNCH_MODEL_DEFAULTS[name]
+    return release.OTHER_FIELD_DEFAULTS[(section, name)]
 
 
 def dataclass_fields(target: Any) -> frozenset:
@@ -37,10 +35,28 @@ def dataclass_fields(target: Any) -> frozenset:
     return config_fields(target)
 
 
-BRIDGE_CONFIG = StructShape(
-    always_present=frozenset(ALWAYS_PRESENT_SECTIONS),
-    optional=frozenset(OPTIONAL_SECTIONS),
-    known_field=known_field,
-    field_default=field_default,
-    dataclass_fields=dataclass_fields,
-)
+_SHAPES: dict = {}
+
+
+def shape_of(release) -> StructShape:
+    """The shape of the ConfigContainer of ``release`` (a frameworks.bridge.releases module): its fields
+    and their class defaults, one per release."""
+    import functools
+
+    shape = _SHAPES.get(release.BRIDGE_VERSION)
+    if shape is None:
+        shape = _SHAPES[release.BRIDGE_VERSION] = StructShape(
+            always_present=frozenset(ALWAYS_PRESENT_SECTIONS),
+            optional=frozenset(OPTIONAL_SECTIONS),
+            known_field=functools.partial(known_field, release),
+            field_default=functools.partial(field_default, release),
+            dataclass_fields=dataclass_fields,
+        )
+    return shape
+
+
+def bridge_config(target) -> StructShape:
+    """The shape of the ConfigContainer of the Megatron-Bridge release ``target`` names."""
+    from overlap_cli.frameworks.bridge import releases
+
+    return shape_of(releases.of(target))

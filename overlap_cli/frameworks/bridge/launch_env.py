@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from typing import Any, Optional
 
 from overlap_cli.results import Value
-from overlap_cli.frameworks.bridge import facts as bridge
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
 from overlap_cli.launch_profile.profile import HOPPER_OR_OLDER, SM100_OR_NEWER
 
@@ -90,7 +89,7 @@ def facts(view) -> Facts:
     overlaps = [ddp.get("overlap_grad_reduce"), ddp.get("overlap_param_gather")]
     dp_overlap: Optional[bool] = True if True in overlaps else (None if None in overlaps else False)
     dispatcher = model.get("moe_token_dispatcher_type")
-    backend = model.get("moe_flex_dispatcher_backend", bridge.LAUNCH_MODEL_DEFAULTS["moe_flex_dispatcher_backend"])
+    backend = model.get("moe_flex_dispatcher_backend", view.release.LAUNCH_MODEL_DEFAULTS["moe_flex_dispatcher_backend"])
     flex = None
     if model.get("moe_enable_deepep") is True:
         flex = "deepep"  # deprecated switch: MCore turns it into the flex dispatcher's DeepEP backend

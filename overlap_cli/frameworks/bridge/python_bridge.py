@@ -111,6 +111,7 @@ class Context(Library):
     module: Optional[str] = None
     closest: Optional[Callable] = None
     invocation: Optional[object] = None  # python_stdlib.Invocation: the script's words and environment
+    release: Optional[object] = None  # frameworks.bridge.releases' module: the classes' fields and defaults
 
     def chosen_call(self, interp: Interpreter, reason: str):
         """A config built by one of a mapping's functions, not known which: every key unknown, for the reason."""
@@ -216,7 +217,7 @@ class Context(Library):
         if name == "MixedPrecisionConfig" and is_bridge_module(func.module):
             if args or "**" in kwargs or any(isinstance(v, Unknown) for v in kwargs.values()):
                 return Unknown(f"MixedPrecisionConfig(...) at {interp.at(node)} with arguments overlap-cli cannot read")
-            return pv.mixed_precision_object(kwargs)
+            return pv.mixed_precision_object(kwargs, self.release)
         if name == "CommOverlapConfig":
             if "tp_comm_overlap" not in kwargs and not args and "**" not in kwargs:
                 raise Refusal("CommOverlapConfig(...) without tp_comm_overlap: the dataclass has no default for it "
@@ -226,15 +227,15 @@ class Context(Library):
             for k, v in kwargs.items():
                 if k == "tp_comm_overlap_cfg" and isinstance(v, str):
                     self.check_write(("comm_overlap", "tp_comm_overlap_cfg"), v, node.lineno, node.col_offset + 1)
-            return pv.comm_overlap_config(kwargs)
+            return pv.comm_overlap_config(kwargs, self.release)
         if pv.is_preset_name(name) if name.startswith("userbuffers_") else False:
             return Unknown("a preset called as a function")
-        if name in pv.mixed_precision_names() and not args:
-            return pv.mixed_precision_value(name)
+        if name in pv.mixed_precision_names(self.release) and not args:
+            return pv.mixed_precision_value(name, self.release)
         if name == "get_mixed_precision_config" and len(args) == 1:
             if isinstance(args[0], Unknown):
                 return args[0]
-            value = pv.mixed_precision_value(args[0]) if isinstance(args[0], str) else None
+            value = pv.mixed_precision_value(args[0], self.release) if isinstance(args[0], str) else None
             return value if value is not None else Unknown(f"get_mixed_precision_config({args[0]!r}) at {interp.at(node)}: not a recipe overlap-cli knows")
         target = pv.config_class_target(func.module, name)
         if target is not None or (pv.looks_like_config_class(func.module, name) and not self.is_recipe(name, func.module)):

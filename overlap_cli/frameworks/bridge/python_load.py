@@ -33,11 +33,12 @@ def is_python(spec: Optional[str]) -> bool:
     return spec is not None and split_spec(spec)[0].lower().endswith(".py")
 
 
-def context(file: str, invocation=None):
+def context(file: str, invocation=None, target=None):
     """The reader's Context for checking ``file``: the catalog's recipes and aliases, from_yaml relative
     to the file's folder or the working directory; ``invocation`` (python_stdlib.Invocation) how the script
-    is run (None: by itself, without words, in the environment nobody states)."""
-    from overlap_cli.frameworks.bridge import recipes
+    is run (None: by itself, without words, in the environment nobody states); ``target``: where it runs (its
+    release decides Bridge's classes' fields and defaults)."""
+    from overlap_cli.frameworks.bridge import recipes, releases
     from overlap_cli.frameworks.bridge.python_reader import Context
 
     def recipe(name: str, module: Optional[str] = None):
@@ -66,7 +67,7 @@ def context(file: str, invocation=None):
         return (module, text) if text is not None else None
 
     return Context(recipe=recipe, is_recipe=is_recipe, from_yaml=from_yaml, closest=recipes.closest, sources=sources,
-                   invocation=invocation)
+                   invocation=invocation, release=releases.of(target))
 
 
 def list_runs(path: str, text: str) -> list:
@@ -105,7 +106,7 @@ def not_a_run_problem(path: str, text: str) -> Optional[InputProblem]:
     return None
 
 
-def read_run(spec: str, text: Optional[str] = None, invocation=None):
+def read_run(spec: str, text: Optional[str] = None, invocation=None, target=None):
     """The PythonRun named by ``spec``; InputError (one line) for bad Python or a run that cannot start."""
     from overlap_cli.config.safe_read import read_text
     from overlap_cli.frameworks.bridge import python_reader as pr
@@ -114,7 +115,7 @@ def read_run(spec: str, text: Optional[str] = None, invocation=None):
     if text is None:
         text = read_text(path)
     try:
-        runs = pr.read_runs(text, path, context(path, invocation), function)
+        runs = pr.read_runs(text, path, context(path, invocation, target), function)
     except pr.BadPython as exc:
         raise InputError(InputProblem(path, exc.message, line=exc.line, column=exc.column)) from None
     except pr.Refusal as exc:
@@ -133,13 +134,14 @@ def read_run(spec: str, text: Optional[str] = None, invocation=None):
     return run, text
 
 
-def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list] = None, invocation=None):
+def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list] = None, invocation=None,
+                target=None):
     """(Config, PythonRun) of the run ``spec`` (``invocation``: how the script is run, python_stdlib)."""
     import copy
 
     from overlap_cli.config.document import Config, Layer
 
-    run, text = read_run(spec, text, invocation)
+    run, text = read_run(spec, text, invocation, target)
     path = run.file
     data = copy.deepcopy(run.data)
     if run.start.kind == "recipe":
@@ -170,9 +172,9 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
         from overlap_cli.config.overrides import apply_overrides
 
         cfg.layer_list.append(Layer("command line", "command line", None, {}))
-        from overlap_cli.frameworks.bridge.dotlist_shape import BRIDGE_CONFIG
+        from overlap_cli.frameworks.bridge.dotlist_shape import bridge_config
 
-        apply_overrides(cfg, overrides, base_label=run.label, shape=BRIDGE_CONFIG)
+        apply_overrides(cfg, overrides, base_label=run.label, shape=bridge_config(target))
         for ov in overrides:
             for q in [q for q in owner if q[: len(ov.path)] == ov.path]:
                 del owner[q]

@@ -74,14 +74,14 @@ def _apply_dotlists(interp: Interpreter, state: ConfigState, words: list, site, 
     """The dotlists applied as Hydra applies them (config.overrides.apply_overrides over the config as it is)."""
     from overlap_cli.config.document import Config
     from overlap_cli.config.overrides import apply_overrides, parse_override
-    from overlap_cli.frameworks.bridge.dotlist_shape import BRIDGE_CONFIG
+    from overlap_cli.frameworks.bridge.dotlist_shape import shape_of
     from overlap_cli.problems import InputError
 
     temp = Config(file=interp.file, data=copy.deepcopy(state.data), positions={})
     temp.unknown = dict(state.unknown)
     try:
         parsed = [parse_override(w) for w in words]
-        apply_overrides(temp, parsed, base_label=f"the config at {interp.at(node)}", shape=BRIDGE_CONFIG)
+        apply_overrides(temp, parsed, base_label=f"the config at {interp.at(node)}", shape=shape_of(interp.ctx.release))
     except InputError as exc:
         raise Refusal(f"{where}: {exc.problem.message}", node.lineno, node.col_offset + 1) from None
     for ov in parsed:

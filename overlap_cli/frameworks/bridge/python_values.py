@@ -19,12 +19,11 @@ MP_TARGET = "megatron.bridge.training.mixed_precision.MixedPrecisionConfig"
 TORCH_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "uint8", "float8_e4m3fn", "float8_e5m2")
 
 
-def comm_overlap_config(kwargs: dict) -> dict:
-    """The dump of ``CommOverlapConfig(**kwargs)``; Refusal-free: the caller checks ``tp_comm_overlap``."""
-    from overlap_cli.frameworks.bridge.facts import COMM_OVERLAP_FIELDS
-
+def comm_overlap_config(kwargs: dict, release) -> dict:
+    """The dump of ``CommOverlapConfig(**kwargs)`` in ``release`` (a frameworks.bridge.releases module);
+    Refusal-free: the caller checks ``tp_comm_overlap``."""
     out = {"_target_": COMM_OVERLAP_TARGET}
-    for key, default in COMM_OVERLAP_FIELDS.items():
+    for key, default in release.COMM_OVERLAP_FIELDS.items():
         out[key] = None if default == "<required>" else default
     out.update(kwargs)
     return dict(sorted(out.items()))
@@ -44,17 +43,15 @@ def preset_value(name: str) -> dict:
     return serialized_form(name)
 
 
-def mixed_precision_names() -> set:
-    from overlap_cli.frameworks.bridge.facts import MP_RECIPES
-
-    return set(MP_RECIPES)
+def mixed_precision_names(release) -> set:
+    return set(release.MP_RECIPES)
 
 
-def mixed_precision_value(name: str):
+def mixed_precision_value(name: str, release):
     """The dump of the MixedPrecisionConfig recipe ``name`` returns, or None when Bridge has no such recipe."""
     from overlap_cli.frameworks.bridge.facts import lookup_mp_recipe
 
-    fields = lookup_mp_recipe(name)
+    fields = lookup_mp_recipe(name, release)
     if fields is None:
         return None
     out = {"_target_": MP_TARGET, **{k: (dict(v) if isinstance(v, dict) else v) for k, v in fields.items()}}
@@ -90,14 +87,14 @@ _BRIDGE_CONFIG = "megatron.bridge.training.config"
 _CORE_DDP = "megatron.core.distributed.distributed_data_parallel_config.DistributedDataParallelConfig"
 
 # The config classes whose every field overlap-cli reads has the default it holds for a key a config leaves
-# out (facts.SECTION_DEFAULTS, LAUNCH_MODEL_DEFAULTS, OTHER_FIELD_DEFAULTS; checked against the classes'
+# out (the release's SECTION_DEFAULTS, LAUNCH_MODEL_DEFAULTS, OTHER_FIELD_DEFAULTS; checked against the classes'
 # source and against the dumps Bridge writes of its own recipes): the class name, the modules a run may
 # import it from -> the ``_target_`` a dump of it writes (the module that defines the class).
 #   megatron-bridge 0.6.2: training/config.py:90 DistributedDataParallelConfig, :121 OptimizerConfig,
 #   :146 DistributedInitConfig, :223 GPTDatasetConfig, :393 SchedulerConfig, :442 TrainingConfig,
 #   :497 CheckpointConfig, :632 LoggerConfig, :736 ProfilingConfig, :181 RerunStateMachineConfig;
 #   training/tokenizers/config.py:24 TokenizerConfig; models/gpt_provider.py:129 GPTModelProvider
-#   (its defaults are facts.MODEL_DEFAULTS / LAUNCH_MODEL_DEFAULTS; gradient_accumulation_fusion is
+#   (its defaults are the release's MODEL_DEFAULTS / LAUNCH_MODEL_DEFAULTS; gradient_accumulation_fusion is
 #   computed where it is built, gpt_provider.py:205).
 #   megatron-core 0.19.2: distributed/distributed_data_parallel_config.py:12 DistributedDataParallelConfig
 #   (re-exported by megatron/core/distributed/__init__.py:9); megatron/training/config/common_config.py:7
@@ -149,13 +146,11 @@ def looks_like_config_class(module: str, name: str) -> bool:
         name.endswith("Config") or "Provider" in name)
 
 
-def mixed_precision_object(kwargs: dict) -> dict:
+def mixed_precision_object(kwargs: dict, release) -> dict:
     """The dump of ``MixedPrecisionConfig(**kwargs)`` (training/mixed_precision.py:33): its defaults
-    (facts.MP_DEFAULTS) and the fields given. ``__init__`` sets the fields in their order and ``__setattr__``
+    (the release's MP_DEFAULTS) and the fields given. ``__init__`` sets the fields in their order and ``__setattr__``
     (mixed_precision.py:77-95) then makes fp8_param / fp4_param equal to the *_param_gather set after them."""
-    from overlap_cli.frameworks.bridge.facts import MP_DEFAULTS
-
-    out = {"_target_": MP_TARGET, **{k: (dict(v) if isinstance(v, dict) else v) for k, v in MP_DEFAULTS.items()}}
+    out = {"_target_": MP_TARGET, **{k: (dict(v) if isinstance(v, dict) else v) for k, v in release.MP_DEFAULTS.items()}}
     out.update(kwargs)
     for param in ("fp8_param", "fp4_param"):
         out[param] = out.get(param + "_gather")

@@ -250,7 +250,9 @@ def built_fields(data: dict, transformer_engine: bool) -> dict:
     ddp = data.get("ddp") if isinstance(data.get("ddp"), dict) else {}
     mp = data.get("mixed_precision")
     if isinstance(mp, str):
-        mp = facts.lookup_mp_recipe(mp)
+        from overlap_cli.frameworks.bridge import releases
+
+        mp = facts.lookup_mp_recipe(mp, releases.BRIDGE.get(versions()["megatron-bridge"]))  # the catalog's release
     if (ddp.get("reuse_grad_buf_for_mxfp8_param_ag") is True and ddp.get("fp8_param_gather") is False
             and isinstance(mp, dict) and mp.get("fp8_param_gather") is True):
         out[("ddp", "fp8_param_gather")] = (True, _DDP_NOTE)

@@ -27,13 +27,14 @@ from overlap_cli.launch_profile.profile import Target
 def resolve(cfg: Config, target: Target) -> Resolved:
     from overlap_cli.frameworks.bridge import releases
 
-    effective_keys = releases.of(target).EFFECTIVE_KEYS  # the keys every result's ``effective`` holds
+    release = releases.of(target)
+    effective_keys = release.EFFECTIVE_KEYS  # the keys every result's ``effective`` holds
     validate_types(cfg)
     r = Resolved(cfg=cfg, target=target)
 
     # Start from what the file says, falling back to the dataclass defaults.
     final: dict = {}
-    for section, defaults in bridge.SECTION_DEFAULTS.items():
+    for section, defaults in release.SECTION_DEFAULTS.items():
         sec = cfg.section(section) or {}
         merged = dict(defaults)
         merged.update({k: v for k, v in sec.items() if k != "_target_"})
@@ -48,7 +49,7 @@ def resolve(cfg: Config, target: Target) -> Resolved:
                 where += f" through the interpolation {cfg.raw_interpolations.get((section, key), '${...}')}"
             return Value(final[section][key], USER, f"set {'on' if where == 'the command line' else 'in'} {where}",
                          layer if cfg.layered else None)
-        default = bridge.SECTION_DEFAULTS[section].get(key)
+        default = release.SECTION_DEFAULTS[section].get(key)
         return Value(default, DEFAULT, "not in the file: Megatron-Core/Bridge class default")
 
     for key in effective_keys:
@@ -65,15 +66,15 @@ def resolve(cfg: Config, target: Target) -> Resolved:
     # -- 2. mixed precision ---------------------------------------------------------------------
     mp_raw = cfg.data.get("mixed_precision")
     if isinstance(mp_raw, str):
-        recipe = bridge.lookup_mp_recipe(mp_raw)
+        recipe = bridge.lookup_mp_recipe(mp_raw, release)
         r.mp_name = mp_raw
         if recipe is None:
             r.mp_unknown_name = mp_raw  # Bridge raises ValueError; nothing is applied
         else:
             r.mp = bridge.finalize_mp(recipe)
     elif isinstance(mp_raw, dict):
-        mp = dict(bridge.MP_DEFAULTS)
-        mp.update({k: v for k, v in mp_raw.items() if k in bridge.MP_DEFAULTS})
+        mp = dict(release.MP_DEFAULTS)
+        mp.update({k: v for k, v in mp_raw.items() if k in release.MP_DEFAULTS})
         # __setattr__ keeps fp8_param == fp8_param_gather (and fp4) once both exist: the later field wins.
         if "fp8_param_gather" in mp_raw or mp.get("fp8_param") is None:
             mp["fp8_param"] = mp["fp8_param_gather"]

@@ -33,6 +33,7 @@ class BridgeRun:
     python: Optional[str] = None  # FILE or FILE::FUNCTION
     files: tuple = ()
     dotlist: tuple = ()
+    target: Optional[object] = None  # where it runs: its release decides the config's fields and defaults
 
     @property
     def label(self) -> str:
@@ -48,9 +49,11 @@ class BridgeRun:
         if self.python:
             from overlap_cli.frameworks.bridge.python_load import load_python
 
-            return load_python(self.python, text, overrides)[0]
+            return load_python(self.python, text, overrides, target=self.target)[0]
         from overlap_cli.config.layers import Stack, load_layered
-        from overlap_cli.frameworks.bridge.dotlist_shape import BRIDGE_CONFIG
+        from overlap_cli.frameworks.bridge.dotlist_shape import bridge_config
+
+        shape = bridge_config(self.target)
 
         top = self.files[-1] if self.files else None
         stack = Stack(recipe=None if self.base else self.recipe, base=self.base, lower=tuple(self.files[:-1]),
@@ -60,8 +63,8 @@ class BridgeRun:
                 raise InputError(InputProblem("<command line>", "no config file given"))
             from overlap_cli.config.loader import load_config
 
-            return load_config(top, overrides, text=text, shape=BRIDGE_CONFIG)  # one file, nothing under it
-        return load_layered(top, stack, overrides, text if top is not None else None, BRIDGE_CONFIG)
+            return load_config(top, overrides, text=text, shape=shape)  # one file, nothing under it
+        return load_layered(top, stack, overrides, text if top is not None else None, shape)
 
 
 def unknown_recipe(name: str, where: str = "--recipe") -> InputProblem:
@@ -100,11 +103,12 @@ def recipe_name(name: str) -> str:
     return recipe_layer(name).name
 
 
-def recipe_run(name: str, override_file: Optional[str] = None, dotlist=()) -> BridgeRun:
+def recipe_run(name: str, override_file: Optional[str] = None, dotlist=(), target=None) -> BridgeRun:
     """The run ``run_recipe.py --recipe NAME [--config-file FILE] key=value ...`` launches: the recipe (a
     function name or a public alias), the override file merged onto it, then the dotlist words (strings
     as written, or parsed overrides). ``.load()`` gives its Config; InputError for an unknown recipe."""
     from overlap_cli.config.overrides import parse_override
 
     parsed = tuple(parse_override(w) if isinstance(w, str) else w for w in dotlist)
-    return BridgeRun(recipe=recipe_name(name), files=(override_file,) if override_file else (), dotlist=parsed)
+    return BridgeRun(recipe=recipe_name(name), files=(override_file,) if override_file else (), dotlist=parsed,
+                     target=target)

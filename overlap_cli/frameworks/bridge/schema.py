@@ -122,16 +122,15 @@ ALWAYS_PRESENT_SECTIONS = ("model", "ddp", "optimizer")
 OPTIONAL_SECTIONS = ("comm_overlap", "mixed_precision")
 
 
-def known_field(section: str, key: str) -> bool:
-    """Whether ``section.key`` is a field this tool knows of Bridge's config class for that section."""
-    from overlap_cli.frameworks.bridge import facts as bridge
-
+def known_field(release, section: str, key: str) -> bool:
+    """Whether ``section.key`` is a field this tool knows of Bridge's config class for that section in
+    ``release`` (a frameworks.bridge.releases module)."""
     if section in ALWAYS_PRESENT_SECTIONS:
-        return key in bridge.SECTION_DEFAULTS.get(section, {}) or (section, key) in KEY_TYPES
+        return key in release.SECTION_DEFAULTS.get(section, {}) or (section, key) in KEY_TYPES
     if section == "comm_overlap":
-        return key in bridge.COMM_OVERLAP_FIELDS
+        return key in release.COMM_OVERLAP_FIELDS
     if section == "mixed_precision":
-        return key in bridge.MP_DEFAULTS
+        return key in release.MP_DEFAULTS
     return False
 
 

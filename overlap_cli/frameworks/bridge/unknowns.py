@@ -38,7 +38,7 @@ def _candidates(section: str, key: str, default) -> list:
     return [default]
 
 
-def _inputs(cfg) -> list:
+def _inputs(cfg, release) -> list:
     """(path, candidates) of every input the resolver reads that the run leaves unknown."""
     from overlap_cli.frameworks.bridge import facts
 
@@ -47,17 +47,17 @@ def _inputs(cfg) -> list:
     def unknown(path: tuple) -> bool:
         return unknown_reason(cfg, path) is not None
 
-    for section, defaults in facts.SECTION_DEFAULTS.items():
+    for section, defaults in release.SECTION_DEFAULTS.items():
         for key, default in defaults.items():
             if unknown((section, key)):
                 out.append(((section, key), _candidates(section, key, default)))
     if unknown(("comm_overlap",)):
         from overlap_cli.frameworks.bridge.python_values import comm_overlap_config
 
-        out.append((("comm_overlap",), [None, comm_overlap_config({"tp_comm_overlap": True}),
-                                        comm_overlap_config({"tp_comm_overlap": False})]))
+        out.append((("comm_overlap",), [None, comm_overlap_config({"tp_comm_overlap": True}, release),
+                                        comm_overlap_config({"tp_comm_overlap": False}, release)]))
     else:
-        for key, default in facts.COMM_OVERLAP_FIELDS.items():
+        for key, default in release.COMM_OVERLAP_FIELDS.items():
             if isinstance(cfg.data.get("comm_overlap"), dict) and unknown(("comm_overlap", key)):
                 out.append((("comm_overlap", key), _COMM_OVERLAP_CANDIDATES.get(key, [None])))
     if unknown(("mixed_precision",)):
@@ -122,9 +122,10 @@ def resolve_all(cfg, target) -> list:
     """The resolved views of the run's samples (one view when nothing it reads is unknown)."""
     from overlap_cli.frameworks.bridge.resolver import resolve
 
+    from overlap_cli.frameworks.bridge import releases
     from overlap_cli.problems import InputError
 
-    inputs = _inputs(cfg) if cfg.unknown else []
+    inputs = _inputs(cfg, releases.of(target)) if cfg.unknown else []
     if not inputs:
         return [resolve(cfg, target)], []
     views = []
@@ -231,8 +232,6 @@ class ReadWatch:
     finding built on a class default standing in for an unknown value is not reported as a fact."""
 
     def __init__(self, view):
-        from overlap_cli.frameworks.bridge import facts
-
         self.view, self.reads, self._restore = view, set(), []
         cfg = view.cfg
         unknown = cfg.unknown
@@ -248,7 +247,7 @@ class ReadWatch:
             def reason(key):
                 return unknown.get((section, key)) or whole
 
-            return _Watched(value, section, written, reason, facts.SECTION_DEFAULTS.get(section, {}), self.reads)
+            return _Watched(value, section, written, reason, view.release.SECTION_DEFAULTS.get(section, {}), self.reads)
 
         sections = [s for s in {p[0] for p in unknown if p} if s]
         if () in unknown:

@@ -67,6 +67,13 @@ class Resolved:
         return self.vpp or 1
 
     @property
+    def release(self):
+        """The data of the Megatron-Bridge release this run is checked against (frameworks.bridge.releases)."""
+        from overlap_cli.frameworks.bridge import releases
+
+        return releases.of(self.target)
+
+    @property
     def env_variable_names(self) -> tuple:
         """comm_overlap keys that are launch variables: the ENV family reports them (CFG003 skips them)."""
         from overlap_cli.frameworks.bridge.launch_env import misplaced_names

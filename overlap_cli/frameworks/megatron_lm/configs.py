@@ -74,8 +74,9 @@ def build_configs(r, a, prov, known, unknown, fail) -> None:
     if a.get("use_torch_fsdp2") is True:
         # training.py:1980-1982: Torch-FSDP2 gets TorchFullyShardedDataParallelConfig(reshard_after_forward) only;
         # every other field keeps DistributedDataParallelConfig's default.
-        from overlap_cli.frameworks.bridge.facts import DDP_DEFAULTS
+        from overlap_cli.frameworks.bridge import releases as bridge_releases
 
+        DDP_DEFAULTS = bridge_releases.of(r.target).DDP_DEFAULTS  # noqa: N806 (megatron-core's class defaults)
         for key in effective_keys:
             section, name = key.split(".", 1)
             if section == "ddp" and name != "bucket_size":

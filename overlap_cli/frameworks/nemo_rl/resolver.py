@@ -81,6 +81,7 @@ class NemoRLView:
     dp_error: Optional[str] = None
     notes: list = field(default_factory=list)
     framework: str = FRAMEWORK
+    target: Optional[Any] = None  # where it runs (launch_profile.Target): its release's classes and defaults
 
     @property
     def file(self) -> str:
@@ -135,9 +136,9 @@ def resolve(cfg, target) -> NemoRLView:
     _precision(cfg, eff)
     for key, value, reason in FIXED_BY_NEMO_RL:
         eff[key] = Value(value, DEFAULT, reason)
-    _never_passed(cfg, eff)
+    _never_passed(cfg, eff, target)
     values = {k: v.value for k, v in eff.items()}
-    view = NemoRLView(cfg=cfg, effective=eff, values=values)
+    view = NemoRLView(cfg=cfg, effective=eff, values=values, target=target)
     _world(view, target)
     _bucket(view)
     view.values = {k: v.value for k, v in view.effective.items()}
@@ -173,8 +174,12 @@ def _precision(cfg, eff: dict) -> None:
                                                         f"({SETUP}:1046-1047)", layer=prec.layer)
 
 
-def _never_passed(cfg, eff: dict) -> None:
-    from overlap_cli.frameworks.bridge.facts import DDP_DEFAULTS, MODEL_DEFAULTS, OPTIMIZER_DEFAULTS
+def _never_passed(cfg, eff: dict, target) -> None:
+    from overlap_cli.frameworks.bridge import releases
+
+    release = releases.of(target)  # the Megatron-Bridge / Megatron-Core classes NeMo-RL builds
+    DDP_DEFAULTS, MODEL_DEFAULTS, OPTIMIZER_DEFAULTS = (  # noqa: N806 (the release's tables, read-only)
+        release.DDP_DEFAULTS, release.MODEL_DEFAULTS, release.OPTIMIZER_DEFAULTS)
 
     for name in NEVER_PASSED:
         eff[f"ddp.{name}"] = Value(DDP_DEFAULTS[name], DEFAULT,

@@ -275,14 +275,15 @@ RECIPE_64 = "qwen35_vl_397b_a17b_pretrain_64gpu_b200_fp8cs_config"
 
 
 def test_fix_removes_an_assignment_comm_overlap_overwrites(tmp_path, run_cli):
-    """CFG005's removal in a Python run: the run's own line goes, as a removed YAML key does (a comment
+    """CFG005's (unsafe) removal in a Python run: the run's own line goes, as a removed YAML key does (a comment
     line saying what and why, the user's comment kept); the recipe's value is the class default, so the
     run then has what comm_overlap decides."""
     path = tmp_path / "run.py"
     path.write_text(f"from megatron.bridge.recipes import {RECIPE_64}\n\ncfg = {RECIPE_64}()\n"
                     "cfg.ddp.overlap_grad_reduce = True  # keep grads in flight\n"
                     "cfg.comm_overlap.overlap_grad_reduce = False\n")
-    code, out, err = run_cli("fix", str(path), "--write", "--world-size", "64")
+    # the run wrote the value itself: removing it is offered as unsafe (it changes no effective value)
+    code, out, err = run_cli("fix", str(path), "--write", "--world-size", "64", "--unsafe-fixes")
     text = path.read_text()
     assert "cfg.ddp.overlap_grad_reduce = True" not in text.replace("removed cfg.ddp.overlap_grad_reduce = True", "")
     assert ("# overlap: CFG005 removed cfg.ddp.overlap_grad_reduce = True (comm_overlap.overlap_grad_reduce decides it)"
@@ -298,7 +299,7 @@ def test_fix_refuses_a_removal_the_recipe_would_undo(tmp_path, run_cli):
     original = (f"from megatron.bridge.recipes import {recipe}\n\ncfg = {recipe}()\n"
                 "cfg.ddp.overlap_grad_reduce = True\ncfg.comm_overlap.overlap_grad_reduce = False\n")
     path.write_text(original)
-    code, out, err = run_cli("fix", str(path), "--write")
+    code, out, err = run_cli("fix", str(path), "--write", "--unsafe-fixes")
     assert "\ncfg.ddp.overlap_grad_reduce = True\n" in path.read_text()  # other fixes may add lines
     assert (f"CFG005 fix skipped: ddp.overlap_grad_reduce is also set in recipe {recipe}; a file merged on top "
             "cannot remove it") in err, err
