@@ -53,9 +53,15 @@ def _table(node):
     return None
 
 
+# Units of size and count (a kilo, a kibi and their powers): a default that is one of them (a loss-scale
+# window of 1000, a sequence length of 1024) cannot be told from the unit it shares a spelling with.
+_UNITS = frozenset(base ** k for base in (1000, 1024) for k in range(1, 5))
+
+
 def release_facts(paths) -> dict:
     """What the release modules at ``paths`` state: their version strings, their integers of 1,000 and more
-    (a default such as the bucket size: small numbers are everywhere), and their tables of 5 or more entries."""
+    but units (a default such as the bucket size: small numbers are everywhere), and their tables of 5 or
+    more entries."""
     versions, numbers, tables = set(), set(), []
     for path in paths:
         tree = ast.parse(Path(path).read_text(encoding="utf-8"))
@@ -69,7 +75,7 @@ def release_facts(paths) -> dict:
             value = _int_value(node)
             if value is not None:
                 inside.update(id(n) for n in ast.walk(node))
-                if value >= 1000:
+                if value >= 1000 and value not in _UNITS:
                     numbers.add(value)
             table = _table(node)
             if table is not None and len(table[1]) >= 5:

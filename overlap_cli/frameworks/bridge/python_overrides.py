@@ -81,7 +81,7 @@ def _apply_dotlists(interp: Interpreter, state: ConfigState, words: list, site, 
     temp.unknown = dict(state.unknown)
     try:
         parsed = [parse_override(w) for w in words]
-        apply_overrides(temp, parsed, base_label=f"the config at {interp.at(node)}", shape=shape_of(interp.ctx.release))
+        apply_overrides(temp, parsed, base_label=f"the config at {interp.at(node)}", shape=shape_of(interp.reader.ctx.release))
     except InputError as exc:
         raise Refusal(f"{where}: {exc.problem.message}", node.lineno, node.col_offset + 1) from None
     for ov in parsed:
