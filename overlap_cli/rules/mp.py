@@ -16,9 +16,10 @@ def ddp_overwritten(view):
     """
     ## What it does
     Flags `ddp.grad_reduce_in_fp32` or `ddp.fp8_param_gather` written by the user (in the file, an override
-    file or the command line — not a value only the catalog recipe holds) with a value that the
-    mixed-precision recipe replaces. A value set under `mixed_precision`, as Bridge's guidance asks, is the
-    one that runs: it is no finding when the `ddp` value it replaces is the recipe's.
+    file, the command line or a Python run's assignment — not a value a catalog recipe or a dump holds, which
+    is Bridge's own output) with a value that the mixed-precision recipe replaces. A value set under
+    `mixed_precision`, as Bridge's guidance asks, is the one that runs: it is no finding when the `ddp` value
+    it replaces is the recipe's or the dump's.
 
     ## Why it matters
     `MixedPrecisionConfig.setup` copies every one of its fields onto model, optimizer and ddp where a

@@ -127,3 +127,36 @@ def test_through_a_real_process(tmp_path):
     removed = [ln for ln in proc.stdout.splitlines() if ln.startswith("-") and not ln.startswith("---")]
     assert removed == [] and added[0] == "+comm_overlap:", proc.stdout
     assert added[1].startswith("+  tp_comm_overlap: false  # overlap: TP102 "), proc.stdout
+
+
+def test_nemo_rl_the_checked_file_and_the_command_line_are_written_its_defaults_chain_is_not():
+    """NeMo-RL: a value the checked recipe file or a dotlist word writes is the user's; one inherited through
+    ``defaults:`` (NeMo-RL's base config) is not, as a recipe is not for Bridge."""
+    from overlap_cli.frameworks.nemo_rl.loader import load
+    from overlap_cli.frameworks.nemo_rl.resolver import NemoRLView
+
+    path = str(ROOT / "tests" / "data" / "upstream" / "NVIDIA-NeMo+RL" / "examples" / "configs" / "recipes" / "llm"
+               / "grpo-llama3.2-1b-instruct-1n8g-megatron.yaml")
+    view = NemoRLView(cfg=load(path), effective={}, values={})
+    assert view.written("policy.megatron_cfg.enabled") == (True, f"{path}:14")
+    assert view.written("policy.megatron_cfg.tensor_model_parallel_size") is None  # grpo_math_1B.yaml's
+    word = "policy.megatron_cfg.tensor_model_parallel_size=2"
+    view = NemoRLView(cfg=load(path, overrides=(word,)), effective={}, values={})
+    assert view.written("policy.megatron_cfg.tensor_model_parallel_size") == (2, "the command line")
+
+
+def test_a_run_recipe_launch_word_is_the_users(run_cli, tmp_path):
+    """The same run as a run_recipe.py launch: its override word is the user's (named by the script's line)."""
+    launch = tmp_path / "launch.sh"
+    head = ("#!/bin/bash\ntorchrun --nproc_per_node 8 --nnodes 8 scripts/training/run_recipe.py "
+            f"--recipe {RECIPE} \\\n    model.sequence_parallel=false")
+    launch.write_text(head + "\n")
+    fix = _finding(_result(run_cli, launch), "TP102")["fix"]
+    assert fix["applicability"] == "safe"
+    assert fix["edits"] == [{"op": "set", "key": "comm_overlap.tp_comm_overlap", "value": False}]
+    run_cli("fix", launch, "--write")
+    assert launch.read_text() == head + " comm_overlap.tp_comm_overlap=false\n"
+    launch.write_text(head + " comm_overlap.tp_comm_overlap=true\n")
+    fix = _finding(_result(run_cli, launch), "TP102")["fix"]
+    assert fix["applicability"] == "unsafe"
+    assert fix["message"].endswith(f"(unsafe here: you wrote model.sequence_parallel: false at {launch}:3)"), fix["message"]

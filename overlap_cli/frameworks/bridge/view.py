@@ -88,7 +88,7 @@ class Resolved:
         return self.final.get(section, {}).get(key, default)
 
     def user_wrote(self, section: str, key: str) -> bool:
-        return written_at(self.cfg, (section, key)) is not None
+        return user_wrote(self.cfg, section, key)
 
     def written(self, key: str) -> Optional[tuple]:
         """(value, where) of the value the user wrote at the dotted ``key`` (``written_at``), None when the
