@@ -15,7 +15,8 @@ Prints a marker line and one JSON list: per case ``{"weights_and_optimizer_bytes
 "facts"}`` or ``{"error": "Type: message"}``.
 
     $OVERLAP_BRIDGE_ENV/bin/python tools/memory_reference.py < cases.json
-    $OVERLAP_BRIDGE_ENV/bin/python tools/memory_reference.py --recipes DIR > out.json   # every dump of a folder
+    $OVERLAP_BRIDGE_ENV/bin/python tools/memory_reference.py --recipes DIR [NAME...] > out.json   # every dump of a
+                                                                                          # folder, or those named
 """
 
 import contextlib
@@ -44,6 +45,46 @@ def _loadable(path: str) -> str:
     return tmp
 
 
+def _stub_tensorboard() -> None:
+    """training/setup.py imports torch.utils.tensorboard, which needs the tensorboard package (not in the
+    reference environment, and nothing here writes a log): an empty stand-in lets setup.py import."""
+    import importlib.machinery
+    import types
+
+    if "tensorboard" in sys.modules:
+        return
+    board = types.ModuleType("tensorboard")
+    board.__version__ = "2.0.0"
+    board.__spec__ = importlib.machinery.ModuleSpec("tensorboard", None)
+    writer = types.ModuleType("torch.utils.tensorboard.writer")
+    writer.SummaryWriter = object
+    package = types.ModuleType("torch.utils.tensorboard")
+    package.SummaryWriter, package.writer = object, writer
+    sys.modules.update({"tensorboard": board, "torch.utils.tensorboard": package, "torch.utils.tensorboard.writer": writer})
+
+
+def set_vocab_as_setup_does(cfg) -> dict:
+    """What setup() does to the vocabulary before the model is built (training/setup.py:292-298): the tokenizer
+    built from cfg.tokenizer, then _validate_and_set_vocab_size (setup.py:681-720) sets model.vocab_size and
+    should_pad_vocab. Only a NullTokenizer builds without the tokenizer's files; with another tokenizer the
+    model's own vocab_size stands only when setup() would keep it (use_tokenizer_vocab_size off, a size set),
+    and setup() then turns padding off. {"rows": padded rows the model allocates, "unknown": why or None}."""
+    _stub_tensorboard()
+    from megatron.bridge.training.setup import _validate_and_set_vocab_size
+    from megatron.bridge.training.tokenizers.tokenizer import build_tokenizer
+    from megatron.bridge.training.utils.theoretical_memory_utils import _get_vocab_size
+
+    use = bool(getattr(cfg.tokenizer, "use_tokenizer_vocab_size", False))
+    if cfg.tokenizer.tokenizer_type == "NullTokenizer":
+        size = build_tokenizer(cfg.tokenizer).vocab_size
+    elif not use and cfg.model.vocab_size is not None:
+        size = cfg.model.vocab_size  # what the check against the tokenizer would pass (setup.py:707-720)
+    else:
+        return {"rows": None, "unknown": f"{cfg.tokenizer.tokenizer_type} {cfg.tokenizer.tokenizer_model}: needs its files"}
+    cfg.model.vocab_size, cfg.model.should_pad_vocab = _validate_and_set_vocab_size(cfg.model.vocab_size, size, use)
+    return {"rows": _get_vocab_size(cfg.model), "unknown": None}
+
+
 def bridge_case(case: dict) -> dict:
     from megatron.bridge.training import config as bconfig
     from megatron.bridge.training.utils.theoretical_memory_utils import estimate_training_memory
@@ -52,12 +93,13 @@ def bridge_case(case: dict) -> dict:
     os.environ["WORLD_SIZE"] = str(case["world_size"])
     try:
         cfg = bconfig.ConfigContainer.from_yaml(_loadable(case["file"]))
-        # What the launch fills in before the report, as overlap-cli assumes it (estimate/inputs.py): the
-        # sequence length from the dataset, a tokenizer-given vocabulary as ASSUMED_VOCAB.
+        # What the launch fills in before the report: the sequence length from the dataset, and the vocabulary
+        # as setup() sets it (below); a vocabulary only a tokenizer's files give is not known here.
         if cfg.model.seq_length is None:
             cfg.model.seq_length = cfg.dataset.seq_length
-        if cfg.model.vocab_size is None:
-            cfg.model.vocab_size = 131072
+        vocab = set_vocab_as_setup_does(cfg)
+        if vocab["unknown"]:
+            return {"vocabulary": vocab, "facts": {}}
         # TransformerConfig.__post_init__ derives these when the provider is finalized at launch
         # (megatron/core/transformer/transformer_config.py:1329-1333); from_yaml leaves them unset:
         if cfg.model.kv_channels is None:
@@ -84,6 +126,7 @@ def bridge_case(case: dict) -> dict:
         mp = get_mixed_precision_config(mp)
     grad_fp32 = getattr(mp, "grad_reduce_in_fp32", None) if mp is not None else None
     facts = {
+        "vocabulary": vocab,
         "quantized_gemms": bool(getattr(mp, "fp8", None) or getattr(mp, "fp4", None)),
         "grad_reduce_in_fp32": bool(cfg.ddp.grad_reduce_in_fp32 if grad_fp32 is None else grad_fp32),
         "data_parallel_size": dp, "num_microbatches": m,
@@ -141,11 +184,11 @@ def main() -> None:
     import logging
 
     logging.disable(logging.CRITICAL)
-    if len(sys.argv) == 3 and sys.argv[1] == "--recipes":
-        folder = sys.argv[2]
+    if len(sys.argv) >= 3 and sys.argv[1] == "--recipes":
+        folder, only = sys.argv[2], set(sys.argv[3:])
         manifest = [json.loads(line) for line in open(os.path.join(folder, "manifest.jsonl")) if line.strip()]
         cases = [{"kind": "bridge", "file": os.path.join(folder, m["file"]), "world_size": m["world_size"],
-                  "recipe": m["recipe"]} for m in manifest]
+                  "recipe": m["recipe"]} for m in manifest if not only or m["recipe"] in only]
     else:
         cases = json.load(sys.stdin)
     results = []

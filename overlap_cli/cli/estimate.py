@@ -15,14 +15,17 @@ def estimate_one(path, opts, overrides: list, lower: tuple = ()):
     """(estimate, checked file, None) or (None, checked file, one-line error) for one config (``path`` with
     the files ``lower`` under it, as --recipe/--base merge them; path None: the base alone)."""
     from overlap_cli.check.engine import check
-    from overlap_cli.estimate.inputs import Unsupported, shape_from_view
-    from overlap_cli.estimate.model import estimate
+    from overlap_cli.estimate.inputs import NoStepTimeFigures, Unsupported, shape_from_view
+    from overlap_cli.estimate.model import MemoryOnly, estimate
 
     checked = check(path, target_from_options(opts, path), overrides, lower=lower)
     if checked.result.error is not None:
         return None, checked, checked.result.error.one_line()
     try:
-        est = estimate(shape_from_view(checked.view))
+        try:
+            est = estimate(shape_from_view(checked.view))
+        except NoStepTimeFigures as exc:  # the memory needs no peak: counted on every GPU
+            est = MemoryOnly(shape_from_view(checked.view, step_time=False), str(exc))
     except Unsupported as exc:
         return None, checked, f"{checked.result.file}: cannot estimate: {exc}"
     crashes = sorted({f.code for f in checked.result.findings if f.severity == "error"})
@@ -68,7 +71,7 @@ def estimate_command(opts) -> int:
         doc = json_document(results=[{"file": p, "estimate": e.to_json() if e else None, "error": err} for p, e, err in results])
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        from overlap_cli.estimate.render import render_text
+        from overlap_cli.estimate.render import render_memory_only, render_text
 
         first = True
         for path, est, _ in results:
@@ -76,7 +79,10 @@ def estimate_command(opts) -> int:
                 continue
             if not first:
                 sys.stdout.write("\n")
-            render_text(path, est, sys.stdout)
+            if getattr(est, "why", None) is not None:  # model.MemoryOnly: no step-time figures for the GPU
+                render_memory_only(path, est.memory, est.why, est.assumptions, sys.stdout)
+            else:
+                render_text(path, est, sys.stdout)
             first = False
     return EXIT_INPUT if failed else EXIT_CLEAN
 

@@ -18,6 +18,10 @@ class Unsupported(Exception):
     """The estimate cannot model this config; ``str(exc)`` is one sentence saying why."""
 
 
+class NoStepTimeFigures(Unsupported):
+    """The target GPU has no figures for the step time (gpus.NOT_MODELLED); its memory can still be counted."""
+
+
 class Shape:
     """Plain record of the model, batch, parallel layout, precision and overlap settings of one config."""
 
@@ -120,7 +124,10 @@ def shape_from_view(view, step_time: bool = True) -> Shape:
         gpu_name = "h100"
         assumptions.append("GPU not given (--gpu): h100 assumed")
     if gpu_name in gpu_table.NOT_MODELLED and step_time:
-        raise Unsupported(gpu_table.NOT_MODELLED[gpu_name])
+        raise NoStepTimeFigures(gpu_table.NOT_MODELLED[gpu_name])
+    unknown = unknown_input(view)
+    if unknown is not None:
+        raise Unsupported(f"{unknown}: the estimate is not built on a class default standing in for it")
     world = view.target.world_size
     # Who said the world size: the user (a flag, directive, [tool.overlap], the launch's torchrun) or not
     # (a catalog recipe's name, or none: assumed below); memory.py reads it for its verdict.
@@ -155,12 +162,11 @@ def shape_from_view(view, step_time: bool = True) -> Shape:
         raise Unsupported(f"train.global_batch_size {gbs} is not a multiple of micro_batch_size*DP = {mbs * dp}")
     microbatches = gbs // (mbs * dp)
 
-    vocab = model.get("vocab_size")
-    if vocab is None:
+    vocab, vocab_how, vocab_unknown = vocabulary(view, model, tp)
+    if vocab_unknown is not None:  # the step time's logits and embedding need a size: one is assumed and said
         vocab = ASSUMED_VOCAB
-        assumptions.append(f"model.vocab_size is null (the tokenizer sets it): {ASSUMED_VOCAB} assumed")
-    divisor = (model.get("make_vocab_size_divisible_by") or 128) * tp
-    vocab = -(-int(vocab) // divisor) * divisor  # Megatron pads the vocabulary to a multiple of this
+        assumptions.append(f"vocabulary unknown ({vocab_unknown}): {ASSUMED_VOCAB} assumed for the step time; "
+                           "the memory of the embedding and output layer is left unknown")
 
     # Layer kinds.
     experts = model.get("num_moe_experts") or 0
@@ -218,7 +224,8 @@ def shape_from_view(view, step_time: bool = True) -> Shape:
     shape = Shape(
         gpu=gpu_name, gpu_stated=gpu_stated, world=world, world_from=world_from, world_label=world_label, layers=layers_total, kinds=kinds, mixer_per_layer=mixer_per_layer,
         hidden=hidden, heads=heads, groups=groups, kv_channels=kv_channels, ffn=ffn,
-        gated=bool(model.get("gated_linear_unit")), vocab=vocab, mtp=int(mtp or 0),
+        gated=bool(model.get("gated_linear_unit")), vocab=vocab, vocab_how=vocab_how, vocab_unknown=vocab_unknown,
+        mtp=int(mtp or 0),
         tied=bool(model.get("share_embeddings_and_output_weights")),
         experts=experts, topk=model.get("moe_router_topk") or 1,
         moe_ffn=model.get("moe_ffn_hidden_size") or ffn,
@@ -269,6 +276,99 @@ def shape_from_view(view, step_time: bool = True) -> Shape:
     )
     _ = optimizer
     return shape
+
+
+# What the estimate reads: the effective settings (view.value, view.tp/pp/vp/cp) and the run's own keys (final
+# model / train / dataset / tokenizer). ddp.grad_reduce_in_fp32 is not here: an unknown one is an assumption
+# the estimate states (BF16 gradients), as for a Megatron-LM launch whose --bf16 comes from an unknown expansion.
+EFFECTIVE_INPUTS = (
+    "model.tensor_model_parallel_size", "model.pipeline_model_parallel_size", "model.virtual_pipeline_model_parallel_size",
+    "model.context_parallel_size", "model.sequence_parallel", "model.tp_comm_overlap", "model.tp_comm_overlap_cfg",
+    "model.overlap_p2p_comm", "model.overlap_moe_expert_parallel_comm", "model.delay_wgrad_compute",
+    "ddp.use_distributed_optimizer", "ddp.overlap_grad_reduce", "ddp.overlap_param_gather", "ddp.bucket_size",
+    "ddp.fp8_param_gather",
+)
+RUN_INPUTS = tuple(("model", k) for k in (
+    "num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels", "ffn_hidden_size",
+    "seq_length", "vocab_size", "make_vocab_size_divisible_by", "num_moe_experts", "moe_layer_freq", "moe_ffn_hidden_size",
+    "moe_router_topk", "moe_shared_expert_intermediate_size", "expert_model_parallel_size", "expert_tensor_parallel_size",
+    "hybrid_layer_pattern", "hybrid_override_pattern", "multi_latent_attention", "gated_linear_unit", "fp8", "fp4",
+    "recompute_granularity", "recompute_method", "recompute_num_layers", "share_embeddings_and_output_weights",
+)) + (("train", "global_batch_size"), ("train", "micro_batch_size"), ("dataset", "seq_length"),
+      ("tokenizer", "use_tokenizer_vocab_size"), ("tokenizer", "tokenizer_type"), ("tokenizer", "vocab_size"))
+
+
+def unknown_input(view):
+    """``KEY is unknown (why)`` for the first value the estimate reads that the run leaves unknown (a Python run
+    whose value comes from the environment, an argument, a call the reader cannot follow), or None. The view
+    holds a class default there; an estimate built on it would state a number nobody wrote."""
+    effective = getattr(view, "effective", None) or {}
+    for key in EFFECTIVE_INPUTS:
+        value = effective.get(key)
+        if value is not None and value.source == "unknown":
+            return f"{key} is unknown ({value.reason})"
+    cfg = view.cfg
+    if getattr(cfg, "unknown", None):
+        from overlap_cli.frameworks.bridge.unknowns import unknown_reason
+
+        for path in RUN_INPUTS:
+            reason = unknown_reason(cfg, path)
+            if reason is not None:
+                return f"{'.'.join(path)} is unknown ({reason})"
+    return None
+
+
+def _padded(size: int, model: dict, tp: int) -> int:
+    """Megatron's padding: up to a multiple of make_vocab_size_divisible_by x TP (megatron/training/vocab_utils.py:
+    45-59, _calculate_padded_vocab_size_cached, which Bridge's calculate_padded_vocab_size calls)."""
+    multiple = (model.get("make_vocab_size_divisible_by") or 128) * tp
+    return -(-int(size) // multiple) * multiple
+
+
+def tokenizer_size(cfg):
+    """(the vocabulary size the run's tokenizer reports, None) or (None, why it is not known statically). Only
+    Megatron-Core's NullTokenizer states its size in the config (``tokenizer.vocab_size``; its ``vocab_size``
+    property returns it, megatron/core/tokenizers/text/libraries/null_tokenizer.py:16-18,59-61); every other
+    tokenizer is read from its files at launch (``build_tokenizer``, training/setup.py:292)."""
+    tokenizer = cfg.get(("tokenizer",))
+    if not isinstance(tokenizer, dict):
+        return None, "no tokenizer section: the tokenizer that sets it is not in the file"
+    kind, size = tokenizer.get("tokenizer_type"), tokenizer.get("vocab_size")
+    if kind == "NullTokenizer":
+        if isinstance(size, int) and not isinstance(size, bool) and size > 0:
+            return size, None
+        return None, f"tokenizer.vocab_size is {size!r} for the NullTokenizer"
+    name = tokenizer.get("tokenizer_model")
+    return None, (f"tokenizer {kind}" + (f" {name}" if name else "") + ": its size is read from the tokenizer's "
+                  "files at launch, not known statically")
+
+
+def vocabulary(view, model: dict, tp: int) -> tuple:
+    """(vocabulary rows the model allocates, how that was decided, None) or (None, None, why it is unknown).
+
+    Bridge: as ``setup()`` sets it before the model is built (training/setup.py:292-298 in 0.6.2):
+    ``_validate_and_set_vocab_size`` (setup.py:681-720) takes the tokenizer's size when
+    ``tokenizer.use_tokenizer_vocab_size`` is set or ``model.vocab_size`` is null, and pads it
+    (``should_pad_vocab``); otherwise ``model.vocab_size`` as written, unpadded (a size below the
+    tokenizer's raises there). The provider pads only when ``should_pad_vocab`` (models/gpt_provider.py:265-270).
+    Megatron-LM: ``--vocab-size`` padded by build_tokenizer (configs.py's padded_vocab_size)."""
+    if getattr(view, "framework", None) == "megatron-lm":
+        size = model.get("padded_vocab_size") or model.get("vocab_size")
+        if size is None:
+            return None, None, "--vocab-size not given: the tokenizer sets it at launch"
+        padded = model.get("padded_vocab_size") or _padded(size, model, tp)
+        return padded, f"--vocab-size {model.get('vocab_size')} padded to {padded}", None
+    cfg = view.cfg
+    from_tokenizer = cfg.get(("tokenizer", "use_tokenizer_vocab_size")) is True
+    written = model.get("vocab_size")
+    if not from_tokenizer and written is not None:
+        return int(written), f"model.vocab_size {written} (set by the config, not padded)", None
+    size, why = tokenizer_size(cfg)
+    reason = ("tokenizer.use_tokenizer_vocab_size is true" if from_tokenizer else "model.vocab_size is null")
+    if size is None:
+        return None, None, f"{reason}, so setup() takes the tokenizer's size; {why}"
+    padded = _padded(size, model, tp)
+    return padded, f"the tokenizer's {size} ({reason}), padded to {padded}", None
 
 
 def _cuda_graph(model: dict):

@@ -194,26 +194,40 @@ NOT_STATED = ("recipe", "assumed", "unknown", "default")
 FITS_WITH_MORE_DP = "fits with more data parallelism"
 # Over the capacity of a GPU nobody named (h100 assumed, inputs.py), at every data-parallel size searched.
 GPU_NOT_STATED = "over the assumed GPU"
+# The vocabulary's rows are not known statically (inputs.vocabulary) and what the rest holds fits.
+UNKNOWN_VOCABULARY = "unknown vocabulary"
 
 
 class Memory:
+    """The count of one rank. Where the vocabulary is unknown (``unknown``: why) the terms that hold it -- the
+    embedding and output layer in the weights, the logits in the activations without pipelining -- are
+    unknown: ``total`` is None and ``floor`` is what the rest holds, which only a verdict of "over" reads."""
+
     def __init__(self, fields: dict, notes: list, differs: list, shape=None):
         self.fields, self.notes, self.differs = fields, notes, differs
         self.shape = shape
+        self.unknown = getattr(shape, "vocab_unknown", None)
         self._fits_at = False  # not searched yet (None: searched, no DP fits)
 
     @property
-    def total(self) -> float:
+    def floor(self) -> float:
+        """The sum of the terms (without the vocabulary's where it is unknown): at most the total."""
         f = self.fields
         return (f["weights_and_optimizer_bytes"] + f["activation_bytes"] + f["userbuffers_bytes"] + f["dp_buckets_bytes"]
                 + f["param_gather_buffers_bytes"] + f["ep_overlap_bytes"])
+
+    @property
+    def total(self):
+        return self.floor if self.unknown is None else None
 
     @property
     def capacity(self):
         return self.fields["capacity_bytes"]
 
     def fits(self):
-        return None if self.capacity is None else self.total <= self.capacity
+        if self.capacity is None or (self.unknown is not None and self.floor <= self.capacity):
+            return None
+        return self.floor <= self.capacity
 
     def _over_verdict(self) -> str:
         """does not fit (the weights and optimizer state alone exceed the GPU: exact arithmetic) | may not fit (they
@@ -231,9 +245,12 @@ class Memory:
         """fits | does not fit | may not fit (see _over_verdict; the world size and GPU were stated for the run) |
         fits with more data parallelism (over the GPU at a world size nobody stated for the run, under it at the
         smallest DP of ``fits_at``) | over the assumed GPU (no --gpu, and over the assumed one's capacity) |
-        unknown capacity."""
+        unknown capacity | unknown vocabulary (the embedding's size is not known statically and the rest fits)."""
         if self.capacity is None:
             return "unknown capacity"
+        if self.unknown is not None:  # over only when the floor is, at the size and on the GPU stated for the run
+            stated = self.world_stated() and self.gpu_stated()
+            return self._over_verdict() if stated and self.floor > self.capacity else UNKNOWN_VOCABULARY
         if self.total <= self.capacity:
             return "fits"
         if not self.world_stated() and self.fits_at() is not None:
@@ -253,7 +270,7 @@ class Memory:
             return self._fits_at
         self._fits_at = None
         s = self.shape
-        if s is None or self.capacity is None or self.total <= self.capacity:
+        if s is None or self.capacity is None or self.unknown is not None or self.total <= self.capacity:
             return None
         per_replica = s.gbs // s.mbs
         sizes = [dp for dp in range(s.dp + 1, per_replica + 1)
@@ -279,9 +296,11 @@ class Memory:
 
     def _head(self, gpu: str) -> str:
         f = self.fields
-        extra = self.total - f["weights_and_optimizer_bytes"] - f["activation_bytes"]
-        return (f"memory: {gib(self.total)} on the most-loaded rank (weights and optimizer {gib(f['weights_and_optimizer_bytes'])}, "
-                f"activations {gib(f['activation_bytes'])}, overlap buffers {gib(extra)}) is over the {gpu}'s {gib(self.capacity)}")
+        extra = self.floor - f["weights_and_optimizer_bytes"] - f["activation_bytes"]
+        least = "at least " if self.unknown is not None else ""
+        without = " without the embedding and output layer, whose vocabulary is unknown" if least else ""
+        return (f"memory: {least}{gib(self.floor)} on the most-loaded rank (weights and optimizer {gib(f['weights_and_optimizer_bytes'])}, "
+                f"activations {gib(f['activation_bytes'])}, overlap buffers {gib(extra)}{without}) is over the {gpu}'s {gib(self.capacity)}")
 
     def _fits_at_clause(self) -> str:
         at = self.fits_at()
@@ -318,15 +337,29 @@ class Memory:
 
     def to_json(self) -> dict:
         out = dict(self.fields)
+        s = self.shape
+        if self.unknown is not None:  # the terms that hold the vocabulary: unknown, their floor below
+            out["weights_and_optimizer_bytes"] = None
+            if s is None or s.pp == 1:
+                out["activation_bytes"] = None
         out["total_bytes"] = self.total
+        out["at_least_bytes"] = self.floor
+        out["vocabulary"] = {"rows": None if self.unknown is not None or s is None else s.vocab,
+                             "how": getattr(s, "vocab_how", None), "unknown": self.unknown}
         out["fits"] = self.fits()
         out["verdict"] = self.verdict()
         out["world_size_stated"] = self.world_stated()
-        out["fits_at"] = self.fits_at() if self.capacity is not None and self.total > self.capacity else None
+        out["fits_at"] = self.fits_at() if self.total is not None and self.capacity is not None and self.total > self.capacity else None
         out["note"] = self.note(self.shape.gpu) if self.shape is not None else None
         out["differs_from_megatron_formula"] = [DIFFERENCES[k] for k in self.differs]
         out["notes"] = list(self.notes)
         return out
+
+
+def memory_vocab(s) -> int:
+    """The vocabulary rows the memory counts: the size ``setup()`` gives the model (inputs.vocabulary), or 0
+    where it is unknown -- the count is then a floor without the embedding and output layer, never a guess."""
+    return 0 if getattr(s, "vocab_unknown", None) else s.vocab
 
 
 def weights_and_optimizer(s) -> tuple:
@@ -334,7 +367,7 @@ def weights_and_optimizer(s) -> tuple:
     differs = []
     per_layer = layer_params(s)
     n_main = len(per_layer) - s.mtp
-    emb = s.hidden * s.vocab
+    emb = s.hidden * memory_vocab(s)
     if s.mla:
         differs.append("mla")
     if s.hybrid_pattern:
@@ -473,7 +506,7 @@ def activations(s) -> tuple:
     total = stage * in_flight + transient
     total += (8 * s.seq * s.mbs * s.pp + sbh * s.pp) / (t * c)  # embedding input and its dropout
     if s.pp == 1:  # inputs to the output layer and the loss
-        total += sbh * 4 * (1 + s.vocab / s.hidden) / (t * c)
+        total += sbh * 4 * (1 + memory_vocab(s) / s.hidden) / (t * c)
     return total, stage, differs, notes
 
 

@@ -98,6 +98,28 @@ class Estimate:
             "memory": self.memory.to_json(),
             "warnings": [w for w in (self.memory.warning(s.gpu),) if w],
             "assumptions": list(self.assumptions),
+            "step_time_unavailable": None,
+        }
+
+
+class MemoryOnly:
+    """A run on a GPU without step-time figures (gpus.NOT_MODELLED): the memory needs no peak or bandwidth,
+    only the step time does. ``why``: the sentence saying what is missing."""
+
+    def __init__(self, shape, why: str):
+        self.shape, self.why, self.assumptions = shape, why, list(shape.assumptions)
+        self._memory = None
+
+    memory = Estimate.memory
+
+    def to_json(self) -> dict:
+        return {
+            "step_time_s": None, "interval_s": [None, None], "interval": None, "tokens_per_s_per_gpu": None,
+            "model_tflops_per_gpu": None, "breakdown_s": None,
+            "memory": self.memory.to_json(),
+            "warnings": [w for w in (self.memory.warning(self.shape.gpu),) if w],
+            "assumptions": list(self.assumptions),
+            "step_time_unavailable": self.why,
         }
 
 

@@ -30,26 +30,48 @@ def headline(est) -> str:
 
 def trust_lines(est) -> list:
     """The interval and the memory of an estimate, one line each (and the memory warning when there is one)."""
-    from overlap_cli.estimate.memory import gib
-
     iv = est.interval
     lines = []
     if iv["low_s"] is not None:
         lines.append(f"  interval: {iv['low_s']:.3f} .. {iv['high_s']:.3f} s ({int(iv['level'] * 100)} % of held-out runs of "
                      f"{iv['from']} fell in it, n = {iv['n']})" + (f"; {iv['note']}" if iv["note"] else ""))
-    m = est.memory
-    f = m.fields
-    extra = m.total - f["weights_and_optimizer_bytes"] - f["activation_bytes"]
-    cap = f"of {gib(m.capacity)}: {m.verdict()}" if m.capacity else "(GPU capacity unknown)"
-    lines.append(f"  memory, most-loaded rank: weights and optimizer {gib(f['weights_and_optimizer_bytes'])} + activations "
-                 f"{gib(f['activation_bytes'])} + overlap buffers {gib(extra)} = {gib(m.total)} {cap}")
-    w = m.warning(est.shape.gpu)
-    if w:
-        lines.append(f"  warning: {w}")
-    n = m.note(est.shape.gpu)
-    if n:
-        lines.append(f"  note: {n}")
+    return lines + memory_lines(est.memory)
+
+
+def memory_lines(m) -> list:
+    """The memory line, then its warning or note when there is one."""
+    lines = [memory_line(m)]
+    w, n = m.warning(m.shape.gpu), m.note(m.shape.gpu)
+    lines += [f"  warning: {w}"] if w else []
+    lines += [f"  note: {n}"] if n else []
     return lines
+
+
+def memory_line(m) -> str:
+    """The memory of the most-loaded rank, its parts and its verdict against the GPU; where the vocabulary is
+    unknown, the floor without the embedding and output layer, and why."""
+    from overlap_cli.estimate.memory import gib
+
+    f = m.fields
+    extra = m.floor - f["weights_and_optimizer_bytes"] - f["activation_bytes"]
+    cap = f"of {gib(m.capacity)}: {m.verdict()}" if m.capacity else "(GPU capacity unknown)"
+    if m.unknown is not None:
+        return (f"  memory, most-loaded rank: at least {gib(m.floor)} {cap} -- weights and optimizer "
+                f"{gib(f['weights_and_optimizer_bytes'])} + activations {gib(f['activation_bytes'])} + overlap buffers "
+                f"{gib(extra)} without the embedding and output layer: the vocabulary is unknown ({m.unknown})")
+    return (f"  memory, most-loaded rank: weights and optimizer {gib(f['weights_and_optimizer_bytes'])} + activations "
+            f"{gib(f['activation_bytes'])} + overlap buffers {gib(extra)} = {gib(m.total)} {cap}")
+
+
+def render_memory_only(path: str, mem, why: str, assumptions: list, out) -> None:
+    """A run on a GPU without step-time figures: its memory, and why there is no step time."""
+    s = mem.shape
+    out.write(f"{path}: step time not estimated: {why}  |  {s.world} x {s.gpu}, TP {s.tp} PP {s.pp} VPP {s.vp} CP {s.cp} "
+              f"EP {s.ep} DP {s.dp}, {s.microbatches} micro-batches, {s.eff_class}\n")
+    for line in memory_lines(mem):
+        out.write(line + "\n")
+    for a in assumptions:
+        out.write(f"  assumption: {a}\n")
 
 
 def render_text(path: str, est, out) -> None:

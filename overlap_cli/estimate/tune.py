@@ -61,7 +61,7 @@ def _over_memory(shape, limit) -> bool:
         return False
     from overlap_cli.estimate.memory import estimate_memory
 
-    return estimate_memory(shape).total > limit
+    return estimate_memory(shape).floor > limit  # the total, or where the vocabulary is unknown what certainly is held
 
 
 class Candidate:
@@ -241,7 +241,7 @@ def search(path, checked, target, overrides: list, reshard: bool = False, top: i
     overlap_names = [k for k in space if k not in structural and k != "vp"]
     scored = []
     cap = base.memory.capacity
-    limit = None if cap is None else max(cap, base.memory.total)  # a run over its GPU as written keeps its own budget
+    limit = None if cap is None else max(cap, base.memory.floor)  # a run over its GPU as written keeps its own budget
     dropped = [0]
 
     def score(knobs: dict) -> None:

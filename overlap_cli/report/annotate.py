@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from overlap_cli.config import yamlrt
+from overlap_cli.report.common import effective_value
 from overlap_cli.results import show_value
 
 
@@ -38,7 +39,7 @@ def annotate_after(checked, comment: str = "#", spell: str = "yaml") -> str:
     codes = _codes(result)
     t = result.target or {}
     head = (f"{comment} overlap: effective settings of {result.file} (world size "
-            f"{show_value(t.get('world_size'))}, DP {show_value(t.get('data_parallel_size'))})")
+            f"{show_value(t.get('world_size'), missing='unknown')}, DP {show_value(t.get('data_parallel_size'), missing='unknown')})")
     lines = [head]
     flag_of = getattr(view, "given", None)  # a Megatron-LM launch: codes reported on the flag count too
     for key, v in (result.effective or {}).items():
@@ -51,7 +52,7 @@ def annotate_after(checked, comment: str = "#", spell: str = "yaml") -> str:
                 found += codes.get(arg.flag, [])
         tail = f" [{' '.join(sorted(set(found)))}]" if found else ""
         where = f" at {v.layer}" if v.layer and v.layer != v.source else ""
-        lines.append(f"{comment} overlap: {key} = {show_value(v.value, spell)} ({v.source}{where}: {v.reason}){tail}")
+        lines.append(f"{comment} overlap: {key} = {effective_value(v, spell)} ({v.source}{where}: {v.reason}){tail}")
     sep = "" if not text or text.endswith("\n") else "\n"
     return text + sep + "\n".join(lines) + "\n"
 
@@ -151,7 +152,7 @@ def annotate_yaml(checked) -> str:
         if path[0] == "env":  # env.<NAME>: the launch environment; comment the env_vars entry if there is one
             node = yamlrt.get_node(data, ("env_vars",))
             if isinstance(node, dict) and key[4:] in node:
-                yamlrt.set_eol_comment(node, key[4:], f"overlap: effective {show_value(v.value)} ({v.source}: {v.reason})")
+                yamlrt.set_eol_comment(node, key[4:], f"overlap: effective {effective_value(v)} ({v.source}: {v.reason})")
             continue
         parent = yamlrt.ensure_mapping(data, tuple(spelled(key).split("."))[:-1])
         if parent is None:
@@ -162,7 +163,7 @@ def annotate_yaml(checked) -> str:
                 parent[leaf] = v.value
         elif leaf not in parent:
             parent[leaf] = None
-        note = f"overlap: effective {show_value(v.value)} ({v.source}: {v.reason})"
+        note = f"overlap: effective {effective_value(v)} ({v.source}: {v.reason})"
         if key in codes:
             note += " [" + ", ".join(codes.pop(key)) + "]"
         yamlrt.set_eol_comment(parent, leaf, note)

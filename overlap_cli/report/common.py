@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from overlap_cli.results import show_value
 from overlap_cli.rules.registry import code_sort_key
+
+
+def effective_value(v, spell: str = "yaml") -> str:
+    """An effective setting's value as reports write it: ``unknown`` where the run leaves it unknown (the
+    value it holds is no one's: ``null`` would read as a null someone wrote), else results.show_value."""
+    if v.source == "unknown" and v.value is None:
+        return "unknown"
+    return show_value(v.value, spell)
 
 
 def location(file: str, f) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from overlap_cli.results import show_value
 
 from overlap_cli.check.compare import TARGET_FIELDS, same_value
+from overlap_cli.report.common import effective_value
 
 _LABELS = dict(TARGET_FIELDS)
 MAX_ENTRIES = 12  # entries of a mapping shown under its change; the JSON document has them all
@@ -51,7 +52,7 @@ def _side(result) -> str:
 def _value(v, spell: str) -> str:
     if v is None:
         return "(absent)"
-    return f"{show_value(v.value, spell)}  [{v.source}: {v.reason}]"
+    return f"{effective_value(v, spell)}  [{v.source}: {v.reason}]"
 
 
 def _flow(value, spell: str) -> str:

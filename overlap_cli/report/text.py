@@ -19,8 +19,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import IO
 
-from overlap_cli.report.common import finding_line, location, summary
-from overlap_cli.results import show_value
+from overlap_cli.report.common import effective_value, finding_line, location, summary
 
 SEVERITY_ORDER = ("error", "warning", "info")
 
@@ -134,7 +133,7 @@ def render_plain(results, out: IO[str], skipped=(), *, show_info=False, show_eff
             out.write(f"\n{_table_title(r)}\n")
             width = max(len(k) for k in r.effective)
             for key, v in r.effective.items():
-                out.write(f"  {key:<{width}}  {show_value(v.value):<12} {v.source:<15} {v.reason}\n")
+                out.write(f"  {key:<{width}}  {effective_value(v):<12} {v.source:<15} {v.reason}\n")
     notes = merged_notes(results)
     if rows or show_effective or notes:
         out.write("\n")
@@ -191,14 +190,14 @@ def render_rich(results, skipped=(), *, show_info=False, show_effective=False, q
                 table.add_column("source", no_wrap=True, min_width=_SOURCE_WIDTH)
                 table.add_column("why", overflow="fold", ratio=1)
                 for key, v in r.effective.items():
-                    table.add_row(key, show_value(v.value), Text(v.source, style=_SRC_STYLE.get(v.source, "")), v.reason)
+                    table.add_row(key, effective_value(v), Text(v.source, style=_SRC_STYLE.get(v.source, "")), v.reason)
                 console.print(table)
             else:  # too narrow for four columns: one setting per line, its reason wrapped below it
                 from rich.padding import Padding
 
                 for key, v in r.effective.items():
                     head = Text(key, style="bold")
-                    head.append(f" = {show_value(v.value)} ")
+                    head.append(f" = {effective_value(v)} ")
                     head.append(f"({v.source})", style=_SRC_STYLE.get(v.source, ""))
                     console.print(head, overflow="fold")
                     console.print(Padding(Text(v.reason, style="dim"), (0, 0, 0, 4)), overflow="fold")

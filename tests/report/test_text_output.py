@@ -262,3 +262,22 @@ def test_terminal_output_wraps_never_cuts(columns):
                 "env.NVTE_FWD_LAYERNORM_SM_MARGIN"):  # fmt: skip
         assert key in flat  # whole: keys sit on one line at every width
     assert "Megatron-Core raises 'Non-interleaved pipeline parallelism does not support overlapping p2p communication'" in flat
+
+
+def test_a_value_the_run_leaves_unknown_reads_unknown_not_null(run_cli, tmp_path):
+    """The effective table, --annotate and diff write an unknown value as ``unknown``: the ``null`` the view holds
+    there is no one's, and ``null`` reads as a value the file wrote."""
+    script = tmp_path / "train.py"
+    script.write_text("import os\nfrom megatron.bridge.recipes.llama import llama3_8b_pretrain_config\n"
+                      "cfg = llama3_8b_pretrain_config()\ncfg.model.tensor_model_parallel_size = int(os.environ['TP'])\n")
+    code, out, err = run_cli("check", str(script), "--world-size", "8", "--show-effective")
+    [row] = [line.split() for line in out.splitlines() if line.strip().startswith("model.tensor_model_parallel_size ")]
+    assert row[1:3] == ["unknown", "unknown"], row
+    code, out, err = run_cli("check", str(script), "--world-size", "8", "--annotate")
+    assert "# overlap: model.tensor_model_parallel_size = unknown (unknown: " in out
+    known = tmp_path / "known.py"
+    known.write_text(script.read_text().replace("int(os.environ['TP'])", "4"))
+    code, out, err = run_cli("diff", str(known), str(script), "--world-size", "8")
+    lines = out.splitlines()
+    at = lines.index("  model.tensor_model_parallel_size")
+    assert lines[at + 1].startswith("    - 4  [user: ") and lines[at + 2].startswith("    + unknown  [unknown: ")
