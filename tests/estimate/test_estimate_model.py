@@ -352,5 +352,6 @@ def test_an_estimate_is_never_built_on_a_value_the_run_leaves_unknown(run_cli, t
                       "cfg = llama3_8b_pretrain_config()\ncfg.model.tensor_model_parallel_size = int(os.environ['TP'])\n")
     code, out, err = run_cli("estimate", str(script), "--world-size", "8", "--gpu", "h100")
     assert code == 2 and out == ""
-    assert err.strip() == (f"{script}: cannot estimate: model.tensor_model_parallel_size is unknown (unknown: int(...) at "
-                           f"{script}:4 is not known to overlap-cli): the estimate is not built on a class default standing in for it")
+    assert err.strip() == (f"{script}: cannot estimate: model.tensor_model_parallel_size is unknown (unknown: the "
+                           f"environment variable TP read at {script}:4 (give --set TP=VALUE or --env-from-shell)): the "
+                           "estimate is not built on a class default standing in for it")
