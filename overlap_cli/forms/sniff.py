@@ -195,7 +195,7 @@ def _count_leaves(text: str) -> int:
 _TEST_MODULE = re.compile(r"test_\w*\.py|\w*_test\.py|conftest\.py")
 # What a Python file must say to build a ConfigContainer the reader can find: the class, its from_yaml, or an
 # import of megatron.bridge (a recipe call) -- frameworks.bridge.python_reader's start calls all need one.
-_BRIDGE_WORDS = (b"ConfigContainer", b"from_yaml", b"bridge")
+_BRIDGE_WORDS = (b"ConfigContainer", b"from_yaml", b"megatron.bridge")
 _package_dirs: dict = {}  # folder -> whether it holds __init__.py (a walk asks once per folder)
 
 
