@@ -21,7 +21,8 @@ NOT_A_LAUNCH = "not a launch (no torchrun, python -m torch.distributed.run, pret
 # Each file of the slice and its verdict: CHECKED, ("error", start of the message), or the start of the skip reason.
 VERDICTS = {
     # Megatron-Bridge: its functional tests run pytest under coverage; its own recipe runner and the launch of it;
-    # a tutorial's Python run and the sbatch script that starts it; a conversion script; a test module
+    # a tutorial's Python run and the sbatch script that starts it; a conversion script (test modules are not
+    # vendored: pytest would collect them; tests/check/test_entry_points.py holds their verdict)
     f"{BRIDGE}/tests/functional_tests/launch_scripts/h100/active/L0_Launch_training_pretrain.sh":
         "not a Megatron training launch: -m coverage is a test run",
     # Bridge's own sbatch example passes --step, which run_recipe.py at this commit (allow_abbrev=False, only
@@ -36,31 +37,25 @@ VERDICTS = {
         "not a training run: convert_checkpoints_fsdp.py is a checkpoint conversion / export script",
     f"{BRIDGE}/examples/models/qwen/qwen3_omni/local_train_thinker_full.sh":
         "not a Megatron training launch as far as can be told: the script its torchrun starts is not known statically",
-    f"{BRIDGE}/tests/unit_tests/diffusion/model/wan/test_rope_utils.py": "a test module (pytest collects test_*.py)",
     # Megatron-LM: its entry point and a module of its package; a launch of examples/multimodal/train.py (whose
-    # source calls megatron.training's pretrain); an evaluation launch of tasks/msdp/main.py, which is not there
+    # source calls megatron.training's pretrain)
     f"{MLM}/pretrain_gpt.py": "not a training run by itself: pretrain_gpt.py is a Megatron-LM training entry point",
     f"{MLM}/megatron/core/__init__.py": "a module of the megatron package (megatron.core): library code",
     f"{MLM}/examples/multimodal/train.py": "not a training run by itself: train.py is a Megatron-LM training entry point",
     f"{MLM}/examples/multimodal/pretrain_mistral_clip.sh": CHECKED,
-    f"{MLM}/examples/academic_paper_scripts/msdp/eval_resp_generation.sh":
-        "not a Megatron training launch: main.py is not a known Megatron training entry point",
     # "--step-batch-size-schedule "0:16 2.4B:320 ..."" inside an array expanded unquoted (${GPT_MODEL_ARGS[@]}):
     # bash splits the schedule into words and argparse exits 2 on the rest -- the real launch fails the same way
     f"{MLM}/examples/gpt3/train_gpt3_175b_distributed.sh": ("error", "unrecognized arguments: 2.4B:320 4.8B:624"),
-    f"{MLM}/tests/unit_tests/test_basic.py": "a test module (pytest collects test_*.py)",
-    # NeMo-RL: a test module in Python 3.12 syntax (an input error when it was parsed) and a shell test
-    f"{RL}/tests/unit/test_version_check.py": "a test module (pytest collects test_*.py)",
+    # NeMo-RL: a shell test, a config whose policy trains with Megatron and one with the DTensor policy
     f"{RL}/tests/functional/eval.sh": NOT_A_LAUNCH,
     f"{RL}/examples/configs/grpo_math_1B_megatron.yaml": CHECKED,
     f"{RL}/examples/configs/grpo_math_1B.yaml": "a NeMo-RL config for the DTensor",
-    # verl: its SFT trainer under torchrun, a distributed test runner and its test module, a generation script, a
-    # config of its own
+    # verl: its SFT trainer under torchrun, a distributed test runner (its test module, not vendored, is not found
+    # beside it), a generation script, a config of its own
     f"{VERL}/examples/sft/gsm8k/run_qwen_05_sp2.sh":
         "not a Megatron training launch: -m verl.trainer.fsdp_sft_trainer is verl's trainer",
     f"{VERL}/tests/special_distributed/run_all.sh":
-        "not a Megatron training launch: test_tensor_dict.py (test_tensor_dict.py) calls no Megatron training entry point",
-    f"{VERL}/tests/special_distributed/test_tensor_dict.py": "a test module (pytest collects test_*.py)",
+        "not a Megatron training launch: test_tensor_dict.py is not a known Megatron training entry point",
     f"{VERL}/examples/generation/run_deepseek7b_mutli_node.sh": NOT_A_LAUNCH,
     f"{VERL}/verl/trainer/config/reward_manager.yaml": "not a training config",
 }
