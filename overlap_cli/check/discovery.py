@@ -15,10 +15,17 @@ concerns the walk itself — the order, links, hidden folders, fragments sourced
   (``{model: ...}``, which the sniff cannot read), a list, an empty or binary file are checked, and the
   check reports what is wrong — unless ``configs_only`` is set (the pre-commit hook sets it: pre-commit passes every staged YAML file
   by name), which skips those too.
+- A launch script is checked only when it launches a known Megatron training entry point (config.entry_points:
+  Megatron-LM's ``pretrain_*.py`` / ``train*.py``, a script whose source calls megatron.training's or
+  megatron.bridge.training's ``pretrain``, Bridge's ``run_recipe.py``); a test run (``-m pytest``, ``-m
+  coverage``), another framework's trainer or an unknown script is skipped as not a Megatron training launch.
 - A Python file (``*.py``) is read statically (frameworks.bridge.python_reader): each run it holds is
-  checked as ``FILE::FUNCTION`` (or ``FILE`` for a script); one that builds no ConfigContainer is passed
-  over in a folder and, named explicitly, skipped with a line saying so (and how to check the recipe it
-  names). ``FILE::FUNCTION`` names one run.
+  checked as ``FILE::FUNCTION`` (or ``FILE`` for a script); one that holds none is skipped with the reason,
+  most without being read (forms.sniff.python_skip: a test module, a module of the megatron package, Bridge's
+  recipe runner), the others from their text (a Megatron-LM entry point, a conversion script, a file that builds
+  no ConfigContainer). ``FILE::FUNCTION`` names one run.
+- A file named explicitly gets the verdict it gets in a folder (pre-commit names every changed file): a
+  script without a launch line, a conversion script, an override file without a recipe are skipped, exit 0.
 - A NeMo-RL config (forms.nemo_rl, frameworks.nemo_rl.recognise: decided from its shape and its ``defaults:`` chain) is
   checked when its policy trains with Megatron and skipped, with the deciding key's ``FILE:LINE``, when it
   uses the DTensor policy.

@@ -63,6 +63,7 @@ _OTHER_FRAMEWORKS = frozenset((
 _CALLS_TRAINING = re.compile(r"\b(?:pretrain|finetune)\w*\s*\(")
 _MLM_TRAINING = re.compile(r"\bmegatron\.training\b")
 _BRIDGE_TRAINING = re.compile(r"\bmegatron\.bridge\.training\b")
+_MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 _SOURCE_BYTES = 1024 * 1024  # an entry point's source is far smaller
 _UP = 6  # folders above the launch script searched for the launched file (a repository's depth)
 
@@ -79,6 +80,8 @@ def classify(script: Optional[str], beside: Optional[str] = None) -> tuple:
     if name in BRIDGE_RUNNERS:
         return BRIDGE_RECIPE, "Megatron-Bridge's recipe runner"
     module = not name.endswith(".py")
+    if module and not _MODULE.fullmatch(script):
+        return TRAINING, ""  # not a file or module name: what runs is not known statically, as for None
     if module and script.split(".")[0] in _TEST_RUNNERS:
         return NOT_MEGATRON, f"-m {script} is a test run"
     if module and script.split(".")[0] in _OTHER_FRAMEWORKS:
@@ -154,7 +157,7 @@ def launched_source(beside: str, script: str) -> Optional[tuple]:
     if script.endswith(".py"):
         parts = [p for p in script.split("/") if p not in ("", ".")]
     else:
-        if not re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", script):
+        if not _MODULE.fullmatch(script):
             return None
         parts = script.split(".")
         parts[-1] += ".py"

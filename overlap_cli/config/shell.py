@@ -92,18 +92,18 @@ def _start(env: Optional[dict]) -> State:
     return st
 
 
-_READINGS: dict = {}  # (text, take_defaults, env) -> Reader: the last readings, newest last
+_READINGS: dict = {}  # (text, take_defaults, env, reader class) -> Reader: the last readings, newest last
 _KEEP = 8
 
 
-def _read(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None) -> Reader:
+def _read(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None, kind=Reader) -> Reader:
     """The script run as bash would, once per text and options: discovery, the check and the fix each ask for
     the same reading (a reading that looked for a sourced file by the script's path is kept for that path
     only). A reading is not changed by what is made of it (``shell_launch`` works on copies of its paths)."""
-    key = (text, take_defaults, tuple(sorted((env or {}).items())), getattr(env, "complete", False))
+    key = (text, take_defaults, tuple(sorted((env or {}).items())), getattr(env, "complete", False), kind)
     reader = _READINGS.pop(key, None)
     if reader is None or (reader.path != path and reader.path_read[0]):
-        reader = _run(path, text, take_defaults, env)
+        reader = _run(path, text, take_defaults, env, kind)
     _rebase(reader, path)
     _READINGS[key] = reader
     while len(_READINGS) > _KEEP:
@@ -122,22 +122,43 @@ def _rebase(reader: Reader, path: str) -> None:
         _rebase(record[4], path)
 
 
-def _run(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None) -> Reader:
+def _run(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None, kind=Reader) -> Reader:
     """The script run as bash would; a template whose every path stops before its launch (``[ -z
     "$CONTAINER_IMAGE" ] && exit 1`` after ``CONTAINER_IMAGE=""``) is read again with its empty values as
-    placeholders, so the launch it is written for is read, the values that use them unknown."""
-    reader = Reader(path, text)
+    placeholders, so the launch it is written for is read, the values that use them unknown. ``kind``: the
+    reader class (``_FirstLaunch`` stops at the first launch bash would reach)."""
+    reader = kind(path, text)
     reader.take_defaults = take_defaults
     reader.run_script(_start(env))
     if reader.records or reader.inner or not LAUNCH_WORDS.search(text):
         return reader
-    again = Reader(path, text)
+    again = kind(path, text)
     again.take_defaults, again.empty_placeholders = take_defaults, True
     try:
         again.run_script(_start(env))
     except InputError:
         return reader
     return again if (again.records or again.inner) else reader
+
+
+class _Reached(Exception):
+    """A launch was reached: a sniff reads no further."""
+
+
+class _FirstLaunch(Reader):
+    """A reading for folder discovery, which asks what the first launch bash reaches starts: it ends there
+    (a script that launches in a loop over configurations is not followed through every iteration)."""
+
+    def exec(self, node, st):
+        if self.records or self.inner:
+            raise _Reached
+        return super().exec(node, st)
+
+    def run_script(self, start=None) -> None:
+        try:
+            super().run_script(start)
+        except _Reached:
+            pass
 
 
 def _inner_launch(reader: Reader) -> LaunchText:
@@ -194,11 +215,12 @@ def has_launch_line(text: str) -> bool:
 
 def launch_summary(text: str) -> tuple:
     """For folder discovery: ("launch", the training script's path as far as it is known, or None), ("none", None) when no
-    path reaches a launch line, or ("error", message) when bash could not read the script."""
+    path reaches a launch line, or ("error", message) when bash could not read the script or torchrun would refuse
+    its options."""
     if not LAUNCH_WORDS.search(text):
         return "none", None
     try:
-        reader = _read("<sniff>", text)
+        reader = _read("<sniff>", text, kind=_FirstLaunch)
     except InputError as exc:
         return "error", exc.problem.message
     while not reader.records and reader.inner:  # a bash -c string or here-document, within one perhaps
@@ -206,7 +228,7 @@ def launch_summary(text: str) -> tuple:
     recs = reader.records
     if not recs:
         return "none", None
-    node, st, fields, word_of, (kind, index), _added = min(recs, key=lambda r: r[0].start)
+    node, st, fields, word_of, (kind, index), _added = recs[0]
     if kind in ("python", "script"):
         return "launch", _known_tail(fields[index]) if reader.script_name(fields[index], True) else None
     from overlap_cli.config.argv import LaunchText
@@ -215,8 +237,8 @@ def launch_summary(text: str) -> tuple:
     scratch = LaunchText(file="<sniff>", text=text, kind="shell", script=None, launch_line=None)
     try:
         at = torchrun_options(reader, scratch, fields, index + 1)
-    except InputError:
-        return "launch", None
+    except InputError as exc:  # torchrun itself refuses its options (--nnodes two): the check reports it
+        return "error", exc.problem.message
     if at is None:
         return "launch", None
     # the training script's path as far as it is known, or the module ``torchrun -m`` runs (examples.inference.offline_inference)

@@ -104,6 +104,10 @@ def script_verdict(path: str) -> tuple:
         return "check", None
     if kind == "none":
         return "none", None
+    if detail is None:
+        return "skip", ("not a Megatron training launch as far as can be told: the script its torchrun starts is not "
+                        "known statically (its words are not), so it is not read as a Megatron-LM launch, whose every "
+                        "value would be a default nobody wrote")
     from overlap_cli.config.entry_points import BRIDGE_SCRIPT, NOT_MEGATRON, NOT_TRAINING, classify
 
     what, sentence = classify(detail, beside=path)
@@ -191,7 +195,7 @@ def _count_leaves(text: str) -> int:
 _TEST_MODULE = re.compile(r"test_\w*\.py|\w*_test\.py|conftest\.py")
 # What a Python file must say to build a ConfigContainer the reader can find: the class, its from_yaml, or an
 # import of megatron.bridge (a recipe call) -- frameworks.bridge.python_reader's start calls all need one.
-_BRIDGE_WORDS = (b"ConfigContainer", b"from_yaml", b"bridge")
+_BRIDGE_WORDS = (b"ConfigContainer", b"from_yaml", b"megatron.bridge")
 _package_dirs: dict = {}  # folder -> whether it holds __init__.py (a walk asks once per folder)
 
 
@@ -207,14 +211,16 @@ def megatron_module(path: str) -> "str | None":
     ``src/megatron/bridge/...``, Megatron-LM's ``megatron/core/...``): its folders hold ``__init__.py`` up to a
     folder named ``megatron`` that does not (the namespace). None otherwise."""
     folder = os.path.dirname(os.path.abspath(path))
-    names = [os.path.basename(path)[:-3]]
+    names = [] if os.path.basename(path) == "__init__.py" else [os.path.basename(path)[:-3]]
+    if not _is_package(folder):
+        return None
     while _is_package(folder):
         names.append(os.path.basename(folder))
         up = os.path.dirname(folder)
         if up == folder:
             return None
         folder = up
-    if len(names) < 2 or os.path.basename(folder) != "megatron":
+    if not names or os.path.basename(folder) != "megatron":
         return None
     return ".".join(["megatron"] + names[::-1])
 
