@@ -90,12 +90,10 @@ class Environ(PyObject):
 
 def environ_of(interp) -> Environ:
     """The one ``os.environ`` of the run being read."""
-    holder = interp.reader.ctx
-    env = getattr(holder, "_environ", None)
-    if env is None or env.invocation is not invocation_of(interp):
-        env = Environ(invocation_of(interp))
-        holder._environ = env
-    return env
+    ctx = interp.reader.ctx
+    if ctx.environ is None or ctx.environ.invocation is not invocation_of(interp):
+        ctx.environ = Environ(invocation_of(interp))
+    return ctx.environ
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -360,3 +360,35 @@ def test_a_launch_passes_the_script_its_words_and_exported_environment(tmp_path)
     with pytest.raises(InputError, match="unrecognized arguments: --pp 2") as refused:
         launched("torchrun train.py --pp 2")
     assert refused.value.problem.line == line_of(train, "parse_args()")
+
+
+def test_fix_adds_its_line_after_the_recipe_call_inside_main(tmp_path, run_cli):
+    path = script(tmp_path, """
+        from megatron.bridge.recipes.llama import llama3_70b_pretrain_config
+
+        def main():
+            cfg = llama3_70b_pretrain_config()
+            cfg.model.tensor_model_parallel_size = 4
+            pretrain(cfg, forward_step)
+
+        if __name__ == "__main__":
+            main()
+        """)
+    code, out, err = run_cli("fix", str(path), "--world-size", "64", "--diff")
+    added = [line for line in out.splitlines() if line.startswith("+ ")]
+    assert added and all(line.startswith("+    cfg.") for line in added), out
+    assert out.index("cfg = llama3_70b_pretrain_config()") < out.index(added[0])
+
+
+def test_loops_inside_loops_are_bounded(tmp_path, run_cli):
+    path = script(tmp_path, """
+        cfg = llama32_1b_pretrain_config()
+        for a in range(200):
+            for b in range(200):
+                cfg.train.train_iters = a * b
+        cfg.ddp.overlap_grad_reduce = False
+        """)
+    code, r = check(run_cli, path)
+    assert r["error"] is None and value(r, "ddp.overlap_grad_reduce")[0] is False
+    reasons = " ".join(r.get("notes", []))
+    assert code in (0, 1) and "train.train_iters" in reasons
