@@ -215,6 +215,9 @@ class Objects:
                 owner[key] = value
                 return None
             return None
+        if name == "getattr" and len(args) == 2 and isinstance(args[0], Import) and isinstance(args[1], str):
+            module = f"{args[0].module}.{args[0].name}" if args[0].name else args[0].module  # getattr(recipes, NAME)
+            return self.reader.ctx.name_value(Import(module, args[1]))
         if name == "getattr" and len(args) >= 2 and isinstance(args[0], dict) and not isinstance(args[0], CfgRef) and isinstance(args[1], str):
             if isinstance(args[0], Instance):
                 return self.instance_attribute(args[0], args[1], node)

@@ -135,6 +135,11 @@ def _is_start_call(node, reader: ModuleReader) -> bool:
     name = call_name(node)
     if name in ("from_yaml", "ConfigContainer"):
         return True
+    f = node.func
+    if isinstance(f, ast.Call) and call_name(f) == "getattr" and f.args and isinstance(f.args[0], ast.Name):
+        bound = reader.names.get(f.args[0].id)  # getattr(recipes_module, NAME)()
+        return isinstance(bound, Import) and is_bridge_module(bound.module or bound.name) and "recipes" in \
+            f"{bound.module}.{bound.name}"
     if name is None:
         return False
     bound = reader.names.get(name) if isinstance(node.func, ast.Name) else None

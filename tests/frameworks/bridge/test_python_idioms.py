@@ -392,3 +392,20 @@ def test_loops_inside_loops_are_bounded(tmp_path, run_cli):
     assert r["error"] is None and value(r, "ddp.overlap_grad_reduce")[0] is False
     reasons = " ".join(r.get("notes", []))
     assert code in (0, 1) and "train.train_iters" in reasons
+
+
+def test_a_loop_over_recipe_names_looked_up_in_bridges_module(tmp_path, run_cli):
+    path = script(tmp_path, """
+        from megatron.bridge.recipes import llama
+
+        WANT = "llama3_8b"
+        for name in ["llama32_1b", "llama3_8b", "llama3_70b"]:
+            if name == WANT:
+                cfg = getattr(llama, f"{name}_pretrain_config")()
+                break
+        cfg.ddp.overlap_grad_reduce = False
+        pretrain(cfg, forward_step)
+        """)
+    code, r = check(run_cli, path)
+    assert r["error"] is None and value(r, "ddp.overlap_grad_reduce")[:2] == (False, "user")
+    assert any("llama3_8b_pretrain" in v["reason"] for v in r["effective"].values()), r["effective"]
