@@ -136,9 +136,9 @@ class Objects:
             result = ret.value
         except RunEnds as ends:
             result, ended = None, ends
-        if interp.cfg is not None and interp.cfg is not self.cfg and (self.cfg is not None or ended is not None):
+        if interp.cfg is not None and interp.cfg is not self.cfg:
             # The function replaced the config it was given (an ``if`` it could not decide, say), or built the
-            # run's config and launched it: follow it.
+            # run's config (``main()`` of a script, launching it or not): follow it.
             for name, v in list(self.env.items()):
                 if isinstance(v, CfgRef) and v.state is self.cfg:
                     self.env[name] = CfgRef(interp.cfg, v.path)

@@ -409,3 +409,17 @@ def test_a_loop_over_recipe_names_looked_up_in_bridges_module(tmp_path, run_cli)
     code, r = check(run_cli, path)
     assert r["error"] is None and value(r, "ddp.overlap_grad_reduce")[:2] == (False, "user")
     assert any("llama3_8b_pretrain" in v["reason"] for v in r["effective"].values()), r["effective"]
+
+
+def test_main_that_builds_the_config_without_launching_it(tmp_path, run_cli):
+    path = script(tmp_path, """
+        def main():
+            cfg = llama32_1b_pretrain_config()
+            cfg.ddp.overlap_grad_reduce = False
+            cfg.to_yaml("run_config.yaml")
+
+        if __name__ == "__main__":
+            main()
+        """)
+    code, r = check(run_cli, path)
+    assert r["error"] is None and value(r, "ddp.overlap_grad_reduce")[:2] == (False, "user")
