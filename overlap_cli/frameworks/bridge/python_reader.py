@@ -278,4 +278,9 @@ def _finish(interp: Interpreter, function: Optional[str]) -> PythonRun:
     if interp.cfg is None or interp.cfg.start is None:
         raise BadPython(f"{where}: no config is built here (no recipe call, ConfigContainer(...) or ConfigContainer.from_yaml(...))")
     c = interp.cfg
+    environ = interp.reader.ctx.environ
+    for name, value in (environ.set_here.items() if environ is not None else ()):
+        # The script's own ``os.environ[NAME] = ...`` is in the process before Bridge installs env_vars with
+        # os.environ.setdefault (training/config.py apply_environment_variables): it is what the run gets.
+        c.write(("env_vars", name), value, environ.sites.get(name))
     return PythonRun(interp.file, function, c.start, c.data, c.written, c.unknown, c.base_data, c.base_unknown)

@@ -423,3 +423,17 @@ def test_main_that_builds_the_config_without_launching_it(tmp_path, run_cli):
         """)
     code, r = check(run_cli, path)
     assert r["error"] is None and value(r, "ddp.overlap_grad_reduce")[:2] == (False, "user")
+
+
+def test_the_scripts_own_export_is_what_the_launch_gets(tmp_path, run_cli):
+    """os.environ[NAME] = ... in the script is in the process before Bridge installs env_vars with
+    os.environ.setdefault: it wins over env_vars."""
+    path = script(tmp_path, """
+        os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
+        cfg = llama32_1b_pretrain_config()
+        cfg.env_vars = {"CUDA_DEVICE_MAX_CONNECTIONS": 8}
+        pretrain(cfg, forward_step)
+        """)
+    code, r = check(run_cli, path)
+    env = value(r, "env.CUDA_DEVICE_MAX_CONNECTIONS")
+    assert env[0] in ("1", 1) and env[1] != "unknown"
