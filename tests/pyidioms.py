@@ -30,7 +30,7 @@ IDIOMS = (
     "argparse_defaults",  # argparse in a helper, its defaults (types, a string default, store_true/false, set_defaults)
     "argparse_words",  # argparse reading words given to parse_args (=, abbreviations, bad words refused)
     "parse_known_overrides",  # parse_known_args: the words it does not know go to process_config_with_overrides
-    "environ",  # os.environ[...] / os.environ.get / os.getenv(NAME, default) / "NAME" in os.environ, fed by --set
+    "environ",  # os.environ[...] / .get / os.getenv(NAME, default) / "NAME" in os.environ, fed by --set; the script's own export
     "helper_functions",  # helpers of the module taking the config, a nested helper using its enclosing names
     "helper_class",  # a @dataclass of settings and a class whose methods build and change the config
     "recipe_loop",  # a loop over builder names, continue / break, the chosen builder called
@@ -255,6 +255,11 @@ def _environ(rnd, s, dump):
     lines.append('OGR = "OVL_NO_GRAD_OVERLAP" not in os.environ' if "OVL_NO_GRAD_OVERLAP" in environ
                  else f"OGR = {s.ogr}")
     lines.append(f"OPG = {s.opg}")
+    own = rnd.random()
+    if own < 0.3:  # the script's own export: in the process before Bridge's setdefault of env_vars
+        lines.append(f'os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "{rnd.choice([1, 8])}"')
+    elif own < 0.5:
+        lines.append(f'os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "{rnd.choice([1, 8])}")')
     return {"text": _script(f"DUMP = {dump!r}", lines, "cfg = ConfigContainer.from_yaml(DUMP)", s.lines(),
                             "pretrain(cfg, forward_step)"), "environ": environ}
 

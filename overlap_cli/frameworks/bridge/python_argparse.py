@@ -278,8 +278,8 @@ class _ArgError(Exception):
 
 
 def _negative_number(word: str) -> bool:
-    try:
-        float(word)
-        return True
-    except ValueError:
-        return False
+    """A word argparse takes for a negative number, not an option (argparse.py ``_negative_number_matcher``:
+    ``^-\\d+$|^-\\d*\\.\\d+$``), given a parser without options that look like one."""
+    import re
+
+    return re.fullmatch(r"-\d+|-\d*\.\d+", word) is not None

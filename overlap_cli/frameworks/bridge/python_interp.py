@@ -31,7 +31,9 @@ class Library:
     """The seam: each method is one question the interpreter asks about the library's names and objects."""
 
     module: Optional[str] = None  # the dotted name of the module being read (relative imports), if known
-    invocation = None  # python_stdlib.Invocation: the script's words and environment (None: run by itself)
+    invocation = None  # python_abstract.Invocation: the script's words and environment (None: run by itself)
+    environ = None  # python_stdlib.Environ: os.environ of the reading (what the script sets in it too)
+    loop_steps = 0  # the items the loops of the reading were run over (python_statements bounds them)
 
     def call(self, interp: "Interpreter", func: Import, args: list, kwargs: dict, node):
         """The value of calling the imported ``func``, or NOT_KNOWN (the interpreter then treats it as a

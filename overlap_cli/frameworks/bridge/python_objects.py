@@ -136,9 +136,9 @@ class Objects:
             result = ret.value
         except RunEnds as ends:
             result, ended = None, ends
-        if interp.cfg is not None and interp.cfg is not self.cfg and (self.cfg is not None or ended is not None):
+        if interp.cfg is not None and interp.cfg is not self.cfg:
             # The function replaced the config it was given (an ``if`` it could not decide, say), or built the
-            # run's config and launched it: follow it.
+            # run's config (``main()`` of a script, launching it or not): follow it.
             for name, v in list(self.env.items()):
                 if isinstance(v, CfgRef) and v.state is self.cfg:
                     self.env[name] = CfgRef(interp.cfg, v.path)
@@ -215,6 +215,9 @@ class Objects:
                 owner[key] = value
                 return None
             return None
+        if name == "getattr" and len(args) == 2 and isinstance(args[0], Import) and isinstance(args[1], str):
+            module = f"{args[0].module}.{args[0].name}" if args[0].name else args[0].module  # getattr(recipes, NAME)
+            return self.reader.ctx.name_value(Import(module, args[1]))
         if name == "getattr" and len(args) >= 2 and isinstance(args[0], dict) and not isinstance(args[0], CfgRef) and isinstance(args[1], str):
             if isinstance(args[0], Instance):
                 return self.instance_attribute(args[0], args[1], node)

@@ -135,6 +135,11 @@ def _is_start_call(node, reader: ModuleReader) -> bool:
     name = call_name(node)
     if name in ("from_yaml", "ConfigContainer"):
         return True
+    f = node.func
+    if isinstance(f, ast.Call) and call_name(f) == "getattr" and f.args and isinstance(f.args[0], ast.Name):
+        bound = reader.names.get(f.args[0].id)  # getattr(recipes_module, NAME)()
+        return isinstance(bound, Import) and is_bridge_module(bound.module or bound.name) and "recipes" in \
+            f"{bound.module}.{bound.name}"
     if name is None:
         return False
     bound = reader.names.get(name) if isinstance(node.func, ast.Name) else None
@@ -273,4 +278,9 @@ def _finish(interp: Interpreter, function: Optional[str]) -> PythonRun:
     if interp.cfg is None or interp.cfg.start is None:
         raise BadPython(f"{where}: no config is built here (no recipe call, ConfigContainer(...) or ConfigContainer.from_yaml(...))")
     c = interp.cfg
+    environ = interp.reader.ctx.environ
+    for name, value in (environ.set_here.items() if environ is not None else ()):
+        # The script's own ``os.environ[NAME] = ...`` is in the process before Bridge installs env_vars with
+        # os.environ.setdefault (training/config.py apply_environment_variables): it is what the run gets.
+        c.write(("env_vars", name), value, environ.sites.get(name))
     return PythonRun(interp.file, function, c.start, c.data, c.written, c.unknown, c.base_data, c.base_unknown)

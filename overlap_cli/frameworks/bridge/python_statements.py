@@ -122,6 +122,11 @@ class Statements:
         if isinstance(items, str) or not isinstance(items, list) or len(items) > _MAX_ITEMS:
             self._opaque(stmt, "a loop over a sequence overlap-cli does not know")
             return
+        ctx = self.reader.ctx
+        ctx.loop_steps += len(items)
+        if ctx.loop_steps > _MAX_STEPS:  # loops inside loops: the reading stays quick
+            self._opaque(stmt, "a loop nested too deep to follow")
+            return
         for item in items:
             self.assign(stmt.target, item, None, stmt)
             try:
@@ -292,7 +297,8 @@ class Statements:
     def _bind(self, state: ConfigState, stmt) -> None:
         """The run's config is (now) ``state``, built by the statement ``stmt``."""
         self.cfg = state
-        if state.start is not None and self.depth == 0 and not self.in_helper:
+        if state.start is not None and not self.in_helper and (self.depth == 0 or state.start.line is None):
+            # (built inside a function of the module, main() say: placed there unless the caller binds it)
             start = state.start
             start.line, start.column, start.end_line = stmt.lineno, stmt.col_offset + 1, stmt.end_lineno
             start.indent = " " * stmt.col_offset
@@ -350,6 +356,7 @@ class Statements:
 
 
 _MAX_ITEMS = 256  # the longest sequence a loop is run over item by item
+_MAX_STEPS = 4096  # the items all loops of one reading are run over
 
 
 class _UndecidedExit(Exception):

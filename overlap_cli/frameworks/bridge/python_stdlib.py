@@ -21,7 +21,16 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.frameworks.bridge.python_abstract import NOT_KNOWN, Import, Invocation, PyObject, Refusal, Unknown, invocation_of
+from overlap_cli.frameworks.bridge.python_abstract import (
+    NOT_KNOWN,
+    Import,
+    Invocation,
+    PyObject,
+    Refusal,
+    Site,
+    Unknown,
+    invocation_of,
+)
 from overlap_cli.frameworks.bridge.python_argparse import ArgParser
 
 __all__ = ("Invocation", "PathValue", "call", "from_cli", "hydra_config", "is_hydra_main", "module_attribute",
@@ -38,6 +47,7 @@ class Environ(PyObject):
 
     def __init__(self, invocation: Invocation):
         self.set_here: dict = {}
+        self.sites: dict = {}  # name -> Site of the script's assignment
         self.invocation = invocation
 
     def lookup(self, interp, name, node, default=NOT_KNOWN):
@@ -66,6 +76,7 @@ class Environ(PyObject):
     def set_item(self, interp, key, value, node) -> bool:
         if isinstance(key, str):
             self.set_here[key] = value if isinstance(value, (str, Unknown)) else Unknown(f"os.environ[{key!r}] at {interp.at(node)}")
+            self.sites[key] = Site(node.lineno, node.col_offset + 1, None, interp.file)
             return True
         return False
 
@@ -90,12 +101,10 @@ class Environ(PyObject):
 
 def environ_of(interp) -> Environ:
     """The one ``os.environ`` of the run being read."""
-    holder = interp.reader.ctx
-    env = getattr(holder, "_environ", None)
-    if env is None or env.invocation is not invocation_of(interp):
-        env = Environ(invocation_of(interp))
-        holder._environ = env
-    return env
+    ctx = interp.reader.ctx
+    if ctx.environ is None or ctx.environ.invocation is not invocation_of(interp):
+        ctx.environ = Environ(invocation_of(interp))
+    return ctx.environ
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -360,3 +360,80 @@ def test_a_launch_passes_the_script_its_words_and_exported_environment(tmp_path)
     with pytest.raises(InputError, match="unrecognized arguments: --pp 2") as refused:
         launched("torchrun train.py --pp 2")
     assert refused.value.problem.line == line_of(train, "parse_args()")
+
+
+def test_fix_adds_its_line_after_the_recipe_call_inside_main(tmp_path, run_cli):
+    path = script(tmp_path, """
+        from megatron.bridge.recipes.llama import llama3_70b_pretrain_config
+
+        def main():
+            cfg = llama3_70b_pretrain_config()
+            cfg.model.tensor_model_parallel_size = 4
+            pretrain(cfg, forward_step)
+
+        if __name__ == "__main__":
+            main()
+        """)
+    code, out, err = run_cli("fix", str(path), "--world-size", "64", "--diff")
+    added = [line for line in out.splitlines() if line.startswith("+ ")]
+    assert added and all(line.startswith("+    cfg.") for line in added), out
+    assert out.index("cfg = llama3_70b_pretrain_config()") < out.index(added[0])
+
+
+def test_loops_inside_loops_are_bounded(tmp_path, run_cli):
+    path = script(tmp_path, """
+        cfg = llama32_1b_pretrain_config()
+        for a in range(200):
+            for b in range(200):
+                cfg.train.train_iters = a * b
+        cfg.ddp.overlap_grad_reduce = False
+        """)
+    code, r = check(run_cli, path)
+    assert r["error"] is None and value(r, "ddp.overlap_grad_reduce")[0] is False
+    reasons = " ".join(r.get("notes", []))
+    assert code in (0, 1) and "train.train_iters" in reasons
+
+
+def test_a_loop_over_recipe_names_looked_up_in_bridges_module(tmp_path, run_cli):
+    path = script(tmp_path, """
+        from megatron.bridge.recipes import llama
+
+        WANT = "llama3_8b"
+        for name in ["llama32_1b", "llama3_8b", "llama3_70b"]:
+            if name == WANT:
+                cfg = getattr(llama, f"{name}_pretrain_config")()
+                break
+        cfg.ddp.overlap_grad_reduce = False
+        pretrain(cfg, forward_step)
+        """)
+    code, r = check(run_cli, path)
+    assert r["error"] is None and value(r, "ddp.overlap_grad_reduce")[:2] == (False, "user")
+    assert any("llama3_8b_pretrain" in v["reason"] for v in r["effective"].values()), r["effective"]
+
+
+def test_main_that_builds_the_config_without_launching_it(tmp_path, run_cli):
+    path = script(tmp_path, """
+        def main():
+            cfg = llama32_1b_pretrain_config()
+            cfg.ddp.overlap_grad_reduce = False
+            cfg.to_yaml("run_config.yaml")
+
+        if __name__ == "__main__":
+            main()
+        """)
+    code, r = check(run_cli, path)
+    assert r["error"] is None and value(r, "ddp.overlap_grad_reduce")[:2] == (False, "user")
+
+
+def test_the_scripts_own_export_is_what_the_launch_gets(tmp_path, run_cli):
+    """os.environ[NAME] = ... in the script is in the process before Bridge installs env_vars with
+    os.environ.setdefault: it wins over env_vars."""
+    path = script(tmp_path, """
+        os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
+        cfg = llama32_1b_pretrain_config()
+        cfg.env_vars = {"CUDA_DEVICE_MAX_CONNECTIONS": 8}
+        pretrain(cfg, forward_step)
+        """)
+    code, r = check(run_cli, path)
+    env = value(r, "env.CUDA_DEVICE_MAX_CONNECTIONS")
+    assert env[0] in ("1", 1) and env[1] != "unknown"

@@ -100,6 +100,7 @@ def test_both_outcomes_are_there(executed):
     """The sample holds scripts Bridge launches in every idiom and some it refuses."""
     launched = collections.Counter(case.idiom for case in CASES if not executed[case.id][1]["failed"])
     refused = [case.id for case in CASES if executed[case.id][1]["failed"]]
+    assert launched and sum(launched.values()) + len(refused) == len(CASES)
     if COUNT >= 500:
         assert set(launched) == set(IDIOMS) and min(launched.values()) >= 20, launched
         assert len(refused) >= 5, refused
