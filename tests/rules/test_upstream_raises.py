@@ -154,6 +154,11 @@ SPLITS = (
      ("validate", "number of layers on each pipeline rank: 4(after enable")),
     ({"num_layers": 12, "pipeline_model_parallel_size": 4, "num_layers_in_first_pipeline_stage": 3,
       "account_for_loss_in_pipeline_split": True}, ("validate", "num_layers_in_first_pipeline_stage and")),
+    ({"num_layers": 7, "pipeline_model_parallel_size": 4, "pipeline_model_parallel_layout": "Et|tt|tt|tL"},
+     ("validate", "Number of decoder layers 6must match num_layers 7")),
+    ({"num_layers": 6, "pipeline_model_parallel_size": 4, "pipeline_model_parallel_layout": "tt|tt|tt|L"},
+     ("validate", "The first layer must be embedding, but got LayerType.decoder")),
+    ({"num_layers": 6, "pipeline_model_parallel_size": 4, "pipeline_model_parallel_layout": "Et|tt|tt|tL"}, None),
 )
 
 
