@@ -73,7 +73,8 @@ def open_words_note(view, assertion) -> str:
 
 def assertion_findings(view, code: str, ids: tuple, fix=None, lead: str = ""):
     """One error per recorded assertion with id in ``ids``, quoting its message (a warning when an unknown
-    expansion may supply a flag it depends on)."""
+    expansion may supply a flag it depends on); one warning per assertion that fires on some of the launch's
+    paths only (resolver.path_assertions), naming the decisions under which it does not."""
     for a in view.asserted(*ids):
         note = open_words_note(view, a)
         verb = a.who or ("raises" if a.at.startswith("megatron/training/initialize.py") else "validate_args asserts")
@@ -84,6 +85,15 @@ def assertion_findings(view, code: str, ids: tuple, fix=None, lead: str = ""):
         f = fix(a) if callable(fix) else fix
         yield lm_finding(view, code, "warning" if note else "error", message, a.dests[0] if a.dests else None,
                          None if note else f)
+    for a, unless in view.path_assertions:
+        if a.id not in ids:
+            continue
+        # asserts on the launch's paths where the values are known; a path the script leaves to what it does not
+        # say (a sourced file, the caller's arguments) may not: a warning naming the decisions
+        verb = a.who or "validate_args asserts"
+        where = f" {unless}" if unless else " on every way through the script where the value is known"
+        message = f"{lead}{verb} \"{a.message}\" ({a.at}){where}{open_words_note(view, a)}"
+        yield lm_finding(view, code, "warning", message, a.dests[0] if a.dests else None)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -423,6 +433,11 @@ def pipeline_split_rejected(view):
     `921`, `934`, `938`, `963`; `megatron/core/transformer/transformer_config.py:1922-2110`) with messages
     such as `number of layers per pipeline stage must be divisible number of layers per virtual pipeline
     stage`. The virtual pipeline decides p2p overlap (LM201).
+
+    A script whose ways to the launch differ (a sourced file, the caller's arguments) is read along each of
+    them: a split that fails on the ways where the sizes are known, while another way leaves them unknown,
+    is a **warning** naming the decision (Megatron-LM's `examples/gptoss/02_train.sh`: 12 layers over
+    PP = 8 GPUs, `unless` a distributed config file is sourced).
 
     ## Example
     ```yaml

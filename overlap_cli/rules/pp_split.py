@@ -6,13 +6,15 @@ A table of ``frameworks.raises.Raise`` records in the order a Bridge run meets t
 ``model.finalize()`` (megatron-bridge 0.6.2 config.py:1262); the GPTModelConfig form's own ``finalize``
 (megatron/training/models/gpt.py:222-235, at validate); the provider's ``provide()``
 (megatron/bridge/models/gpt_provider.py:250-254) and ``get_num_layers_to_build``
-(megatron/core/transformer/transformer_block.py:159-171), at model build. The layout string's own checks are
-PP208's. Megatron-LM's launch meets the same TransformerConfig checks after validate_args
-(frameworks/megatron_lm/assertions.py, LM203).
+(megatron/core/transformer/transformer_block.py:159-171), at model build. How a layout is read (its
+characters, its stages over PP, the VPP it implies) is PP208's; whether its layers are the model's is here.
+Megatron-LM's launch meets the same TransformerConfig checks after validate_args (frameworks/megatron_lm/
+assertions.py, LM203).
 """
 
 from __future__ import annotations
 
+from overlap_cli.frameworks.bridge.pipeline_layout import LAYER_LAYOUT_LINES, layer_layout_problem, read_layout
 from overlap_cli.frameworks.raises import MODEL_BUILD, VALIDATE, Raise, failing
 from overlap_cli.rules.cfg_validate import UNKNOWN, value
 from overlap_cli.rules.common import finding
@@ -23,7 +25,7 @@ _CHUNKS = "Make sure the number of model chunks is the same across all pipeline 
 _READS = ("num_layers", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
           "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
           "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
-          "pipeline_model_parallel_layout")
+          "pipeline_model_parallel_layout", "mtp_num_layers")
 
 
 class Split:
@@ -38,7 +40,7 @@ class Split:
         self.first, self.last = got["num_layers_in_first_pipeline_stage"], got["num_layers_in_last_pipeline_stage"]
         self.embedding, self.loss = bool(got["account_for_embedding_in_pipeline_split"]), \
             bool(got["account_for_loss_in_pipeline_split"])
-        self.layout = got["pipeline_model_parallel_layout"]
+        self.layout, self.mtp = got["pipeline_model_parallel_layout"], got["mtp_num_layers"]
         target = view.cfg.get(("model", "_target_"))
         self.model_class = target.rsplit(".", 1)[-1] if isinstance(target, str) else ""
 
@@ -100,6 +102,22 @@ def _uneven(stage: str):
     return _split(fn)
 
 
+def _layout_layers(line: int):
+    """validate_layer_layout's assert at ``line`` (pipeline_parallel_layer_layout.py), for a layout the checks
+    before it accept (PP208 reports those: other split arguments, an unreadable layout, stages PP does not
+    divide, a VPP that conflicts)."""
+    def fn(s):
+        if s.layout is None or s.uneven or s.accounted:
+            return None
+        layout = read_layout(s.layout)
+        if layout is None or layout.stages is None or layout.stages % s.pp or \
+                s.vpp is not None and s.vpp != layout.stages // s.pp:
+            return None
+        got = layer_layout_problem(s.layout, s.layers, s.mtp)
+        return {"problem": got[1]} if got is not None and got[0] == line else None
+    return _split(fn)
+
+
 def _accounted_layers(s: Split):
     if s.layout is not None or s.uneven or not s.accounted:
         return None
@@ -119,6 +137,9 @@ TABLE = (
           message="num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage cannot beset at the same "
                   "time with account_for_embedding_in_pipeline_splitand account_for_loss_in_pipeline_split",
           fails=_split(lambda s: {} if s.uneven and s.accounted else None)),
+    *(Raise(id=f"layout-layers-{line}", at=f"megatron/core/transformer/pipeline_parallel_layer_layout.py:{line}",
+            key="model.pipeline_model_parallel_layout", message="{problem}", fails=_layout_layers(line))
+      for line in LAYER_LAYOUT_LINES),
     *(Raise(id=f"uneven-{stage}", at=f"{_TC}:{line}", kind="ValueError", key=key, message=message, fails=_uneven(stage))
       for stage, line, key, message in (
           ("first-positive", 1998, "model.num_layers_in_first_pipeline_stage",
@@ -178,7 +199,9 @@ def pipeline_split(view):
     Checks how `num_layers` falls over `pipeline_model_parallel_size` stages and
     `virtual_pipeline_model_parallel_size` chunks, as the real code does, in its order:
     - megatron-core 0.19.2 `TransformerConfig.__post_init__` (`transformer_config.py:1929-2110`, ValueError),
-      run by Bridge's `validate()`: an uneven first / last stage (`num_layers_in_first_pipeline_stage`,
+      run by Bridge's `validate()`: a `pipeline_model_parallel_layout` whose layers are not the model's
+      (`validate_layer_layout`, `pipeline_parallel_layer_layout.py:94-116`: the embedding first and once, the
+      loss last and once, `num_layers` decoder layers, `mtp_num_layers` MTP layers after them); an uneven first / last stage (`num_layers_in_first_pipeline_stage`,
       `num_layers_in_last_pipeline_stage`) together with `account_for_*_in_pipeline_split`; a first / last
       stage of no layers or not a multiple of VPP; middle layers that the middle stages or VPP do not divide;
       with `account_for_embedding_in_pipeline_split` / `account_for_loss_in_pipeline_split`, the layers plus
@@ -191,7 +214,8 @@ def pipeline_split(view):
       config.pipeline_model_parallel_size=P` (`megatron/core/transformer/transformer_block.py:159`, when the
       model is built).
 
-    Each only when every value it reads is known. A layout string (`pipeline_model_parallel_layout`) is PP208's.
+    Each only when every value it reads is known. How a layout string is read (its characters, its stages over
+    PP, its VPP) is PP208's.
 
     ## Why it matters
     VPP is what turns p2p overlap on (PP201), so a run that asks for it needs a split that builds. The

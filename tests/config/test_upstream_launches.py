@@ -74,10 +74,11 @@ def test_mamba_tensor_parallel_size_from_the_literal_case(run_cli):
 
 def test_gptoss_values_a_sourced_file_may_set_are_unknown(run_cli):
     """02_train.sh sources --distributed-config-file when one is given; that file may set PP_SIZE's
-    inputs, so PP is not printed as a fact (and no assertion on it is reported)."""
+    inputs, so PP is not printed as a fact. Without such a file PP is 8 over 12 layers: validate_args' layer
+    assert is a warning naming the decision (tests/rules/test_upstream_raises.py)."""
     result, eff = check_json(run_cli, EXAMPLES / "gptoss" / "02_train.sh")
     assert eff["model.pipeline_model_parallel_size"] == (None, "unknown")
-    assert "LM203" not in {f["code"] for f in result["findings"]}
+    assert [f["severity"] for f in result["findings"] if f["code"] == "LM203"] == ["warning"]
     assert eff["model.tensor_model_parallel_size"] == (1, "user")
 
 

@@ -236,13 +236,15 @@ def test_missing_section_is_created_at_the_end(run_cli, tmp_path):
     )
 
 
-def test_null_section_becomes_a_mapping_in_place(run_cli, tmp_path):
+def test_a_null_ddp_section_gets_no_fix_built_from_class_defaults(run_cli, tmp_path):
+    """``ddp:`` with no value is ``ddp=None`` to Bridge's from_yaml: there is no DDP config for DP303 to read (its
+    class defaults would stand in for nothing), and validate() fails on it (CFG010, config.py:1345)."""
     before = "optimizer:\n  use_distributed_optimizer: true\nddp:\ncomm_overlap:\n  tp_comm_overlap: false\n"
     code, after, output = fix(run_cli, tmp_path, before, "--select", "DP303", "--world-size", "16", "--unsafe-fixes")
     assert code == 0, output
-    assert after.decode() == before.replace(
-        "ddp:\n", "ddp:\n  use_distributed_optimizer: true  # overlap: DP303 comm_overlap reads the ddp flag\n"
-    )
+    assert after.decode() == before
+    code, out, err = run_cli("check", tmp_path / "config.yaml", "--world-size", "16")
+    assert code == 1 and "CFG010" in out and "'NoneType' object has no attribute 'use_megatron_fsdp'" in out
 
 
 # --- what fix refuses to touch --------------------------------------------------------------

@@ -154,6 +154,11 @@ SPLITS = (
      ("validate", "number of layers on each pipeline rank: 4(after enable")),
     ({"num_layers": 12, "pipeline_model_parallel_size": 4, "num_layers_in_first_pipeline_stage": 3,
       "account_for_loss_in_pipeline_split": True}, ("validate", "num_layers_in_first_pipeline_stage and")),
+    ({"num_layers": 7, "pipeline_model_parallel_size": 4, "pipeline_model_parallel_layout": "Et|tt|tt|tL"},
+     ("validate", "Number of decoder layers 6must match num_layers 7")),
+    ({"num_layers": 6, "pipeline_model_parallel_size": 4, "pipeline_model_parallel_layout": "tt|tt|tt|L"},
+     ("validate", "The first layer must be embedding, but got LayerType.decoder")),
+    ({"num_layers": 6, "pipeline_model_parallel_size": 4, "pipeline_model_parallel_layout": "Et|tt|tt|tL"}, None),
 )
 
 
@@ -228,3 +233,59 @@ def test_a_null_ddp_is_no_ddp_config(run_cli, tmp_path):
     overlap = result["effective"]["ddp.overlap_grad_reduce"]
     assert overlap["source"] == "unknown" and "ddp: null" in overlap["reason"]
     assert not [f for f in result["findings"] if f["code"].startswith("DP")]
+
+
+# -- Megatron-LM: examples/gptoss/02_train.sh, 12 layers over PP = the world size (8) ---------------------------
+
+GPTOSS = UPSTREAM / "NVIDIA+Megatron-LM" / "examples" / "gptoss" / "02_train.sh"
+LAYERS_NOT_DIVISIBLE = "Number of layers should be divisible by the pipeline-model-parallel size"
+
+
+def test_gptoss_layers_do_not_divide_over_its_default_pipeline(run_cli):
+    """PP_SIZE=${WORLD_SIZE} = 8 GPUs x 1 node unless --distributed-config-file names a file the script sources
+    (which may set both): on the script's own paths validate_args asserts 12 layers over PP 8
+    (arguments.py:963); the path through the sourced file leaves PP unknown. A warning naming that decision."""
+    text = GPTOSS.read_text(encoding="utf-8")
+    assert "NUM_LAYERS=12" in text and "PP_SIZE=${WORLD_SIZE}" in text
+    (result,) = _results(run_cli, str(GPTOSS)).values()
+    (found,) = [f for f in result["findings"] if f["code"] == "LM203"]
+    assert found["severity"] == "warning" and found["key"] == "--num-layers"
+    assert found["message"] == (
+        f'validate_args asserts "{LAYERS_NOT_DIVISIBLE}" (megatron/training/arguments.py:963) unless the if on line 78 '
+        '([ -n "$DISTRIBUTED_CONFIG_FILE" ]) holds and the if on line 79 ([ ! -f "$DISTRIBUTED_CONFIG_FILE" ]) does not '
+        "hold")
+    assert result["effective"]["model.pipeline_model_parallel_size"]["source"] == "unknown"
+
+
+def test_a_layer_split_every_path_fails_is_no_warning_but_the_error(run_cli, tmp_path):
+    """The same launch with the world size stated on every path: the merged reading knows PP, the error stands."""
+    launch = tmp_path / "train.sh"
+    launch.write_text("#!/bin/bash\nif [ -n \"$FAST\" ]; then MBS=2; else MBS=1; fi\n"
+                      "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 12 --pipeline-model-parallel-size 8 "
+                      "--hidden-size 512 --num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024 "
+                      "--micro-batch-size $MBS\n")
+    (result,) = _results(run_cli, str(launch)).values()
+    found = [f for f in result["findings"] if f["code"] == "LM203"]
+    assert [f["severity"] for f in found] == ["error"] and LAYERS_NOT_DIVISIBLE in found[0]["message"]
+
+
+def test_megatron_lm_refuses_12_layers_over_pp_8(tmp_path):
+    """megatron-core 0.19.2's validate_args on the launch's words of the default path (skipped without the env)."""
+    import os
+    import subprocess
+
+    import pytest
+
+    env = os.environ.get("OVERLAP_BRIDGE_ENV")
+    if not env or not os.path.exists(os.path.join(env, "bin", "python")):
+        pytest.skip("OVERLAP_BRIDGE_ENV (megatron-core 0.19.2) not set")
+    argv = ["--num-layers", "12", "--pipeline-model-parallel-size", "8", "--hidden-size", "512", "--num-attention-heads",
+            "64", "--seq-length", "8192", "--max-position-embeddings", "8192", "--micro-batch-size", "1",
+            "--global-batch-size", "128", "--bf16", "--train-samples", "100"]
+    done = subprocess.run([os.path.join(env, "bin", "python"),
+                           str(ROOT / "tests" / "frameworks" / "megatron_lm" / "mlm_reference.py")],
+                          input=json.dumps([{"argv": argv, "world_size": 8, "arch": 9}]), capture_output=True, text=True,
+                          timeout=600)
+    (real,) = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (real["error"], real["stage"], real["where"]) == (LAYERS_NOT_DIVISIBLE, "validate_args",
+                                                               "megatron/training/arguments.py:963")

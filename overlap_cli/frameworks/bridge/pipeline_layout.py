@@ -71,3 +71,45 @@ def derived_vpp(layout: Optional[Layout], pp: int) -> Optional[int]:
     if layout is None or layout.stages is None or pp < 1 or layout.stages % pp:
         return None
     return layout.stages // pp
+
+
+_LAYER_NAMES = {"E": "embedding", "L": "loss", "t": "decoder", "m": "mtp"}
+# validate_layer_layout's asserts (megatron/core/transformer/pipeline_parallel_layer_layout.py), by line
+LAYER_LAYOUT_LINES = (94, 97, 102, 105, 106, 111, 116)
+
+
+def layer_layout_problem(value: Any, num_layers: Any, mtp_num_layers: Any) -> Optional[tuple]:
+    """(line, message) of the first assert of ``validate_layer_layout`` (pipeline_parallel_layer_layout.py:85-119,
+    run by TransformerConfig.__post_init__ at transformer_config.py:1984) that a readable layout fails: the
+    embedding first and once, the loss last and once, as many decoder layers as ``num_layers``, the MTP layers
+    ``mtp_num_layers`` and after every decoder layer. None when it holds or cannot be judged here (an unreadable
+    layout is its reader's problem; where MTP sits within a rank's virtual stages is not checked)."""
+    if not isinstance(num_layers, int) or isinstance(num_layers, bool):
+        return None
+    layout = read_layout(value)
+    if layout is None or layout.problem is not None:
+        return None
+    if isinstance(value, str):
+        flat = [_LAYER_NAMES[c] for c in expand(value).replace("|", "")]
+    else:
+        flat = [name for stage in value for name in stage]
+        if not all(name in _LAYER_NAMES.values() for name in flat):
+            return None
+    if not flat:
+        return None
+    if flat[0] != "embedding":
+        return 94, f"The first layer must be embedding, but got LayerType.{flat[0]}"
+    if flat[-1] != "loss":
+        return 97, f"The last layer must be loss, but got LayerType.{flat[-1]}"
+    if flat.count("embedding") != 1:
+        return 102, "Embedding must be specified exactly once"
+    if flat.count("loss") != 1:
+        return 105, "Loss must be specified exactly once"
+    if flat.count("decoder") != num_layers:
+        return 106, f"Number of decoder layers {flat.count('decoder')}must match num_layers {num_layers}"
+    mtp = flat.count("mtp")
+    if not (mtp == mtp_num_layers or (mtp_num_layers is None and mtp == 0)):
+        return 111, "Number of mtp layers in layout must match mtp_num_layers"
+    if "mtp" in flat and "decoder" in flat[flat.index("mtp"):]:
+        return 116, "decoder layers must be placed before MTP layers"
+    return None

@@ -85,6 +85,10 @@ class Launch:
     # The effective keys whose printed value the launch's unknowns can change (forms.megatron_lm fills it; None: not
     # computed)
     changeable: Optional[list] = None
+    # When the launch's paths differ: each path's (decisions, dest -> Arg) as argparse reads it, and the decisions'
+    # descriptions (LaunchText.forks), so what asserts on some paths only can be named (resolver.path_assertions)
+    path_args: list = field(default_factory=list)
+    forks: dict = field(default_factory=dict)
 
 
 # --- the option table -------------------------------------------------------------------------------
@@ -191,11 +195,12 @@ def launch_from_text(found: LaunchText) -> Launch:
     if len(found.paths) > 1:  # conditions not known statically: the flags every path agrees on are known
         from overlap_cli.frameworks.megatron_lm.paths import merge_paths
 
-        args, notes = merge_paths(found, strict_for, parse_tokens)
+        args, notes, path_args = merge_paths(found, strict_for, parse_tokens)
         unknowns.extend(n for n in notes if n not in unknowns)
         for path in found.paths[1:]:  # an expansion that may hold any flags, on any path, stays open
             tokens.extend(t for t in path.tokens if t.multi and not any(t == u for u in tokens))
     else:
+        path_args = []
         args = parse_tokens(found.file, found.tokens, unknowns, script=found.script, strict=strict_for(found.script, found.kind))
     if "yaml_cfg" in args:  # parse_args replaces argparse's values with the file's (frameworks/megatron_lm/yaml_cfg.py)
         from overlap_cli.frameworks.megatron_lm.yaml_cfg import apply_yaml_cfg
@@ -205,7 +210,8 @@ def launch_from_text(found: LaunchText) -> Launch:
         file=found.file, text=found.text, kind=found.kind, script=found.script, launch_line=found.launch_line,
         args=args, env=found.env, world_size=found.world_size, world_size_line=found.world_size_line,
         argv=[t.text for t in tokens], unknowns=unknowns, tokens=tokens, insert_at=found.insert_at,
-        defaults_taken=found.defaults_taken, sourced=list(found.sourced),
+        defaults_taken=found.defaults_taken, sourced=list(found.sourced), path_args=path_args,
+        forks=dict(getattr(found, "forks", None) or {}),
     )
 
 

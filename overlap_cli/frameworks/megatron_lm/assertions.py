@@ -72,11 +72,12 @@ OPT = "megatron/core/optimizer/optimizer_config.py"
 MBC = "megatron/core/num_microbatches_calculator.py"
 PS = "megatron/core/parallel_state.py"
 INIT = "megatron/training/initialize.py"
+PPL = "megatron/core/transformer/pipeline_parallel_layer_layout.py"  # validate_layer_layout, from TransformerConfig
 
 # Who raises, by the file of ``at`` (the words of a finding).
 WHO = {ARGS: "validate_args", TC: "TransformerConfig", MPC: "ModelParallelConfig", DDP: "DistributedDataParallelConfig",
        OPT: "OptimizerConfig", MBC: "the microbatch calculator", PS: "initialize_model_parallel",
-       INIT: "initialize_megatron"}
+       INIT: "initialize_megatron", PPL: "TransformerConfig"}
 
 # The flags a derived name comes from (an unknown expansion that could give one of them makes an
 # assertion a "may hold" warning; rules/lm.py open_words_note).
@@ -965,6 +966,35 @@ def _(v):
     return {"first": v.decoder_first_pipeline_num_layers, "last": v.decoder_last_pipeline_num_layers,
             "emb": v.account_for_embedding_in_pipeline_split, "loss": v.account_for_loss_in_pipeline_split}
 
+
+
+
+def _layout_layers(line: int):
+    """validate_layer_layout's assert at ``line`` (TransformerConfig.__post_init__, transformer_config.py:1984),
+    for a layout validate_args read (its stages divide over PP, arguments.py:911) with no other split flag."""
+    def fails(v):
+        from overlap_cli.frameworks.bridge.pipeline_layout import layer_layout_problem, read_layout
+
+        if v.pipeline_model_parallel_layout is None or _uneven(v) or _accounted(v):
+            return OK
+        layout = read_layout(v.pipeline_model_parallel_layout)
+        if layout is None or layout.stages is None or layout.stages % v.pipeline_model_parallel_size:
+            return OK
+        got = layer_layout_problem(v.pipeline_model_parallel_layout, v.num_layers, v.mtp_num_layers)
+        return {"problem": got[1]} if got is not None and got[0] == line else OK
+    return fails
+
+
+def _layout_layers_checks():
+    from overlap_cli.frameworks.bridge.pipeline_layout import LAYER_LAYOUT_LINES
+
+    for line in LAYER_LAYOUT_LINES:
+        check(f"layout-layers-{line}", "LM203", f"{PPL}:{line}",
+              f"pipeline_model_parallel_layout {_SPLIT} num_layers mtp_num_layers pipeline_model_parallel_size",
+              "{problem}", where="pipeline_model_parallel_layout")(_layout_layers(line))
+
+
+_layout_layers_checks()
 
 _UNEVEN = f"pipeline_model_parallel_layout {_SPLIT} num_layers pipeline_model_parallel_size virtual_pipeline_model_parallel_size"
 

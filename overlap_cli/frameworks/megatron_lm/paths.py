@@ -13,7 +13,8 @@ from overlap_cli.config.argv import UNKNOWN, deciding_forks
 
 
 def merge_paths(found, strict_for, parse_tokens) -> tuple:
-    """(dest -> Arg, the sentences for ``unknowns``) of a LaunchText with more than one path."""
+    """(dest -> Arg, the sentences for ``unknowns``, [(path choices, its dest -> Arg) of each path argparse
+    reads]) of a LaunchText with more than one path."""
     parsed: list = []
     failed: list = []
     notes: list = []
@@ -63,7 +64,7 @@ def merge_paths(found, strict_for, parse_tokens) -> tuple:
     for decided, flags in by_decision.items():
         notes.append(f"{decided} is not decided statically: {', '.join(flags)} "
                      f"{'is' if len(flags) == 1 else 'are'} unknown")
-    return out, notes
+    return out, notes, [(path.choices, args) for path, args in parsed]
 
 
 def _shown(arg) -> str:

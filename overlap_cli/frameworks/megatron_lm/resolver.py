@@ -58,7 +58,54 @@ def resolve(launch, target) -> LMResolved:
     r.args = a
     r.model_at_setup = r.final["model"]
     r.grid = _grid(r, a, s.integer)
+    r.path_assertions = path_assertions(launch, target, r.assertions)
     return r
+
+
+MAX_PATHS = 16  # a launch with more ways through it is reported on its merged reading only (cost bound)
+
+
+def path_assertions(launch, target, merged: list) -> list:
+    """What asserts on some of a launch's paths, each resolved alone, where the paths merged leave it unknown
+    (a flag one path gives as 8 and another leaves to a sourced file): (Assertion, the decisions that lead to
+    the paths where it asserts in words — ``unless ...`` / ``depending on ...`` —, or "" when every path argparse
+    reads asserts it)."""
+    if not 1 < len(launch.path_args) <= MAX_PATHS:
+        return []
+    import copy
+
+    from overlap_cli.config.argv import deciding_forks
+
+    seen = {(x.id, x.message) for x in merged}
+    per_path, found = [], {}
+    for _choices, args in launch.path_args:
+        one = copy.copy(launch)
+        one.args, one.path_args = args, []
+        hits = set()
+        for x in resolve(one, target).assertions:
+            key = (x.id, x.message)
+            if key not in seen:
+                found.setdefault(key, x)
+                hits.add(key)
+        per_path.append(hits)
+    choices = [c for c, _ in launch.path_args]
+    out = []
+    for key, assertion in found.items():
+        fired = [key in hits for hits in per_path]
+        out.append((assertion, "" if all(fired) else _unless(choices, fired, launch.forks)
+                    or f"depending on {deciding_forks(choices, fired, launch.forks)}"))
+    return out
+
+
+def _unless(choices: list, fired: list, forks: dict) -> str:
+    """``unless D1 and D2``: the decisions every path that does not assert takes and no path that asserts
+    does; "" when there are none."""
+    quiet = [set(c) for c, f in zip(choices, fired) if not f]
+    loud = set().union(*(set(c) for c, f in zip(choices, fired) if f))
+    common = [d for d in choices[fired.index(False)] if all(d in q for q in quiet) and d not in loud]
+    if not common:
+        return ""
+    return "unless " + " and ".join(f"{forks.get(fork, 'a decision')} {branch}" for fork, branch in common)
 
 
 class _Launch:

@@ -143,6 +143,9 @@ class LMResolved:
     layer_wise_distopt: bool = False  # an emerging optimizer (muon, ...) shards its state layer by layer
     open_words: list = field(default_factory=list)  # unknown expansions that may hold any flags ("$EXTRA_ARGS")
     assertions: list = field(default_factory=list)  # Assertion, in validate_args order
+    # (Assertion, the decisions it depends on) of what asserts on some of the launch's paths (each resolved
+    # alone) where the paths merged leave it unknown
+    path_assertions: list = field(default_factory=list)
     forcings: list = field(default_factory=list)  # Forcing, in validate_args order
     # Fields of Bridge's view that shared rules read; a Megatron-LM launch has no comm_overlap section.
     comm_overlap_present: bool = False

@@ -25,7 +25,8 @@ one that raised):
    default and its ``parallel_state.initialize_model_parallel`` call, or the HyperCommGrid path — with
    ``torch.distributed`` made inert (already "initialized" at the case's world size, one device, groups
    that only know their size): what it raises is its own arithmetic on the sizes;
-5. ``first_step``: the pipeline schedule's own config checks on its first call (``_first_step``).
+5. ``model_build``: the layer-split checks of building the model (``_model_build``);
+6. ``first_step``: the pipeline schedule's own config checks on its first call (``_first_step``).
 
 Transformer Engine is answered as a recent one (2.12) would: ``HAVE_TE`` flags, its version, FusedAdam's
 signature, and the presence of the fused kernels Megatron-Core's config checks look for (rope, MoE
@@ -94,6 +95,33 @@ def raised_at(exc) -> str:
         return ""
     f = frames[-1]
     return f"{f.filename.split('site-packages/', 1)[-1]}:{f.lineno}"
+
+
+def _model_build(cfg) -> None:
+    """The layer-split checks of the model build, run for real: a GPT provider's ``provide()`` (its model-chunk
+    assert, models/gpt_provider.py:250-254, comes before anything needs a process group: that AssertionError is
+    the launch's, anything later -- no process groups here -- means it passed), then Megatron-Core's
+    ``get_num_layers_to_build`` for each pipeline rank (transformer/transformer_block.py:159-171, a function of
+    the config and the rank) for a GPT model without a layout (a layout's checks ran at validate)."""
+    from megatron.bridge.models.gpt_provider import GPTModelProvider
+    from megatron.core.transformer.transformer_block import get_num_layers_to_build
+
+    model = cfg.model
+    if isinstance(model, GPTModelProvider):
+        try:
+            model.provide()
+        except AssertionError as exc:
+            if "number of model chunks" in str(exc):
+                raise
+        except Exception:  # past the split check: the stand-ins run out
+            pass
+    elif type(model).__name__ != "GPTModelConfig":
+        return
+    config = getattr(model, "transformer", model)
+    if config.pipeline_model_parallel_layout is not None:
+        return
+    for rank in range(config.pipeline_model_parallel_size or 1):
+        get_num_layers_to_build(config, vp_stage=0 if config.virtual_pipeline_model_parallel_size else None, pp_rank=rank)
 
 
 def _first_step(cfg) -> None:
@@ -321,6 +349,8 @@ def run(case: dict) -> dict:
             cfg.validate()
             stage = "initialize_distributed"
             _initialize_distributed(cfg, case["world_size"])
+            stage = "model_build"
+            _model_build(cfg)
             stage = "first_step"
             _first_step(cfg)
         except BaseException as exc:  # what the launch would die of (SystemExit / KeyboardInterrupt included)

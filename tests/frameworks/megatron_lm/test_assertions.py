@@ -306,6 +306,18 @@ ROWS = [
       "--pipeline-model-parallel-size 2 --decoder-first-pipeline-num-layers 4",
       "num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage cannot beset at the same time with "
       "account_for_embedding_in_pipeline_splitand account_for_loss_in_pipeline_split"),
+    *(R(f"layout-layers-{line}", "LM203", f"--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout '{bad}'{extra}",
+        f"--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout '{good}'{extra}", message)
+      for line, bad, good, extra, message in (  # validate_layer_layout (pipeline_parallel_layer_layout.py:85-119)
+          (94, "tttt|ttttL", "Etttt|ttttL", "", "The first layer must be embedding, but got LayerType.decoder"),
+          (97, "Etttt|tttt", "Etttt|ttttL", "", "The last layer must be loss, but got LayerType.decoder"),
+          (102, "EEtttt|ttttL", "Etttt|ttttL", "", "Embedding must be specified exactly once"),
+          (105, "Etttt|ttttLL", "Etttt|ttttL", "", "Loss must be specified exactly once"),
+          (106, "Ettt|ttttL", "Etttt|ttttL", "", "Number of decoder layers 7must match num_layers 8"),
+          (111, "Etttt|ttttmL", "Etttt|ttttL", "", "Number of mtp layers in layout must match mtp_num_layers"),
+          (116, "Etttt|tttmtL", "Etttt|ttttmL", " --mtp-num-layers 1 --position-embedding-type rope --no-rope-fusion",
+           "decoder layers must be placed before MTP layers"),
+      )),
     R("layout-with-split-args", "LM203",
       "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Etttt|ttttL' --decoder-first-pipeline-num-layers 4",
       "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Etttt|ttttL'",
