@@ -42,20 +42,16 @@ NOT_A_CONFIG = "not a training config (no top-level " + "/".join(CONFIG_SECTIONS
 
 
 def read_head(path: str):
-    """The first MiB of ``path``, or None when it cannot be read."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(_SNIFF_BYTES)
-    except OSError:
-        return None
+    """The first MiB of ``path``, or None when it cannot be read or is not a regular file (never opened then)."""
+    from overlap_cli.config.safe_read import read_head as bounded_head
+
+    return bounded_head(path, _SNIFF_BYTES)
 
 
 def looks_like_config(path: str, pattern=None) -> bool:
     """True if the file has a top-level training-config section, or cannot be read (so the check reports why)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-    except OSError:
+    head = read_head(path)
+    if head is None:
         return True
     text = head.decode("utf-8", errors="replace")
     return bool((pattern or _SECTION_RE).search(text)) or bool(_RECIPE_DIRECTIVE_RE.search(text))
@@ -69,10 +65,8 @@ def looks_like_other_yaml(path: str) -> bool:
     """A file named explicitly is skipped as not a training config only when it is plainly some other
     YAML mapping: text, top-level block keys, none of them a ConfigContainer section. Anything else (a
     flow-style config, a list, an empty or binary file) is checked, and the check says what is wrong."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-    except OSError:
+    head = read_head(path)
+    if head is None:
         return False
     if b"\0" in head:
         return False
