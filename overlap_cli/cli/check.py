@@ -32,6 +32,7 @@ def guarded(body, opts, passthrough=()) -> int:
     (``overlap check ... | head``) is 1 with nothing more said, as click's main loop does; a bug in
     overlap-cli is one line and 2, never a traceback. ``passthrough``: exceptions that are the framework's
     own way of ending a command (typer.Exit), raised on unchanged."""
+    sane_streams()
     try:
         return body(opts)
     except passthrough:
@@ -50,6 +51,27 @@ def guarded(body, opts, passthrough=()) -> int:
     except Exception as exc:
         report_internal_error(exc)
         return EXIT_INPUT
+
+
+def sane_streams() -> None:
+    """What a command writes never fails on the way out: a closed stdout or stderr (``overlap check x >&-``:
+    Python leaves it None) writes to /dev/null, as a reader that went away does; a file name that is not
+    UTF-8 (a surrogate escape) is written with a backslash escape rather than raising UnicodeEncodeError; and
+    Python's warnings from modules the check uses (``re``'s "possible nested set" on a pattern a script holds,
+    OmegaConf's) are not printed with their source paths, unless asked for with ``-W`` / PYTHONWARNINGS."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+        elif getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (OSError, ValueError):
+                pass
+    if not sys.warnoptions:
+        import warnings
+
+        warnings.simplefilter("ignore")
 
 
 def report_internal_error(exc: BaseException) -> None:
@@ -334,18 +356,19 @@ def skip_notes(skipped) -> list:
     library modules, tests, helpers): those are one line per kind of skip when there are several, with the
     first as the example (``--format json`` lists each with its reason)."""
     from overlap_cli.check.discovery import skip_kind
+    from overlap_cli.problems import printable
 
     lines, python = [], {}
     for path, reason in skipped:
         if path.endswith(".py"):
             python.setdefault(skip_kind(reason), []).append((path, reason))
         else:
-            lines.append(f"note: {path}: skipped: {reason}")
+            lines.append(f"note: {printable(path)}: skipped: {reason}")
     for kind, items in python.items():
         if len(items) == 1:
-            lines.append(f"note: {items[0][0]}: skipped: {items[0][1]}")
+            lines.append(f"note: {printable(items[0][0])}: skipped: {items[0][1]}")
         else:
-            lines.append(f"note: {len(items)} Python files skipped: {kind} (e.g. {items[0][0]}: {items[0][1]}); "
+            lines.append(f"note: {len(items)} Python files skipped: {kind} (e.g. {printable(items[0][0])}: {items[0][1]}); "
                          "--format json lists each")
     return lines
 
