@@ -78,13 +78,15 @@ def looks_like_other_yaml(path: str) -> bool:
 _PLACEHOLDER_RE = re.compile(r"<[A-Za-z][^<>\n]{0,60}>")
 
 
-def script_verdict(path: str) -> tuple:
-    """("check", None) | ("skip", reason) | ("none", None): a launch script without a launch line."""
+def script_verdict(path: str, explicit: bool = False) -> tuple:
+    """("check", None) | ("skip", reason) | ("none", None): a launch script without a launch line. A binary
+    file is passed over in a walk; named explicitly, it is checked, and the reader says it is binary (exit 2):
+    a script named to be checked is never skipped silently."""
     head = read_head(path)
     if head is None:
         return "check", None  # the check says why it cannot be read
     if b"\0" in head[:8192]:
-        return "skip", "not a launch (a binary file)"
+        return ("check", None) if explicit else ("skip", "not a launch (a binary file)")
     text = head.decode("utf-8", "replace")
     from overlap_cli.config.shell import launch_summary
 
@@ -129,7 +131,7 @@ def yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
     other = [k for k in keys if k not in CONTAINER_SECTIONS and not k.startswith("_") and k != "defaults"]
     if explicit and (len(head) >= _SNIFF_BYTES or _ANCHOR_RE.search(text)):
         return None  # named: a file too large to sniff or built from anchors is read, and the reader judges it
-    if container and len(other) > len(container):
+    if container and len(other) > len(container) and not (explicit and _BRIDGE_KEY_RE.search(text)):
         shown = ", ".join(other[:4]) + (", ..." if len(other) > 4 else "")
         return (f"not a training config: its top-level keys ({shown}) are not ConfigContainer sections "
                 f"(only {', '.join(container)} is)")
@@ -144,6 +146,10 @@ def yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
             "`# overlap: recipe=NAME` or in pyproject ([tool.overlap] recipe, or per-file-target)")
 
 
+# A key only a Megatron-Bridge config sets, indented under a section: a file named explicitly that holds
+# one in a ConfigContainer section is checked whatever other top-level keys surround it.
+_BRIDGE_KEY_RE = re.compile(r"^[ \t]+['\"]?(?:\w+_model_parallel_size|context_parallel_size|sequence_parallel|"
+                            r"tp_comm_overlap|overlap_(?:grad_reduce|param_gather|p2p_comm))['\"]?[ \t]*:", re.MULTILINE)
 _ANCHOR_RE = re.compile(r"(?::|-)[ \t]+[&*][A-Za-z0-9_]")
 _OVERRIDE_WORD = re.compile(r"^[ \t]*#.*\boverrides?\b", re.MULTILINE | re.IGNORECASE)
 
