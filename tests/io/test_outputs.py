@@ -146,3 +146,16 @@ def test_old_temp_of_an_unknown_writer_is_removed_after_an_hour(tmp_path):
     os.utime(old, (0, 0))
     assert remove_stale_temps(str(target)) == [old.name]
     assert young.exists()
+
+
+def test_output_never_replaces_a_file_a_worker_process_read(tmp_path):
+    """With --jobs the files are read in worker processes: what they read counts as much as the parent's."""
+    for i in range(40):
+        (tmp_path / f"c{i:02d}.yaml").write_text(EXAMPLE_YAML.read_text())
+    (tmp_path / ".conf").mkdir()  # a hidden folder: the walk never reads it, only the launch's reader does
+    env = tmp_path / ".conf" / "env.sh"
+    env.write_text("export NCCL_DEBUG=INFO\n")
+    launch_sourcing(tmp_path, "./.conf/env.sh", name="zz_launch.sh")  # last in the walk's order: a worker reads it
+    code, out, err = overlap("check", tmp_path, "--jobs", "2", "-o", env, cwd=tmp_path)
+    assert_one_error_line(code, out, err, str(env), "must not be an input file (the check reads it)")
+    assert env.read_text() == "export NCCL_DEBUG=INFO\n"
