@@ -309,6 +309,8 @@ def refuse_input_as_output(path, files) -> None:
 
 def judge_outputs(*paths) -> dict:
     """cli.output's judgement of the output files (a file the run read, a FIFO nobody reads: a usage error)."""
+    if all(p is None for p in paths):
+        return {}  # the report goes to stdout: nothing to judge, nothing to import
     from overlap_cli.cli.output import OutputError, judge_outputs as judge
 
     try:

@@ -176,8 +176,8 @@ def _is_pseudo(path: str, st: os.stat_result) -> bool:
         _pseudo_devices = frozenset(devices)
     if st.st_dev in _pseudo_devices:
         return True
-    real = os.path.realpath(path)
-    return any(real.startswith(root + "/") for root in _PSEUDO_ROOTS if os.path.ismount(root))
+    # A file system mounted inside one (/proc/sys/fs/binfmt_misc, /sys/fs/cgroup) has a device of its own.
+    return bool(_pseudo_devices) and os.path.abspath(path).startswith(tuple(root + "/" for root in _PSEUDO_ROOTS))
 
 
 def _read_bounded(path: str, limit: int) -> tuple:
