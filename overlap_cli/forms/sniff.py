@@ -146,8 +146,8 @@ def yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
             "`# overlap: recipe=NAME` or in pyproject ([tool.overlap] recipe, or per-file-target)")
 
 
-# A key only a Megatron-Bridge config sets, indented under a section: a file named explicitly that holds
-# one in a ConfigContainer section is checked whatever other top-level keys surround it.
+# A key only a Megatron-Bridge config sets, indented under some section: a file named explicitly that has a
+# ConfigContainer section and such a key is checked whatever other top-level keys surround them.
 _BRIDGE_KEY_RE = re.compile(r"^[ \t]+['\"]?(?:\w+_model_parallel_size|context_parallel_size|sequence_parallel|"
                             r"tp_comm_overlap|overlap_(?:grad_reduce|param_gather|p2p_comm))['\"]?[ \t]*:", re.MULTILINE)
 _ANCHOR_RE = re.compile(r"(?::|-)[ \t]+[&*][A-Za-z0-9_]")
