@@ -131,7 +131,7 @@ def yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
     other = [k for k in keys if k not in CONTAINER_SECTIONS and not k.startswith("_") and k != "defaults"]
     if explicit and (len(head) >= _SNIFF_BYTES or _ANCHOR_RE.search(text)):
         return None  # named: a file too large to sniff or built from anchors is read, and the reader judges it
-    if container and len(other) > len(container) and not (explicit and _BRIDGE_KEY_RE.search(text)):
+    if container and len(other) > len(container) and not (explicit and _sets_bridge_key(text)):
         shown = ", ".join(other[:4]) + (", ..." if len(other) > 4 else "")
         return (f"not a training config: its top-level keys ({shown}) are not ConfigContainer sections "
                 f"(only {', '.join(container)} is)")
@@ -146,10 +146,27 @@ def yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
             "`# overlap: recipe=NAME` or in pyproject ([tool.overlap] recipe, or per-file-target)")
 
 
-# A key only a Megatron-Bridge config sets, indented under some section: a file named explicitly that has a
-# ConfigContainer section and such a key is checked whatever other top-level keys surround them.
-_BRIDGE_KEY_RE = re.compile(r"^[ \t]+['\"]?(?:\w+_model_parallel_size|context_parallel_size|sequence_parallel|"
-                            r"tp_comm_overlap|overlap_(?:grad_reduce|param_gather|p2p_comm))['\"]?[ \t]*:", re.MULTILINE)
+# A key only a Megatron-Bridge config sets: a parallel size or an overlap switch.
+_BRIDGE_KEY_RE = re.compile(r"[ \t]+['\"]?(?:\w+_model_parallel_size|context_parallel_size|sequence_parallel|"
+                            r"tp_comm_overlap|overlap_(?:grad_reduce|param_gather|p2p_comm))['\"]?[ \t]*:")
+
+
+def _sets_bridge_key(text: str) -> bool:
+    """Whether a ConfigContainer section of the file (``model:``, ``ddp:``, ...) sets a parallel size or an
+    overlap switch: a file named explicitly that does is checked whatever other top-level keys surround it (a
+    model card that names ``context_parallel_size`` under its own ``items:`` is not)."""
+    section = None
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line[0] not in " \t":
+            top = _TOP_KEY_RE.match(line)
+            section = top is not None and top.group(0).split(":")[0].strip("'\" \t") in CONTAINER_SECTIONS
+        elif section and _BRIDGE_KEY_RE.match(line):
+            return True
+    return False
+
+
 _ANCHOR_RE = re.compile(r"(?::|-)[ \t]+[&*][A-Za-z0-9_]")
 _OVERRIDE_WORD = re.compile(r"^[ \t]*#.*\boverrides?\b", re.MULTILINE | re.IGNORECASE)
 
