@@ -37,14 +37,31 @@ class InputProblem:
     def one_line(self) -> str:
         if self.internal:
             stage = f" in rule {self.rule}" if self.rule else ""
-            return f"{self.file}: internal error{stage}: {self.message} (please report)"
-        where = self.file
+            return f"{printable(self.file)}: internal error{stage}: {self.message} (please report)"
+        where = printable(self.file)
         if self.line is not None:
             where += f":{self.line}"
             if self.column is not None:
                 where += f":{self.column}"
         key = f" {self.key}:" if self.key else ""
         return f"{where}:{key} {self.message}"
+
+
+def printable(name: str) -> str:
+    """A file name as a line of text shows it: a character a terminal would act on (an escape sequence, a
+    carriage return, a newline) or could not encode (a byte that is not UTF-8, held as a surrogate escape)
+    is written as its backslash escape, as ``ls -b`` does, so a name can neither forge nor hide output."""
+    if name.isprintable():
+        return name
+    out = []
+    for c in name:
+        if c.isprintable() or c == " ":
+            out.append(c)
+        elif "\udc80" <= c <= "\udcff":  # os.fsdecode's escape of a byte that is not UTF-8
+            out.append(f"\\x{ord(c) - 0xDC00:02x}")
+        else:
+            out.append(c.encode("unicode_escape", "backslashreplace").decode("ascii"))
+    return "".join(out)
 
 
 class InputError(Exception):

@@ -110,3 +110,212 @@ def test_fix_write_keeps_files_valid_and_comments(tmp_path_factory, data, unsafe
         lost = lost_comments(before.decode("utf-8-sig"), after.decode("utf-8-sig"))
         assert not lost, f"comments lost: {lost}"
     assert os.access(path, os.R_OK)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Hostile reading and writing, through the real CLI in a fresh interpreter: special files where inputs are
+# read (the checked file, a sourced file, --settings, pyproject.toml, --base, a folder's entries), outputs
+# that would block or destroy an input, strange names. For each: exit 0, 1 or 2, no traceback and no internal
+# error, within HANG_GUARD seconds (a hang, not a measurement) and MEMORY_LIMIT bytes, and no file of the
+# case's folder changed or created but the output the case asks for.
+# ---------------------------------------------------------------------------------------------------------
+
+import random  # noqa: E402
+import resource  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+YAML = (ROOT / "examples" / "tp_overlap_without_sp.yaml").read_bytes()
+LAUNCH = (ROOT / "examples" / "megatron-lm" / "gpt_pretrain_tp_overlap.sh").read_bytes()
+HANG_GUARD = 60  # seconds
+MEMORY_LIMIT = 1 << 31  # address space of one run: reading /dev/zero into memory reached 5.9 GiB
+
+
+def run_limited(args, cwd, stdin=subprocess.DEVNULL) -> tuple:
+    """(exit code, stdout, stderr, seconds, peak RSS in KiB) of ``python -m overlap_cli ARGS`` under the hang
+    guard and the memory limit; a run past the guard is killed and reported as exit None."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out_path, err_path = Path(cwd, ".fuzz-stdout"), Path(cwd, ".fuzz-stderr")
+    start = time.monotonic()
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "overlap_cli", *map(os.fsdecode, args)], cwd=cwd, env=env,
+                                stdin=stdin, stdout=out, stderr=err, preexec_fn=limit)
+        timer = threading.Timer(HANG_GUARD, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    seconds = time.monotonic() - start
+    code = None if proc.returncode == -9 else proc.returncode
+    texts = out_path.read_bytes().decode("utf-8", "replace"), err_path.read_bytes().decode("utf-8", "replace")
+    out_path.unlink()
+    err_path.unlink()
+    return code, *texts, seconds, usage.ru_maxrss
+
+
+def snapshot(folder: Path) -> dict:
+    """{relative name: bytes, or the kind of a file that is not regular} of everything in ``folder``."""
+    import stat as stat_
+
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            st = os.lstat(full)
+            rel = os.path.relpath(full, folder)
+            if stat_.S_ISREG(st.st_mode):
+                with open(full, "rb") as fh:
+                    out[rel] = fh.read()
+            else:
+                out[rel] = ("link", os.readlink(full)) if stat_.S_ISLNK(st.st_mode) else stat_.S_IFMT(st.st_mode)
+    return out
+
+
+def _fifo(folder, name):
+    os.mkfifo(folder / name)
+    return folder / name
+
+
+def _write(folder, name, data: bytes):
+    path = Path(os.fsdecode(os.path.join(os.fsencode(str(folder)), os.fsencode(name))))
+    path.write_bytes(data)
+    return path
+
+
+def _sourcing(folder, sourced: str, name="launch.sh"):
+    return _write(folder, name, f"source {sourced}\n".encode() + LAUNCH)
+
+
+def _link(folder, name, to):
+    (folder / name).symlink_to(to)
+    return folder / name
+
+
+# (name, builder(folder) -> (args, outputs the run may write)); every file the builder makes is an input.
+HOSTILE_IO = [
+    ("fifo named", lambda d: (["check", _fifo(d, "x.yaml")], ())),
+    ("fifo named .sh", lambda d: (["check", _fifo(d, "x.sh")], ())),
+    ("fifo named .py", lambda d: (["check", _fifo(d, "x.py")], ())),
+    ("dev zero named", lambda d: (["check", "/dev/zero"], ())),
+    ("proc kmsg named", lambda d: (["check", "/proc/kmsg"], ())),
+    ("proc self status named", lambda d: (["check", "/proc/self/status"], ())),
+    ("source fifo", lambda d: (["check", _sourcing(d, str(_fifo(d, "env.sh")))], ())),
+    ("source dev zero", lambda d: (["check", _sourcing(d, "/dev/zero")], ())),
+    ("source dev stdin", lambda d: (["check", _sourcing(d, "/dev/stdin")], ())),
+    ("source proc kmsg", lambda d: (["check", _sourcing(d, "/proc/kmsg")], ())),
+    ("source itself", lambda d: (["check", _sourcing(d, "./launch.sh")], ())),
+    ("source a folder", lambda d: (["check", _sourcing(d, str(d))], ())),
+    ("settings fifo", lambda d: (["check", _write(d, "c.yaml", YAML), "--settings", _fifo(d, "s.toml")], ())),
+    ("settings dev zero", lambda d: (["check", _write(d, "c.yaml", YAML), "--settings", "/dev/zero"], ())),
+    ("settings binary", lambda d: (["check", _write(d, "c.yaml", YAML), "--settings", _write(d, "s.toml", b"\xff\x00[")], ())),
+    ("pyproject fifo", lambda d: (["check", _write(d, "c.yaml", YAML), _fifo(d, "pyproject.toml")][:2], ())),
+    ("pyproject link to dev zero", lambda d: (["check", _write(d, "c.yaml", YAML), _link(d, "pyproject.toml", "/dev/zero")][:2], ())),
+    ("base fifo", lambda d: (["check", "--base", _fifo(d, "b.yaml"), _write(d, "o.yaml", b"model: {}\n")], ())),
+    ("base dev zero", lambda d: (["check", "--base", "/dev/zero", _write(d, "o.yaml", b"model: {}\n")], ())),
+    ("folder of specials", lambda d: (["check", d, _fifo(d, "p.yaml"), _link(d, "z.yaml", "/dev/zero"),
+                                        _link(d, "k.sh", "/proc/kmsg"), _link(d, "loop.yaml", "loop.yaml"),
+                                        _write(d, "c.yaml", YAML)][:2], ())),
+    ("folder named x.yaml", lambda d: ([ "check", (d / "x.yaml").mkdir() or d / "x.yaml"], ())),
+    ("link loop named", lambda d: (["check", _link(d, "loop.yaml", "loop.yaml")], ())),
+    ("over the size limit", lambda d: (["check", _write(d, "big.yaml", b"# pad\n" * (2 << 20))], ())),
+    ("NUL in yaml", lambda d: (["check", _write(d, "n.yaml", YAML + b"\x00")], ())),
+    ("NUL in launch", lambda d: (["check", _write(d, "n.sh", b"\x00" + LAUNCH)], ())),
+    ("NUL in python", lambda d: (["check", _write(d, "n.py", b"from megatron.bridge import x\x00\n")], ())),
+    ("latin-1 launch", lambda d: (["check", _write(d, "l.sh", LAUNCH.replace(b"GPT-3", b"GPT-\xe9"))], ())),
+    ("non-utf8 name sarif", lambda d: (["check", _write(d, b"bad\xff.yaml", YAML), "--format", "sarif"], ())),
+    ("escape codes in name", lambda d: (["check", _write(d, "x\x1b[2J\x07.yaml", YAML)], ())),
+    ("newline in name", lambda d: (["check", _write(d, "a\nb.yaml", b"model: [\n")], ())),
+    ("colons in a python name", lambda d: (["check", _write(d, "a::b.py", YAML)], ())),
+    ("output fifo without reader", lambda d: (["check", _write(d, "c.yaml", YAML), "-o", _fifo(d, "out")], ())),
+    ("output onto sourced env.sh", lambda d: (["check", _sourcing(d, "./env.sh"), "-o",
+                                               _write(d, "env.sh", b"export A=1\n")], ())),
+    ("annotate onto pyproject", lambda d: (["check", _write(d, "c.yaml", YAML), "--annotate-output",
+                                            _write(d, "pyproject.toml", b"[tool.other]\n")], ())),
+    ("output onto settings", lambda d: (["check", _write(d, "c.yaml", YAML), "--settings",
+                                         _write(d, "s.toml", b"[tool.overlap]\n"), "-o", d / "s.toml"], ())),
+    ("output onto base", lambda d: (["check", "--base", _write(d, "b.yaml", YAML), _write(d, "o.yaml", b"model: {}\n"),
+                                     "-o", d / "b.yaml"], ())),
+    ("output onto dev null", lambda d: (["check", _write(d, "c.yaml", YAML), "-o", "/dev/null"], ())),
+    ("output to a new file", lambda d: (["check", _write(d, "c.yaml", YAML), "-o", d / "report.txt"], ("report.txt",))),
+    ("fix without write on a fifo", lambda d: (["fix", _fifo(d, "x.yaml")], ())),
+    ("fix on a launch sourcing dev zero", lambda d: (["fix", _sourcing(d, "/dev/zero")], ())),
+    ("env sourcing a fifo", lambda d: (["env", _sourcing(d, str(_fifo(d, "env.sh")))], ())),
+]
+
+
+def _assert_survived(case, code, out, err, before, after, outputs):
+    assert code is not None, f"{case}: still running after {HANG_GUARD} s"
+    assert code in (0, 1, 2), (case, code, out, err)
+    assert "Traceback" not in out + err and "internal error" not in out + err, (case, out, err)
+    for name in outputs:
+        after.pop(name, None)
+    assert after == before, f"{case}: the run changed or created files: {sorted(set(after) ^ set(before))}"
+
+
+@pytest.mark.parametrize("case", [c[0] for c in HOSTILE_IO])
+def test_hostile_io_never_hangs_breaks_or_writes(tmp_path, case):
+    build = dict(HOSTILE_IO)[case]
+    args, outputs = build(tmp_path)
+    if any(str(a).startswith("/proc/kmsg") for a in args) and not os.path.exists("/proc/kmsg"):
+        pytest.skip("no /proc/kmsg here")
+    before = snapshot(tmp_path)
+    r, w = os.pipe()  # stdin: a pipe nobody writes to or closes (what `source /dev/stdin` would wait on)
+    try:
+        code, out, err, _seconds, _rss = run_limited(args, tmp_path, stdin=r)
+    finally:
+        os.close(r)
+        os.close(w)
+    _assert_survived(case, code, out, err, before, snapshot(tmp_path), outputs)
+
+
+# Seeded generators: folders of files with hostile names and contents, read as a walk and by name.
+_NAME_PARTS = ["a", "run", "x y", "::", "é", "\x1b[1m", "\t", "-o", "--base", ".hidden", "\\", "*", "$(id)", "'", '"']
+_SUFFIXES = [".yaml", ".yml", ".sh", ".py", ".slurm", ".toml", ""]
+
+
+def _hostile_bytes(rng: random.Random) -> bytes:
+    pieces = [YAML, LAUNCH, b"source /dev/zero\n", b"source ./env.sh\n", b"\x00", b"\xff\xfe", b"\xef\xbb\xbf",
+              b"model:\n  tensor_model_parallel_size: 0\n", b"\r\n", b"{" * 50, b"${oc.env:HOME}", b"#!/bin/bash\n",
+              b"torchrun pretrain_gpt.py --tensor-model-parallel-size 0\n", b"from_yaml('env.sh')\n", os.urandom(0)]
+    return b"".join(rng.choice(pieces) if rng.random() < 0.8 else bytes(rng.randrange(256) for _ in range(rng.randrange(40)))
+                    for _ in range(rng.randrange(1, 6)))
+
+
+def _hostile_folder(folder: Path, seed: int) -> list:
+    rng = random.Random(seed)
+    made = []
+    for i in range(8):
+        name = "".join(rng.choice(_NAME_PARTS) for _ in range(rng.randrange(1, 3))).replace("/", "_") + f"{i}" + rng.choice(_SUFFIXES)
+        kind = rng.random()
+        if kind < 0.1:
+            _fifo(folder, name)
+        elif kind < 0.2:
+            _link(folder, name, rng.choice(["/dev/zero", "/proc/self/status", "/proc/kmsg", name, "missing"]))
+        else:
+            _write(folder, name, _hostile_bytes(rng))
+        made.append(folder / name)
+    _write(folder, "env.sh", b"export A=1\n")
+    return made
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_seeded_hostile_folders(tmp_path, seed):
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    made = _hostile_folder(folder, seed)
+    before = snapshot(folder)
+    named = [p for p in made if p.suffix in (".yaml", ".yml", ".sh", ".py")][:4]
+    for args in (["check", "."], ["check", "--format", "sarif", "."], ["fix", "."], ["check", "--", *named]):
+        code, out, err, _seconds, _rss = run_limited(args, folder)
+        _assert_survived(f"seed {seed}: {args[:2]}", code, out, err, before, snapshot(folder), ())

@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import re
 
+from overlap_cli.config.safe_read import refusal
 from overlap_cli.forms.sniff import NOT_A_LAUNCH, read_head
 from overlap_cli.problems import InputProblem
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
@@ -58,6 +59,7 @@ SKIP_KINDS = (
     ("a test module", "test module"),
     ("a module of the megatron package", "megatron package module"),
     ("the same file as", "link to a file already listed"),
+    ("not read: ", "not a regular file"),
     ("a Megatron-Bridge training script in Python", "Bridge Python training script"),
     ("a NeMo-RL config for the DTensor", "NeMo-RL DTensor policy"),
     ("a NeMo-RL config with the Megatron backend disabled", "NeMo-RL without a policy backend"),
@@ -111,6 +113,10 @@ def discover(args, configs_only: bool = False, target=None) -> Discovered:
                 out.skipped.append((path, f"the same file as {first} (a link), checked once"))
             return
         seen[key] = path
+        refused = None if explicit else refusal(file)
+        if refused is not None:  # a FIFO, device or /proc file met in a walk: never opened, said why
+            out.skipped.append((file, f"not read: {refused}"))
+            return
         if function is not None or not os.path.isfile(file):
             out.files.append(path)  # one run named, or a missing file: the check says what is wrong
             return

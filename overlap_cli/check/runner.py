@@ -29,11 +29,13 @@ def _start_worker(target, overrides, selection, lower=()) -> None:
     _shared = (target, overrides, selection, lower)
 
 
-def _check_chunk(paths: list) -> list:
+def _check_chunk(paths: list) -> tuple:
+    """(the results, the files the worker read: an output must not replace one, cli.output)."""
     from overlap_cli.check.engine import check_file
+    from overlap_cli.config.safe_read import files_read
 
     target, overrides, selection, lower = _shared
-    return [check_file(path, target, overrides, selection=selection, lower=lower) for path in paths]
+    return [check_file(path, target, overrides, selection=selection, lower=lower) for path in paths], files_read()
 
 
 def effective_jobs(jobs: int, n_files: int) -> int:
@@ -75,7 +77,10 @@ def check_files(
     size = -(-len(rest) // (workers * _CHUNKS_PER_JOB))
     chunks = [rest[i : i + size] for i in range(0, len(rest), size)]
     with ctx.Pool(workers, initializer=_start_worker, initargs=(target, overrides, selection, lower)) as pool:
-        for chunk in pool.imap(_check_chunk, chunks):  # imap keeps the input order
+        from overlap_cli.config.safe_read import note_read
+
+        for chunk, read in pool.imap(_check_chunk, chunks):  # imap keeps the input order
+            note_read(read)
             for result in chunk:
                 results.append(result)
                 if on_result:

@@ -32,6 +32,7 @@ def guarded(body, opts, passthrough=()) -> int:
     (``overlap check ... | head``) is 1 with nothing more said, as click's main loop does; a bug in
     overlap-cli is one line and 2, never a traceback. ``passthrough``: exceptions that are the framework's
     own way of ending a command (typer.Exit), raised on unchanged."""
+    sane_streams()
     try:
         return body(opts)
     except passthrough:
@@ -50,6 +51,27 @@ def guarded(body, opts, passthrough=()) -> int:
     except Exception as exc:
         report_internal_error(exc)
         return EXIT_INPUT
+
+
+def sane_streams() -> None:
+    """What a command writes never fails on the way out: a closed stdout or stderr (``overlap check x >&-``:
+    Python leaves it None) writes to /dev/null, as a reader that went away does; a file name that is not
+    UTF-8 (a surrogate escape) is written with a backslash escape rather than raising UnicodeEncodeError; and
+    Python's warnings from modules the check uses (``re``'s "possible nested set" on a pattern a script holds,
+    OmegaConf's) are not printed with their source paths, unless asked for with ``-W`` / PYTHONWARNINGS."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+        elif getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (OSError, ValueError):
+                pass
+    if not sys.warnoptions:
+        import warnings
+
+        warnings.simplefilter("ignore")
 
 
 def report_internal_error(exc: BaseException) -> None:
@@ -94,8 +116,12 @@ def target_from_options(opts, config_file=None):
     }
     if opts.recipe is not None and opts.base is not None:
         raise UsageError("give either --recipe NAME or --base FILE, not both")
-    if opts.base is not None and not os.path.isfile(opts.base):
-        raise UsageError(f"--base {opts.base}: no such file")
+    if opts.base is not None:
+        from overlap_cli.config.safe_read import refusal
+
+        why = refusal(opts.base)  # a FIFO or device is refused from stat, never opened
+        if why is not None or not os.path.isfile(opts.base):
+            raise UsageError(f"--base {opts.base}: {why or 'no such file'}")
     settings = opts.settings
     detection = None
     if opts.detect:
@@ -233,10 +259,12 @@ def run_check(opts) -> int:
         else:
             results = problems + check_files(files, target, overrides, selection, jobs, bar.advance, lower)
 
+    # Judged now, before anything is written: the run has read all it reads (a sourced env.sh, a base).
+    outputs = judge_outputs(output_file, annotate_output)
     if annotate:
-        return _write_annotated(checked, files, output_file, view["quiet"])
+        return _write_annotated(checked, files, outputs.get(output_file), view["quiet"])
     if annotate_output is not None:
-        _write_annotated(checked, files, annotate_output, view["quiet"], errors_to_stderr=False)
+        _write_annotated(checked, files, outputs[annotate_output], view["quiet"], errors_to_stderr=False)
 
     from overlap_cli.report import resolve_format, write
 
@@ -248,7 +276,7 @@ def run_check(opts) -> int:
 
         buffer = io.StringIO()
         write(results, fmt, buffer, skipped, tty=False, **view)
-        _atomic_write(output_file, buffer.getvalue())
+        _write_output(outputs[output_file], buffer.getvalue())
     code = exit_code(results, opts.severity_threshold)
     return EXIT_CLEAN if opts.exit_zero and code == EXIT_FINDINGS else code
 
@@ -274,18 +302,30 @@ def refuse_input_as_output(path, files) -> None:
     for f in files:
         try:
             if os.path.exists(path) and os.path.exists(f) and os.path.samefile(path, f):
-                raise UsageError(f"{path}: an output file must not be an input file")
+                raise UsageError(f"{path}: an output file must not be an input file (the check reads it); nothing was written")
         except OSError:
             pass
 
 
-def _atomic_write(path, text) -> None:
-    from overlap_cli.fix.write import atomic_write
+def judge_outputs(*paths) -> dict:
+    """cli.output's judgement of the output files (a file the run read, a FIFO nobody reads: a usage error)."""
+    if all(p is None for p in paths):
+        return {}  # the report goes to stdout: nothing to judge, nothing to import
+    from overlap_cli.cli.output import OutputError, judge_outputs as judge
 
     try:
-        atomic_write(path, text)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        return judge(*paths)
+    except OutputError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _write_output(output, text) -> None:
+    from overlap_cli.cli.output import OutputError
+
+    try:
+        output.write(text)
+    except OutputError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def gather_inputs(files, opts, discover: bool = True, target=None):
@@ -318,28 +358,31 @@ def skip_notes(skipped) -> list:
     library modules, tests, helpers): those are one line per kind of skip when there are several, with the
     first as the example (``--format json`` lists each with its reason)."""
     from overlap_cli.check.discovery import skip_kind
+    from overlap_cli.problems import printable
 
     lines, python = [], {}
     for path, reason in skipped:
         if path.endswith(".py"):
             python.setdefault(skip_kind(reason), []).append((path, reason))
         else:
-            lines.append(f"note: {path}: skipped: {reason}")
+            lines.append(f"note: {printable(path)}: skipped: {reason}")
     for kind, items in python.items():
         if len(items) == 1:
-            lines.append(f"note: {items[0][0]}: skipped: {items[0][1]}")
+            lines.append(f"note: {printable(items[0][0])}: skipped: {items[0][1]}")
         else:
-            lines.append(f"note: {len(items)} Python files skipped: {kind} (e.g. {items[0][0]}: {items[0][1]}); "
+            lines.append(f"note: {len(items)} Python files skipped: {kind} (e.g. {printable(items[0][0])}: {items[0][1]}); "
                          "--format json lists each")
     return lines
 
 
 def _write_annotated(checked, files, output, quiet=False, errors_to_stderr=True) -> int:
     """The config back with effective values and provenance comments: --annotate prints it (or writes it to
-    -o FILE), --annotate-output FILE writes it beside the report. One input file when written to a file."""
+    -o FILE), --annotate-output FILE writes it beside the report (``output``: cli.output's Output, or None).
+    One input file when written to a file."""
     from overlap_cli.report.annotate import annotate
 
     if output is not None and len(files) != 1:
+        output.close()
         raise UsageError("-o/--output-file with --annotate takes one input file")
     results = [c.result for c in checked]
     chunks = []
@@ -352,10 +395,11 @@ def _write_annotated(checked, files, output, quiet=False, errors_to_stderr=True)
     text = "".join(chunks)
     if output is not None:
         if not chunks:
+            output.close()
             return exit_code(results)  # nothing could be annotated: leave no empty file behind
-        _atomic_write(output, text)
+        _write_output(output, text)
         if not quiet:
-            sys.stderr.write(f"annotated config written to {output}\n")
+            sys.stderr.write(f"annotated config written to {output.path}\n")
     else:
         sys.stdout.write(text)
     return exit_code(results)

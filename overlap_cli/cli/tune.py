@@ -139,6 +139,7 @@ def _cand_json(c, base) -> dict:
 def _write(path: str, checked, cand) -> Optional[str]:
     """Write the candidate's edits into the file as ``overlap fix`` writes (placed by the file's form,
     proven, atomically, the file's byte-order mark kept); None, or why nothing was written."""
+    from overlap_cli.config.safe_read import read_head
     from overlap_cli.fix.loop import apply_edits
     from overlap_cli.fix.write import atomic_write
     from overlap_cli.forms import file_of
@@ -149,7 +150,6 @@ def _write(path: str, checked, cand) -> Optional[str]:
     if new is None:
         return why
     file = file_of(path)
-    with open(file, "rb") as fh:
-        bom = fh.read(3) == b"\xef\xbb\xbf"
+    bom = read_head(file, 3) == b"\xef\xbb\xbf"
     atomic_write(file, ("\ufeff" if bom else "") + new)
     return None

@@ -176,9 +176,8 @@ def launched_source(beside: str, script: str) -> Optional[tuple]:
         for f in folders:
             candidate = os.path.normpath(os.path.join(f, tail))
             if os.path.isfile(candidate):
-                try:
-                    with open(candidate, "rb") as fh:
-                        return candidate, fh.read(_SOURCE_BYTES).decode("utf-8", "replace")
-                except OSError:
-                    return None
+                from overlap_cli.config.safe_read import read_head
+
+                head = read_head(candidate, _SOURCE_BYTES)
+                return None if head is None else (candidate, head.decode("utf-8", "replace"))
     return None

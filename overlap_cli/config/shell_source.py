@@ -87,13 +87,12 @@ def read_sourced(rd, node, fields: list, st: State) -> Optional[list]:
 
 
 def _file_text(path: str) -> Optional[str]:
-    """A small text file's contents, or None (missing, too big, binary)."""
+    """A small text file's contents, or None (missing, too big, binary, not a regular file)."""
+    from overlap_cli.config.safe_read import read_bytes
+
     try:
-        if os.path.getsize(path) > SOURCE_BYTES:
-            return None
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
+        data = read_bytes(path, SOURCE_BYTES)
+    except InputError:
         return None
     if b"\0" in data:
         return None

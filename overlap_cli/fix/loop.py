@@ -65,7 +65,7 @@ def fix_file(
 ) -> Outcome:
     """Fix the file ``path`` names (a Python run's ``FILE::FUNCTION`` edits FILE). The file's byte-order
     mark is remembered so that a write keeps it."""
-    from overlap_cli.config.safe_read import read_text
+    from overlap_cli.config.safe_read import read_head, read_text
     from overlap_cli.forms import file_of
 
     file = file_of(path)
@@ -76,11 +76,7 @@ def fix_file(
     out = fix_text(path, text, target, unsafe=unsafe, comments=comments, selection=selection, threshold=threshold,
                    lower=lower)
     out.path = file
-    try:
-        with open(file, "rb") as fh:
-            out.bom = fh.read(3) == b"\xef\xbb\xbf"
-    except OSError:
-        pass
+    out.bom = read_head(file, 3) == b"\xef\xbb\xbf"
     return out
 
 

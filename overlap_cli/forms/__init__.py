@@ -67,15 +67,19 @@ def _kind(path: Optional[str]) -> str:
     """Which names of FORMS ``path`` is: "py", "yaml" or "not-yaml"."""
     if path is None:
         return "none"
-    low = path.lower()
-    if low.partition("::")[0].endswith(".py"):
+    from overlap_cli.frameworks.detect import is_python
+
+    if is_python(path):
         return "py"
+    low = path.lower()
     return "yaml" if low.endswith((".yaml", ".yml")) else "not-yaml"
 
 
 def file_of(spec: str) -> str:
     """The file a run spec names: ``FILE.py::FUNCTION`` names FILE; any other spec is its file."""
-    return spec.partition("::")[0] if _kind(spec) == "py" else spec
+    from overlap_cli.frameworks.detect import split_spec
+
+    return split_spec(spec)[0]
 
 
 def form_of(path: Optional[str], text: Optional[str] = None, forced: Optional[str] = None):

@@ -47,7 +47,7 @@ def discover(path: str, explicit: bool, context) -> tuple:
     fragment another script sources, or not a launch)."""
     from overlap_cli.forms.sniff import NOT_A_LAUNCH, script_verdict
 
-    verdict, reason = script_verdict(path)
+    verdict, reason = script_verdict(path, explicit)
     if verdict == "skip":
         return "skip", reason
     if verdict == "none":

@@ -28,14 +28,17 @@ launch_env = bridge_run.launch_env
 
 
 def recognise(path: Optional[str], head: Optional[str]) -> bool:
-    """``FILE.py`` or ``FILE.py::FUNCTION`` (python_load.is_python's test, without importing the reader's
-    modules on every YAML check)."""
-    return path is not None and path.partition("::")[0].lower().endswith(".py")
+    """``FILE.py`` or ``FILE.py::FUNCTION`` (frameworks.detect.is_python)."""
+    from overlap_cli.frameworks.detect import is_python
+
+    return is_python(path)
 
 
 def file_of(spec: str) -> str:
-    """The file a run spec names (``FILE.py::FUNCTION`` -> ``FILE.py``; python_load.split_spec)."""
-    return spec.partition("::")[0]
+    """The file a run spec names (``FILE.py::FUNCTION`` -> ``FILE.py``; frameworks.detect.split_spec)."""
+    from overlap_cli.frameworks.detect import split_spec
+
+    return split_spec(spec)[0]
 
 
 def load(spec: str, text: Optional[str], target: Target, overrides, lower) -> Run:

@@ -42,20 +42,16 @@ NOT_A_CONFIG = "not a training config (no top-level " + "/".join(CONFIG_SECTIONS
 
 
 def read_head(path: str):
-    """The first MiB of ``path``, or None when it cannot be read."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(_SNIFF_BYTES)
-    except OSError:
-        return None
+    """The first MiB of ``path``, or None when it cannot be read or is not a regular file (never opened then)."""
+    from overlap_cli.config.safe_read import read_head as bounded_head
+
+    return bounded_head(path, _SNIFF_BYTES)
 
 
 def looks_like_config(path: str, pattern=None) -> bool:
     """True if the file has a top-level training-config section, or cannot be read (so the check reports why)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-    except OSError:
+    head = read_head(path)
+    if head is None:
         return True
     text = head.decode("utf-8", errors="replace")
     return bool((pattern or _SECTION_RE).search(text)) or bool(_RECIPE_DIRECTIVE_RE.search(text))
@@ -69,10 +65,8 @@ def looks_like_other_yaml(path: str) -> bool:
     """A file named explicitly is skipped as not a training config only when it is plainly some other
     YAML mapping: text, top-level block keys, none of them a ConfigContainer section. Anything else (a
     flow-style config, a list, an empty or binary file) is checked, and the check says what is wrong."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-    except OSError:
+    head = read_head(path)
+    if head is None:
         return False
     if b"\0" in head:
         return False
@@ -84,13 +78,15 @@ def looks_like_other_yaml(path: str) -> bool:
 _PLACEHOLDER_RE = re.compile(r"<[A-Za-z][^<>\n]{0,60}>")
 
 
-def script_verdict(path: str) -> tuple:
-    """("check", None) | ("skip", reason) | ("none", None): a launch script without a launch line."""
+def script_verdict(path: str, explicit: bool = False) -> tuple:
+    """("check", None) | ("skip", reason) | ("none", None): a launch script without a launch line. A binary
+    file is passed over in a walk; named explicitly, it is checked, and the reader says it is binary (exit 2):
+    a script named to be checked is never skipped silently."""
     head = read_head(path)
     if head is None:
         return "check", None  # the check says why it cannot be read
     if b"\0" in head[:8192]:
-        return "skip", "not a launch (a binary file)"
+        return ("check", None) if explicit else ("skip", "not a launch (a binary file)")
     text = head.decode("utf-8", "replace")
     from overlap_cli.config.shell import launch_summary
 
@@ -139,7 +135,7 @@ def yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
     other = [k for k in keys if k not in CONTAINER_SECTIONS and not k.startswith("_") and k != "defaults"]
     if explicit and (len(head) >= _SNIFF_BYTES or _ANCHOR_RE.search(text)):
         return None  # named: a file too large to sniff or built from anchors is read, and the reader judges it
-    if container and len(other) > len(container):
+    if container and len(other) > len(container) and not (explicit and _sets_bridge_key(text)):
         shown = ", ".join(other[:4]) + (", ..." if len(other) > 4 else "")
         return (f"not a training config: its top-level keys ({shown}) are not ConfigContainer sections "
                 f"(only {', '.join(container)} is)")
@@ -152,6 +148,27 @@ def yaml_skip(path: str, target, explicit: bool = False) -> "str | None":
     leaves = _count_leaves(text)
     return (f"an override file: sets {leaves} keys of a ConfigContainer: name its recipe with "
             "`# overlap: recipe=NAME` or in pyproject ([tool.overlap] recipe, or per-file-target)")
+
+
+# A key only a Megatron-Bridge config sets: a parallel size or an overlap switch.
+_BRIDGE_KEY_RE = re.compile(r"[ \t]+['\"]?(?:\w+_model_parallel_size|context_parallel_size|sequence_parallel|"
+                            r"tp_comm_overlap|overlap_(?:grad_reduce|param_gather|p2p_comm))['\"]?[ \t]*:")
+
+
+def _sets_bridge_key(text: str) -> bool:
+    """Whether a ConfigContainer section of the file (``model:``, ``ddp:``, ...) sets a parallel size or an
+    overlap switch: a file named explicitly that does is checked whatever other top-level keys surround it (a
+    model card that names ``context_parallel_size`` under its own ``items:`` is not)."""
+    section = None
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line[0] not in " \t":
+            top = _TOP_KEY_RE.match(line)
+            section = top is not None and top.group(0).split(":")[0].strip("'\" \t") in CONTAINER_SECTIONS
+        elif section and _BRIDGE_KEY_RE.match(line):
+            return True
+    return False
 
 
 _ANCHOR_RE = re.compile(r"(?::|-)[ \t]+[&*][A-Za-z0-9_]")

@@ -39,26 +39,26 @@ def is_shell_name(path: str) -> bool:
     return path.lower().endswith(SHELL_SUFFIXES)
 
 
+def split_spec(spec: str) -> tuple:
+    """("x.py", "func") for ``x.py::func``; ("x.py", None) for ``x.py``. Only a ``.py`` file followed by a
+    (dotted) Python name is a function named: any other ``::`` is part of a file's name (``a::b.py`` is a file,
+    never ``a`` read with a function ``b.py``; ``x::y.py::run`` is ``run`` of the file ``x::y.py``)."""
+    path, sep, function = spec.rpartition("::")
+    if sep and path.lower().endswith(".py") and (not function or all(p.isidentifier() for p in function.split("."))):
+        return path, function or None
+    return spec, None
+
+
+def is_python(spec: Optional[str]) -> bool:
+    return spec is not None and split_spec(spec)[0].lower().endswith(".py")
+
+
 def head_of(path: str) -> Optional[bytes]:
     """The first MiB of a regular file; None for anything else (a FIFO is never opened: opening one for
     reading blocks until a writer appears) or an unreadable file — the reader then says what is wrong."""
-    import os
-    import stat
+    from overlap_cli.config.safe_read import read_head
 
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for a FIFO between the two calls
-            return None
-        return os.read(fd, _SNIFF_BYTES)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return read_head(path, _SNIFF_BYTES)
 
 
 def framework_of(path: Optional[str], text: Optional[str] = None, forced: Optional[str] = None) -> str:

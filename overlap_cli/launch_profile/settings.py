@@ -46,17 +46,24 @@ def _load_toml(path: str, data: Optional[bytes] = None) -> dict:
         import tomllib  # Python >= 3.11
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
+    if data is None:
+        data = _read_settings(path)
     try:
-        if data is None:
-            with open(path, "rb") as fh:
-                data = fh.read()
         return tomllib.loads(data.decode("utf-8"))
-    except OSError as exc:
-        raise InputError(InputProblem(path, f"cannot read settings: {exc.strerror or exc}")) from None
     except UnicodeDecodeError as exc:
         raise InputError(InputProblem(path, f"invalid TOML: not UTF-8 ({exc.reason} at byte {exc.start})")) from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(InputProblem(path, f"invalid TOML: {exc}")) from None
+
+
+def _read_settings(path: str) -> bytes:
+    """The TOML file's bytes through the bounded reader: a FIFO, device or /proc file is refused, never opened."""
+    from overlap_cli.config.safe_read import read_bytes
+
+    try:
+        return read_bytes(path)
+    except InputError as exc:
+        raise InputError(InputProblem(path, f"cannot read settings: {exc.problem.message}")) from None
 
 
 def might_hold_tool_overlap(data: bytes) -> bool:
@@ -82,11 +89,7 @@ def might_hold_tool_overlap(data: bytes) -> bool:
 def _settings_in(folder: str) -> Settings:
     candidate = os.path.join(folder, "pyproject.toml")
     if os.path.isfile(candidate):
-        try:
-            with open(candidate, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise InputError(InputProblem(candidate, f"cannot read settings: {exc.strerror or exc}")) from None
+        data = _read_settings(candidate)
         if might_hold_tool_overlap(data):
             table = _load_toml(candidate, data).get("tool", {}).get("overlap")
             if isinstance(table, dict):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from overlap_cli.problems import printable
 from overlap_cli.results import show_value
 from overlap_cli.rules.registry import code_sort_key
 
@@ -19,7 +20,9 @@ def location(file: str, f) -> str:
     layer of a merged run wrote (Finding.origin), that layer and the key: ``FILE (recipe NAME: key)``, or
     the other file's ``FILE:LINE`` itself."""
     origin = getattr(f, "origin", None)
+    file = printable(file)  # a name holding escape sequences is shown escaped, never acted on
     if origin:
+        origin = printable(origin)
         head, _, line = origin.rpartition(":")
         if head and line.isdigit():  # another override file: its own line
             return origin

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -57,6 +58,9 @@ def rule_descriptor(r) -> dict:
     }
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def artifact_location(path: str) -> dict:
     absolute = os.path.abspath(path)
     cwd = os.getcwd()
@@ -64,9 +68,11 @@ def artifact_location(path: str) -> dict:
         rel = os.path.relpath(absolute, cwd)
     except ValueError:
         rel = None
+    # The name's bytes, percent-encoded (RFC 3986): a name that is not UTF-8 (os.fsdecode's surrogate escapes)
+    # is the URI of the very bytes on disk, as a code-scanning UI resolves it, never an encoding error.
     if rel is None or rel.startswith(".."):
-        return {"uri": Path(absolute).as_uri()}
-    return {"uri": quote(rel.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}
+        return {"uri": "file://" + quote(os.fsencode(absolute.replace(os.sep, "/")))}
+    return {"uri": quote(os.fsencode(rel.replace(os.sep, "/"))), "uriBaseId": "%SRCROOT%"}
 
 
 def _region(line, col) -> dict:
@@ -125,4 +131,7 @@ def document(results, skipped=()) -> dict:
 
 
 def render(results, skipped=()) -> str:
-    return json.dumps(document(results, skipped), indent=2, ensure_ascii=False)
+    text = json.dumps(document(results, skipped), indent=2, ensure_ascii=False)
+    # A message naming a file that is not UTF-8 holds a lone surrogate, which no UTF-8 stream can write: its
+    # JSON escape (\udcXX) says the same and is valid JSON.
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if not text.isascii() else text

@@ -19,6 +19,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import IO
 
+from overlap_cli.problems import printable
 from overlap_cli.report.common import effective_value, finding_line, location, summary
 
 SEVERITY_ORDER = ("error", "warning", "info")
@@ -57,9 +58,9 @@ def merged_notes(results) -> list:
         if len(checked) <= 1 or len(files) == len(checked):
             out.append(note)
         elif len(files) == 1:
-            out.append(f"{files[0]}: {note}")
+            out.append(f"{printable(files[0])}: {note}")
         else:
-            out.append(f"{note} ({len(files)} files, e.g. {files[0]})")
+            out.append(f"{note} ({len(files)} files, e.g. {printable(files[0])})")
     if len(sized) > 1:
         out.append(f"{len(sized)} launch(es) run on the world size of their own torchrun / srun sizes; "
                    "--world-size or --nodes/--gpus-per-node checks them at another scale")
@@ -105,7 +106,7 @@ def _table_title(r) -> str:
     t = r.target
     dp = t.get("data_parallel_size")
     return (
-        f"{r.file}: effective overlap settings (world size {t.get('world_size') or 'unknown'}, "
+        f"{printable(r.file)}: effective overlap settings (world size {t.get('world_size') or 'unknown'}, "
         f"DP {dp if dp is not None else 'unknown'}, Transformer Engine "
         f"{'present' if t.get('transformer_engine') else 'absent'})"
     )

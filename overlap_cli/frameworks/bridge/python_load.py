@@ -16,21 +16,12 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
+# Which file and function a spec names is frameworks.detect's (every check imports it; a YAML check does
+# not import this module).
+from overlap_cli.frameworks.detect import split_spec
 from overlap_cli.problems import InputError, InputProblem
 
 PYTHON = "python"
-
-
-def split_spec(spec: str) -> tuple:
-    """("x.py", "func") for ``x.py::func``; ("x.py", None) for ``x.py``."""
-    if "::" in spec:
-        path, _, function = spec.partition("::")
-        return path, function or None
-    return spec, None
-
-
-def is_python(spec: Optional[str]) -> bool:
-    return spec is not None and split_spec(spec)[0].lower().endswith(".py")
 
 
 def context(file: str, invocation=None, target=None):
