@@ -96,6 +96,13 @@ class LaunchFinder:
                         return ("script", i + 1)
                     i += 1
                     continue
+                # an interpreter not known statically ("${PYTHON_BIN}" -m torch.distributed.run ...): what it
+                # runs is named by the words after it
+                if i + 2 < n and self.static_text(fields[i + 1]) == "-m" and \
+                        self.static_text(fields[i + 2]) in ("torch.distributed.run", "torch.distributed.launch"):
+                    return ("torchrun", i + 2)
+                if i + 1 < n and self.script_name(fields[i + 1], strict=True):
+                    return ("script", i + 1)
                 return None
             base = t.rsplit("/", 1)[-1]
             after = self.skip_prefix_command(fields, i, base)

@@ -89,11 +89,15 @@ def _skip_docker_options(finder, fields: list, i: int) -> int:
             return i
         if not t.startswith("-") or t == "-":
             return i
-        if "=" in t or t in _DOCKER_FLAGS or (not t.startswith("--") and set(t[1:]) <= _DOCKER_SHORT_FLAGS):
-            i += 1
-            continue
-        i += 2
+        i += _docker_words(t)
     return i
+
+
+def _docker_words(option: str) -> int:
+    """How many words a docker run option takes: a flag or ``--opt=value`` one, any other option two."""
+    if "=" in option or option in _DOCKER_FLAGS or (not option.startswith("--") and set(option[1:]) <= _DOCKER_SHORT_FLAGS):
+        return 1
+    return 2
 
 
 def bcprun_sizes(finder, fields: list, upto: int) -> Optional[tuple]:
@@ -142,5 +146,5 @@ def docker_env(finder, fields: list, upto: int) -> Optional[tuple]:
             k += 1
             continue
         env_file = env_file or name == "--env-file"
-        k += 1 if "=" in t or t in _DOCKER_FLAGS or (not t.startswith("--") and set(t[1:]) <= _DOCKER_SHORT_FLAGS) else 2
+        k += _docker_words(t)
     return at, given, env_file

@@ -340,9 +340,12 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, scrip
                 unrecognized.extend(tokens[i + 1:] or [tok])
                 break
             if kind == "U":
+                from overlap_cli.frameworks.megatron_lm.respelled import fork_flag, respelled
+
                 alias = respelled(flag, by_flag)
                 if alias is not None:
-                    i = _fork_flag(tokens, i, flag, alias, script, strict, out, notes, by_flag)
+                    i = fork_flag(tokens, i, alias, by_flag[alias][0], (script, strict, table()["megatron_core"]), out,
+                                  notes, lambda tok: _is_value(tok, by_flag), Arg)
                     continue
             if kind == "U" and not strict:
                 i += 1
@@ -423,48 +426,6 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, scrip
                     message += f"; did you mean {close[0]}?"
         raise InputError(InputProblem(file, message, key=key, line=first.line, column=first.column))
     return out
-
-
-def respelled(flag: str, by_flag: dict) -> Optional[str]:
-    """The Megatron-LM flag an unknown option word spells another way (``--tensor_model_parallel_size``,
-    ``--Tensor-Model-Parallel-Size``: forks and older launch scripts write dests with underscores), or None.
-    argparse matches spellings exactly (``allow_abbrev=False``, megatron/training/arguments.py:119-120)."""
-    if not flag.startswith("--"):
-        return None
-    wanted = flag.replace("_", "-").lower()
-    if wanted == flag or wanted not in by_flag:
-        hits = [f for f in by_flag if f.replace("_", "-").lower() == wanted and f != flag]
-        return hits[0] if hits else None
-    return wanted
-
-
-def _fork_flag(tokens: list, i: int, flag: str, alias: str, script: Optional[str], strict: bool, out: dict,
-               notes: list, by_flag: dict) -> int:
-    """An option word that respells a Megatron-LM flag: megatron-core's own parser exits on it
-    (unrecognized arguments, parse_args at megatron/training/arguments.py:131), so the launch runs only
-    where the training script's parser is another one that accepts it — a fork's, or a script's own — and
-    sets there what the fork makes of it. The dest it may set is unknown (never argparse's default), its
-    value words taken as the flag it respells takes them. Returns the index after them."""
-    tok = tokens[i]
-    row = by_flag[alias][0]
-    i += 1
-    if "=" not in (tok.text or "") and row["action"] not in ("store_true", "store_false", "store_const",
-                                                             "append_const", "count", "boolean_optional"):
-        want = 1 if row.get("nargs") in (None, "?", 1) else None
-        taken = 0
-        while i < len(tokens) and _is_value(tokens[i], by_flag) and (want is None or taken < want):
-            i += 1
-            taken += 1
-    owner = script or "the training script"
-    refused = (f"megatron-core {table()['megatron_core']}'s {owner} exits on it (argparse: unrecognized arguments)"
-               if strict else f"{owner} may add it to its parser")
-    reason = (f"{flag} (line {tok.line}) is not Megatron-LM's spelling of {alias}: {refused}; a parser that "
-              f"accepts it may set {row['dest']}")
-    notes.append(f"line {tok.line}: {flag} is not Megatron-LM's spelling of {alias}: {refused}; what it sets "
-                 f"({row['dest']}) is unknown")
-    out[row["dest"]] = Arg(dest=row["dest"], value=UNKNOWN, flag=flag, line=tok.line, column=tok.column,
-                           origin=tok.origin, placeable=False, literal=False, reason=reason)
-    return i
 
 
 def newer_release(flag: str) -> Optional[str]:
