@@ -8,7 +8,7 @@ unquoted expansion cuts at known blanks only: in ``OPTS="--num-layers 4 --save $
 
 Where things are: ``expand`` (a word: ``$VAR``, ``"${ARR[@]}"``, ``$((...))``, ``$(cat <<'EOF')``, then
 splitting), ``values_of`` (one ``$NAME`` / ``${NAME[i]}`` / ``${NAME:-default}`` / ``${NAME:=x}``),
-``lookup`` (a variable or ``$1`` / ``$@`` / ``$#``), ``pattern_regex`` / ``match`` (``case`` and ``[[ == ]]``).
+``lookup`` (a variable or ``$1`` / ``$@`` / ``$#``), ``pattern_glob`` / ``match`` (``case`` and ``[[ == ]]``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
+    from overlap_cli.config.shell_cond import Glob
     from overlap_cli.config.shell_values import State
 
 from overlap_cli.config.argv import variable_origin
@@ -419,10 +420,10 @@ def constant(f: Field) -> bool:
     return all(c.__class__ is str or c.constant for c in f.chars)
 
 
-def pattern_regex(rd, st: State, pattern: Word) -> Optional[str]:
-    """A bash pattern word as a regular expression: a quoted or backslash-escaped character matches itself;
+def pattern_glob(rd, st: State, pattern: Word) -> Optional[Glob]:
+    """A bash pattern word as a ``Glob``: a quoted or backslash-escaped character matches itself;
     None when an expansion in it is not known."""
-    from overlap_cli.config.shell_cond import glob_regex
+    from overlap_cli.config.shell_cond import glob_pattern
 
     pieces: list = []
     for part in pattern.parts:
@@ -440,18 +441,18 @@ def pattern_regex(rd, st: State, pattern: Word) -> Optional[str]:
             return None
         quoted = part[4] if len(part) > 4 else False
         pieces.extend((ch, not quoted) for ch in value.text)
-    return glob_regex(pieces)
+    return glob_pattern(pieces)
 
 
 def match(rd, st: State, subject: Field, pattern: Word) -> Optional[bool]:
     """Whether a word matches a bash pattern word (``case``, ``[[ x == pat ]]``)."""
-    regex = pattern_regex(rd, st, pattern)
-    if regex is None:
+    glob = pattern_glob(rd, st, pattern)
+    if glob is None:
         return None
     text = subject.text
     if text is None:
-        return True if regex == ".*" else None
-    return re.fullmatch(regex, text, re.S) is not None
+        return True if glob.matches_everything else None
+    return glob.matches(text)
 
 
 def match_any(rd, st: State, subject: Field, patterns: list) -> Optional[bool]:
