@@ -211,10 +211,28 @@ def expand_joined(rd, st: State, word: Word, origin: str) -> Field:
     return join(expand(rd, st, word, origin, split=False, keep_empty=True), origin)
 
 
+MAX_EXPANSION = 65_536  # characters of one word's expansion (all its fields); beyond, the word is not known
+TOO_LONG = "a value of more than"
+
+
+def over_budget(fields: list) -> bool:
+    return sum(len(f.chars) for f in fields) > MAX_EXPANSION
+
+
+def too_long(rd, st: State, word: Word, origin: str) -> list:
+    """The one unknown field of a word whose expansion is longer than ``MAX_EXPANSION`` characters (``A=$A$A``
+    forty times would be a terabyte): its value is not known, and the reason says so."""
+    line = rd.pos(word.start)[0]
+    st.note(f"line {line}: the value expands to more than {MAX_EXPANSION:,} characters; not followed")
+    f = Field(origin)
+    f.hole(f"{TOO_LONG} {MAX_EXPANSION:,} characters (line {line})")
+    return [f]
+
+
 class _Fields:
     """The fields of one word as ``expand`` builds them."""
 
-    __slots__ = ("out", "cur", "origin", "started")
+    __slots__ = ("out", "cur", "origin", "started", "size")
 
     def __init__(self, word: Word, origin: str):
         self.out: list = []
@@ -222,8 +240,10 @@ class _Fields:
         self.cur.word = word
         self.origin = origin
         self.started = False  # the current field exists (it has text, a quoted part, or a hole)
+        self.size = 0  # characters in ``out``
 
     def new_field(self) -> None:
+        self.size += len(self.cur.chars)
         self.out.append(self.cur)
         self.cur = Field(self.origin)
         self.started = False
@@ -280,6 +300,8 @@ def expand(rd, st: State, word: Word, origin: str, split: bool, keep_empty: bool
             only_unquoted_unknown = only_unquoted_unknown and not quoted
             continue
         only_unquoted_unknown = False
+        if sum(len(v.chars) for v in values) + acc.size + len(acc.cur.chars) > MAX_EXPANSION:
+            return too_long(rd, st, word, origin)
         _place_values(acc, values, origin, quoted, array_all, split, pass_through)
     out = acc.out
     if acc.started or keep_empty:
