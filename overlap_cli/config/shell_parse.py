@@ -24,6 +24,9 @@ from overlap_cli.config.shell_tree import Simple, Seq, AndOr, Pipeline, If, Case
 
 import re
 
+# Reserved words that close or continue a compound command: where a command starts, bash refuses them
+# ("syntax error near unexpected token `fi'"); a quoted one ("fi") is an ordinary word.
+_CLOSING_WORDS = frozenset(("fi", "done", "esac", "then", "do", "else", "elif", "}"))
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 _OPERATORS = (";;&", "&&", "||", ";;", ";&", "|&", ">>", "<<", "&>", ">&", "<&", "<>", ">|", ";", "&", "|", "<", ">",
               "(", ")")
@@ -326,6 +329,8 @@ class Parser(Lexer):
                 if self.keyword(t) == "]]":
                     return Test(words, start, line, t[1].end)
                 words.append(t[1])
+        if word in _CLOSING_WORDS and all(len(p) == 3 for p in tok[1].parts):
+            raise self.unexpected(tok)  # a stray `fi` / `done` / `esac`: bash's syntax error, the script never runs
         if tok[0] not in ("w", "a"):
             raise self.unexpected(tok)
         return self.parse_simple(start, line)
