@@ -241,9 +241,9 @@ def check_parallel_sizes(file: str, args: dict) -> None:
         if 0 < value <= MAX_PARALLEL_SIZE:
             continue
         if value > MAX_PARALLEL_SIZE:
-            message = f"parallel size too large: expected at most 2**31, got {value}"
+            message = f"parallel size too large: expected at most 2**31, got int {value}"
         else:
-            message = f"non-positive parallel size: expected a positive integer, got {value}"
+            message = f"non-positive parallel size: expected a positive integer, got int {value}"
             if value == 0 and zero_at is not None:
                 message += f" (validate_args stops with ZeroDivisionError: integer modulo by zero, megatron/training/{zero_at})"
             elif value == 0:
