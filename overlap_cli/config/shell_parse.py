@@ -30,6 +30,7 @@ _CLOSING_WORDS = frozenset(("fi", "done", "esac", "then", "do", "else", "elif", 
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 _OPERATORS = (";;&", "&&", "||", ";;", ";&", "|&", ">>", "<<", "&>", ">&", "<&", "<>", ">|", ";", "&", "|", "<", ">",
               "(", ")")
+_OPERATOR_STARTS = frozenset("".join(_OPERATORS))  # a word starts with none of these: no operator to look for
 _REDIRECTIONS = frozenset(("<", ">", ">>", "&>", ">&", "<&", "<>", ">|"))
 # Reserved words after which a command still starts (``then ((i++))``, ``! [[ ... ]]``).
 _COMMAND_PREFIXES = frozenset(("if", "then", "else", "elif", "do", "while", "until", "{", "!", "time", "for"))
@@ -86,7 +87,7 @@ class Parser(Lexer):
                 if end is not None:
                     self.i, self.at_start = end, False
                     return ("arith", text[i + 2:end - 2], i, end)
-            op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
+            op = next((o for o in _OPERATORS if text.startswith(o, i)), None) if c in _OPERATOR_STARTS else None
             if op in ("<", ">") and text.startswith("(", i + 1):  # <(cmd): a word, never run
                 end = self.matching(i + 1, "(", ")")
                 self.i, self.at_start = end, False
