@@ -65,6 +65,13 @@ def five_thousand_patterns(folder: Path) -> Path:
     return _script(folder, "case", "case $1 in\n" + items + "esac\n")
 
 
+def five_thousand_values(folder: Path) -> Path:
+    """5,000 patterns on an unknown subject, each giving TP its own value: past the path budget the values
+    merge into unknown, and what decides them is named once."""
+    items = "".join(f"  p{i}) TP={i + 1} ;;\n" for i in range(5_000))
+    return _script(folder, "case_values", "case $1 in\n" + items + "esac\n")
+
+
 def twenty_thousand_directives(folder: Path) -> Path:
     return _script(folder, "directives", "# overlap: ignore[LM501]\n" * 20_000)
 
@@ -89,6 +96,7 @@ SHELL_HOSTILE: list[tuple[str, Callable[[Path], Path], tuple]] = [
     ("reversed_range", reversed_range, (1, "model.tensor_model_parallel_size                    2 ")),
     ("forty_thousand_lines", forty_thousand_lines, (1, "model.tensor_model_parallel_size                    2 ")),
     ("five_thousand_patterns", five_thousand_patterns, (0, "is 1 or 2 or 3 or 4 or 5 or 6 or 7 or 8")),
+    ("five_thousand_values", five_thousand_values, (0, "depending on the case on line 3 (case $1): its value")),
     ("twenty_thousand_directives", twenty_thousand_directives, (0, "model.tensor_model_parallel_size                    2 ")),
     ("stray_fi", stray_fi, (2, "syntax error near unexpected token 'fi'")),
     ("stray_done", stray_done, (2, "syntax error near unexpected token 'done'")),
