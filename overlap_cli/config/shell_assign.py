@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from overlap_cli.config.shell_values import State
 
 from overlap_cli.config.argv import variable_origin
-from overlap_cli.config.shell_expand import expand, expand_joined, join
+from overlap_cli.config.shell_expand import TOO_LONG, expand, expand_joined, join, over_budget, too_long
 from overlap_cli.config.shell_lex import NAME, Word
 from overlap_cli.config.shell_values import Field, Var, text_field
 
@@ -58,6 +58,11 @@ def assign(rd, st: State, item, exported: bool = False, export_word=None) -> Var
         var, old = _assign_array(rd, st, item, line)
     else:
         var, old = _assign_value(rd, st, item, line)
+    if over_budget(var.fields):  # A+=$A doubling past the budget (A=$A$A is cut while expanding)
+        word = item[1] if isinstance(item, tuple) else item
+        var.fields, var.array = too_long(rd, st, word, variable_origin(var.name, line)), False
+    if len(var.fields) == 1 and var.fields[0].what.startswith(TOO_LONG):
+        var.note = var.fields[0].what  # the reason the value is not known, wherever it is used
     var.keep_export(old)
     if exported:
         var.exported = True

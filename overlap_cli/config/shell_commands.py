@@ -23,7 +23,7 @@ import re
 
 from overlap_cli.config import shell_assign as assigns
 from overlap_cli.config.shell_expand import (
-    arith_lookup, constant, expand, expand_joined, lookup, pattern_regex, set_unknown,
+    arith_lookup, constant, expand, expand_joined, lookup, pattern_glob, set_unknown,
 )
 from overlap_cli.config.shell_lex import NAME, Word
 from overlap_cli.config.shell_values import Field, field_signature
@@ -265,7 +265,7 @@ def exec_double_test(rd, node, st: State) -> list:
         pattern = None
         prev = words[k - 1].literal_text() if k else None
         if prev in ("==", "=", "!=") and k >= 2:
-            pattern = pattern_regex(rd, st, w)
+            pattern = pattern_glob(rd, st, w)
             if pattern is None:
                 f = Field("")
                 f.hole("pattern")

@@ -27,11 +27,11 @@ _OTHER_BINARY = frozenset(("-nt", "-ot", "-ef", "=~"))
 
 class Operand:
     """A word of a condition: its text (None where not known statically), whether it has known
-    characters (``-n "$X-suffix"`` is true whatever X is), and its pattern as a regex when it is one."""
+    characters (``-n "$X-suffix"`` is true whatever X is), and its pattern (a ``Glob``) when it is one."""
 
     __slots__ = ("text", "nonempty", "pattern")
 
-    def __init__(self, text: Optional[str], nonempty: bool = False, pattern: Optional[str] = None):
+    def __init__(self, text: Optional[str], nonempty: bool = False, pattern: Optional[Glob] = None):
         self.text, self.nonempty, self.pattern = text, nonempty or bool(text), pattern
 
 
@@ -73,7 +73,7 @@ def _binary(op: str, a: Operand, b: Operand, arith: Optional[Callable] = None):
         if op in ("=", "==", "!=") and b.pattern is not None:
             if a.text is None:
                 return None
-            hit = re.fullmatch(b.pattern, a.text, re.S) is not None
+            hit = b.pattern.matches(a.text)
             return hit if op != "!=" else not hit
         if a.text is None or b.text is None:
             return None
@@ -193,45 +193,159 @@ class _Expression:
 # --- patterns --------------------------------------------------------------------------------------
 
 
-def glob_regex(pieces: list) -> Optional[str]:
-    """The regex of a bash pattern given as (text, active) pieces: an active piece's ``*``, ``?`` and
-    ``[...]`` match as in bash; an inactive (quoted) one matches itself. None for an extended pattern
-    (``@(...)``, ``!(...)``, ...)."""
-    out: list = []
+_CLASSES = {
+    "alpha": str.isalpha, "digit": str.isdigit, "alnum": str.isalnum, "upper": str.isupper, "lower": str.islower,
+    "space": str.isspace, "blank": lambda c: c in " \t", "xdigit": lambda c: c in "0123456789abcdefABCDEF",
+    "punct": lambda c: c.isprintable() and not c.isalnum() and not c.isspace(),
+    "print": str.isprintable, "graph": lambda c: c.isprintable() and not c.isspace(),
+    "cntrl": lambda c: not c.isprintable(), "word": lambda c: c.isalnum() or c == "_",
+}
+_STAR = object()
+
+
+class _CharSet:
+    """A bracket expression: ``[abc]``, ``[!a-z]``, ``[[:digit:]_]``. A reversed range (``[z-a]``) matches
+    nothing, as in bash's glob matcher; an unknown class name matches nothing."""
+
+    __slots__ = ("negate", "chars", "ranges", "classes")
+
+    def __init__(self, negate: bool):
+        self.negate = negate
+        self.chars: set = set()
+        self.ranges: list = []
+        self.classes: list = []
+
+    def has(self, c: str) -> bool:
+        hit = (c in self.chars or any(lo <= c <= hi for lo, hi in self.ranges)
+               or any(test(c) for test in self.classes))
+        return hit != self.negate
+
+
+def _bracket(chars: list, i: int):
+    """The bracket expression starting at ``chars[i]`` (an active ``[``) and the index after it; None when
+    it is not closed (the ``[`` then matches itself)."""
+    n = len(chars)
+    j = i + 1
+    negate = j < n and chars[j][1] and chars[j][0] in "!^"
+    if negate:
+        j += 1
+    cs = _CharSet(negate)
+    first = True
+    while j < n:
+        c, active = chars[j]
+        if c == "]" and active and not first:
+            return cs, j + 1
+        first = False
+        if c == "[" and active and j + 1 < n and chars[j + 1] == (":", True):
+            end = _class_end(chars, j + 2)
+            if end is not None:
+                name = "".join(ch for ch, _ in chars[j + 2:end])
+                cs.classes.append(_CLASSES.get(name, lambda ch: False))
+                j = end + 2
+                continue
+        if j + 2 < n and chars[j + 1] == ("-", True) and not (chars[j + 2] == ("]", True)):
+            cs.ranges.append((c, chars[j + 2][0]))  # (z, a): lo <= ch <= hi never holds, as bash
+            j += 3
+            continue
+        cs.chars.add(c)
+        j += 1
+    return None
+
+
+def _class_end(chars: list, k: int):
+    while k + 1 < len(chars):
+        if chars[k] == (":", True) and chars[k + 1] == ("]", True):
+            return k
+        k += 1
+    return None
+
+
+class Glob:
+    """A bash pattern, matched without backtracking: the pattern is cut at its ``*`` into segments of fixed
+    length; the first must match at the start, the last at the end, and each one between at its leftmost
+    place after the one before (leftmost is always right when a ``*`` separates segments). At most
+    len(text) x len(pattern) character tests, whatever the pattern (``*a*a*a*a*a*a*b`` included)."""
+
+    __slots__ = ("segments",)
+
+    def __init__(self, tokens: list):
+        self.segments: list = [[]]
+        for tok in tokens:
+            if tok is _STAR:
+                if self.segments[-1] or len(self.segments) == 1:
+                    self.segments.append([])
+            else:
+                self.segments[-1].append(tok)
+
+    @property
+    def matches_everything(self) -> bool:
+        return len(self.segments) == 2 and not self.segments[0] and not self.segments[1]
+
+    def matches(self, text: str) -> bool:
+        segs = self.segments
+        if len(segs) == 1:
+            return len(text) == len(segs[0]) and _at(segs[0], text, 0)
+        first, last, middle = segs[0], segs[-1], segs[1:-1]
+        lo, hi = len(first), len(text) - len(last)
+        if hi < lo or not _at(first, text, 0) or not _at(last, text, hi):
+            return False
+        for seg in middle:
+            k = _find(seg, text, lo, hi)
+            if k < 0:
+                return False
+            lo = k + len(seg)
+        return True
+
+
+def _one(tok, c: str) -> bool:
+    if tok is None:
+        return True
+    if tok.__class__ is str:
+        return tok == c
+    return tok.has(c)
+
+
+def _at(seg: list, text: str, i: int) -> bool:
+    return all(_one(tok, text[i + k]) for k, tok in enumerate(seg))
+
+
+def _find(seg: list, text: str, lo: int, hi: int) -> int:
+    """The leftmost index in [lo, hi - len(seg)] where ``seg`` matches; -1 if none."""
+    if all(tok.__class__ is str for tok in seg):
+        return text.find("".join(seg), lo, hi)
+    for i in range(lo, hi - len(seg) + 1):
+        if _at(seg, text, i):
+            return i
+    return -1
+
+
+def glob_pattern(pieces: list) -> Optional[Glob]:
+    """The bash pattern given as (text, active) pieces: an active piece's ``*``, ``?`` and ``[...]`` match
+    as in bash; an inactive (quoted) one matches itself. None for an extended pattern (``@(...)``,
+    ``!(...)``, ...)."""
+    tokens: list = []
     chars = [(c, active) for text, active in pieces for c in text]
     i, n = 0, len(chars)
     while i < n:
         c, active = chars[i]
         if not active:
-            out.append(re.escape(c))
+            tokens.append(c)
             i += 1
             continue
         if c in "@!+?*" and i + 1 < n and chars[i + 1] == ("(", True):
             return None
         if c == "*":
-            out.append(".*")
+            tokens.append(_STAR)
         elif c == "?":
-            out.append(".")
+            tokens.append(None)
         elif c == "[":
-            j = i + 1
-            if j < n and chars[j][0] in "!^":
-                j += 1
-            if j < n and chars[j][0] == "]":
-                j += 1
-            while j < n and chars[j][0] != "]":
-                j += 1
-            if j >= n:
-                out.append(re.escape(c))
-            else:
-                body = "".join(ch for ch, _ in chars[i + 1:j])
-                negate = body[:1] in ("!", "^")
-                body = body[1:] if negate else body
-                if "[:" in body:
-                    return None  # character classes: not modelled
-                out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\") + "]")
-                i = j + 1
+            found = _bracket(chars, i)
+            if found is not None:
+                tokens.append(found[0])
+                i = found[1]
                 continue
+            tokens.append(c)
         else:
-            out.append(re.escape(c))
+            tokens.append(c)
         i += 1
-    return "".join(out)
+    return Glob(tokens)

@@ -30,7 +30,7 @@ from overlap_cli.config.shell_expand import constant, expand_joined, match_any
 from overlap_cli.config.shell_lex import Lexer
 from overlap_cli.config.shell_loops import exec_for, exec_loop
 from overlap_cli.config.shell_parse import parse_script
-from overlap_cli.config.shell_paths import fork, settle
+from overlap_cli.config.shell_paths import MAX_PATHS, fork, settle
 from overlap_cli.config.shell_values import State, field_signature
 
 STEP_LIMIT = 200_000  # commands evaluated, over all paths
@@ -265,6 +265,8 @@ def exec_case(rd: Reader, node, st: State) -> list:
                     waiting.append(r)
                 else:
                     out.append(r)
+        if len(out) > MAX_PATHS:  # 5,000 patterns on an unknown subject: merge as they come, not all at the end
+            out = settle(rd, out, line)
         pending = settle(rd, waiting, line)
     for s in pending + falling:
         s.status = True

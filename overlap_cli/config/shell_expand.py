@@ -8,7 +8,7 @@ unquoted expansion cuts at known blanks only: in ``OPTS="--num-layers 4 --save $
 
 Where things are: ``expand`` (a word: ``$VAR``, ``"${ARR[@]}"``, ``$((...))``, ``$(cat <<'EOF')``, then
 splitting), ``values_of`` (one ``$NAME`` / ``${NAME[i]}`` / ``${NAME:-default}`` / ``${NAME:=x}``),
-``lookup`` (a variable or ``$1`` / ``$@`` / ``$#``), ``pattern_regex`` / ``match`` (``case`` and ``[[ == ]]``).
+``lookup`` (a variable or ``$1`` / ``$@`` / ``$#``), ``pattern_glob`` / ``match`` (``case`` and ``[[ == ]]``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
+    from overlap_cli.config.shell_cond import Glob
     from overlap_cli.config.shell_values import State
 
 from overlap_cli.config.argv import variable_origin
@@ -210,10 +211,28 @@ def expand_joined(rd, st: State, word: Word, origin: str) -> Field:
     return join(expand(rd, st, word, origin, split=False, keep_empty=True), origin)
 
 
+MAX_EXPANSION = 65_536  # characters of one word's expansion (all its fields); beyond, the word is not known
+TOO_LONG = "a value of more than"
+
+
+def over_budget(fields: list) -> bool:
+    return sum(len(f.chars) for f in fields) > MAX_EXPANSION
+
+
+def too_long(rd, st: State, word: Word, origin: str) -> list:
+    """The one unknown field of a word whose expansion is longer than ``MAX_EXPANSION`` characters (``A=$A$A``
+    forty times would be a terabyte): its value is not known, and the reason says so."""
+    line = rd.pos(word.start)[0]
+    st.note(f"line {line}: the value expands to more than {MAX_EXPANSION:,} characters; not followed")
+    f = Field(origin)
+    f.hole(f"{TOO_LONG} {MAX_EXPANSION:,} characters (line {line})")
+    return [f]
+
+
 class _Fields:
     """The fields of one word as ``expand`` builds them."""
 
-    __slots__ = ("out", "cur", "origin", "started")
+    __slots__ = ("out", "cur", "origin", "started", "size")
 
     def __init__(self, word: Word, origin: str):
         self.out: list = []
@@ -221,8 +240,10 @@ class _Fields:
         self.cur.word = word
         self.origin = origin
         self.started = False  # the current field exists (it has text, a quoted part, or a hole)
+        self.size = 0  # characters in ``out``
 
     def new_field(self) -> None:
+        self.size += len(self.cur.chars)
         self.out.append(self.cur)
         self.cur = Field(self.origin)
         self.started = False
@@ -279,6 +300,8 @@ def expand(rd, st: State, word: Word, origin: str, split: bool, keep_empty: bool
             only_unquoted_unknown = only_unquoted_unknown and not quoted
             continue
         only_unquoted_unknown = False
+        if sum(len(v.chars) for v in values) + acc.size + len(acc.cur.chars) > MAX_EXPANSION:
+            return too_long(rd, st, word, origin)
         _place_values(acc, values, origin, quoted, array_all, split, pass_through)
     out = acc.out
     if acc.started or keep_empty:
@@ -419,10 +442,10 @@ def constant(f: Field) -> bool:
     return all(c.__class__ is str or c.constant for c in f.chars)
 
 
-def pattern_regex(rd, st: State, pattern: Word) -> Optional[str]:
-    """A bash pattern word as a regular expression: a quoted or backslash-escaped character matches itself;
+def pattern_glob(rd, st: State, pattern: Word) -> Optional[Glob]:
+    """A bash pattern word as a ``Glob``: a quoted or backslash-escaped character matches itself;
     None when an expansion in it is not known."""
-    from overlap_cli.config.shell_cond import glob_regex
+    from overlap_cli.config.shell_cond import glob_pattern
 
     pieces: list = []
     for part in pattern.parts:
@@ -440,18 +463,18 @@ def pattern_regex(rd, st: State, pattern: Word) -> Optional[str]:
             return None
         quoted = part[4] if len(part) > 4 else False
         pieces.extend((ch, not quoted) for ch in value.text)
-    return glob_regex(pieces)
+    return glob_pattern(pieces)
 
 
 def match(rd, st: State, subject: Field, pattern: Word) -> Optional[bool]:
     """Whether a word matches a bash pattern word (``case``, ``[[ x == pat ]]``)."""
-    regex = pattern_regex(rd, st, pattern)
-    if regex is None:
+    glob = pattern_glob(rd, st, pattern)
+    if glob is None:
         return None
     text = subject.text
     if text is None:
-        return True if regex == ".*" else None
-    return re.fullmatch(regex, text, re.S) is not None
+        return True if glob.matches_everything else None
+    return glob.matches(text)
 
 
 def match_any(rd, st: State, subject: Field, patterns: list) -> Optional[bool]:

@@ -24,9 +24,13 @@ from overlap_cli.config.shell_tree import Simple, Seq, AndOr, Pipeline, If, Case
 
 import re
 
+# Reserved words that close or continue a compound command: where a command starts, bash refuses them
+# ("syntax error near unexpected token `fi'"); a quoted one ("fi") is an ordinary word.
+_CLOSING_WORDS = frozenset(("fi", "done", "esac", "then", "do", "else", "elif", "}"))
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?=)")
 _OPERATORS = (";;&", "&&", "||", ";;", ";&", "|&", ">>", "<<", "&>", ">&", "<&", "<>", ">|", ";", "&", "|", "<", ">",
               "(", ")")
+_OPERATOR_STARTS = frozenset("".join(_OPERATORS))  # a word starts with none of these: no operator to look for
 _REDIRECTIONS = frozenset(("<", ">", ">>", "&>", ">&", "<&", "<>", ">|"))
 # Reserved words after which a command still starts (``then ((i++))``, ``! [[ ... ]]``).
 _COMMAND_PREFIXES = frozenset(("if", "then", "else", "elif", "do", "while", "until", "{", "!", "time", "for"))
@@ -83,7 +87,7 @@ class Parser(Lexer):
                 if end is not None:
                     self.i, self.at_start = end, False
                     return ("arith", text[i + 2:end - 2], i, end)
-            op = next((o for o in _OPERATORS if text.startswith(o, i)), None)
+            op = next((o for o in _OPERATORS if text.startswith(o, i)), None) if c in _OPERATOR_STARTS else None
             if op in ("<", ">") and text.startswith("(", i + 1):  # <(cmd): a word, never run
                 end = self.matching(i + 1, "(", ")")
                 self.i, self.at_start = end, False
@@ -326,6 +330,8 @@ class Parser(Lexer):
                 if self.keyword(t) == "]]":
                     return Test(words, start, line, t[1].end)
                 words.append(t[1])
+        if word in _CLOSING_WORDS and all(len(p) == 3 for p in tok[1].parts):
+            raise self.unexpected(tok)  # a stray `fi` / `done` / `esac`: bash's syntax error, the script never runs
         if tok[0] not in ("w", "a"):
             raise self.unexpected(tok)
         return self.parse_simple(start, line)

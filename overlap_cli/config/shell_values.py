@@ -47,7 +47,10 @@ class Field:
 
     @property
     def unknown(self) -> bool:
-        return any(c.__class__ is Hole for c in self.chars)
+        for c in self.chars:  # a loop, not any(<genexpr>): asked for every word of every command
+            if c.__class__ is Hole:
+                return True
+        return False
 
     @property
     def what(self) -> str:
@@ -55,7 +58,10 @@ class Field:
 
     @property
     def text(self) -> Optional[str]:
-        return None if self.unknown else "".join(self.chars)
+        try:
+            return "".join(self.chars)
+        except TypeError:  # a Hole among the characters
+            return None
 
     def hole(self, what: str, constant: bool = False) -> None:
         self.sig = None

@@ -206,6 +206,7 @@ def launch_from_text(found: LaunchText) -> Launch:
         from overlap_cli.frameworks.megatron_lm.yaml_cfg import apply_yaml_cfg
 
         args = apply_yaml_cfg(found.file, args, unknowns, Arg, list(table()["by_dest"]))
+    check_parallel_sizes(found.file, args)
     return Launch(
         file=found.file, text=found.text, kind=found.kind, script=found.script, launch_line=found.launch_line,
         args=args, env=found.env, world_size=found.world_size, world_size_line=found.world_size_line,
@@ -213,6 +214,49 @@ def launch_from_text(found: LaunchText) -> Launch:
         defaults_taken=found.defaults_taken, sourced=list(found.sourced), path_args=path_args,
         forks=dict(getattr(found, "forks", None) or {}),
     )
+
+
+# --- parallel sizes ---------------------------------------------------------------------------------
+
+# Each size argparse takes as any int (type=int) that validate_args divides by or multiplies into the world:
+# with 0, what megatron-core 0.19.2 does (None: validate_args lets it through, and the process groups
+# cannot be built from it). A negative size passes validate_args (world_size % -2 == 0 and
+# data_parallel_size comes out negative, arguments.py:430-446); the Bridge paths refuse both, and so does
+# this reader, with the same words (frameworks/bridge/schema.py).
+_ZERO_DIVIDES = {
+    "tensor_model_parallel_size": "arguments.py:430",
+    "pipeline_model_parallel_size": "arguments.py:430",
+    "context_parallel_size": "arguments.py:430",
+    "num_layers_per_virtual_pipeline_stage": "arguments.py:938",
+    "expert_model_parallel_size": None,
+    "expert_tensor_parallel_size": None,
+    "num_virtual_stages_per_pipeline_rank": None,
+}
+MAX_PARALLEL_SIZE = 2 ** 31  # beyond any machine: a typo, and too large for the sizes' arithmetic downstream
+
+
+def check_parallel_sizes(file: str, args: dict) -> None:
+    """The one check of the launch's parallel sizes, once every form (flags, a functional-test YAML,
+    ``--yaml-cfg``, command-line dotlist words) has set them: every consumer reads a positive size below
+    ``MAX_PARALLEL_SIZE``, or UNKNOWN. InputError naming the flag's line otherwise."""
+    for dest, zero_at in _ZERO_DIVIDES.items():
+        arg = args.get(dest)
+        if arg is None or arg.value is UNKNOWN or not isinstance(arg.value, int) or isinstance(arg.value, bool):
+            continue
+        value = arg.value
+        if 0 < value <= MAX_PARALLEL_SIZE:
+            continue
+        if value > MAX_PARALLEL_SIZE:
+            message = f"parallel size too large: expected at most 2**31, got int {value}"
+        else:
+            message = f"non-positive parallel size: expected a positive integer, got int {value}"
+            if value == 0 and zero_at is not None:
+                message += f" (validate_args stops with ZeroDivisionError: integer modulo by zero, megatron/training/{zero_at})"
+            elif value == 0:
+                message += " (validate_args lets it through; no process group can be built from it)"
+            else:
+                message += " (validate_args does not check the sign; the Bridge paths refuse it)"
+        raise InputError(InputProblem(file, message, key=arg.flag, line=arg.line, column=arg.column))
 
 
 # --- argparse semantics -----------------------------------------------------------------------------

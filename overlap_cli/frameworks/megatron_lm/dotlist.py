@@ -20,7 +20,9 @@ def apply_overrides(launch, overrides: list) -> dict:
     """Apply ``overrides`` (config.overrides.Override) to ``launch`` in place; returns {argparse dest, or
     ``env.NAME``: the word} for what they set (its provenance is the command line)."""
     from overlap_cli.frameworks.megatron_lm import facts as lm
-    from overlap_cli.frameworks.megatron_lm.args import Arg, EnvVar, Token, option, options_for, parse_tokens
+    from overlap_cli.frameworks.megatron_lm.args import (
+        Arg, EnvVar, Token, check_parallel_sizes, option, options_for, parse_tokens,
+    )
 
     def refuse(o, message: str) -> InputError:
         return InputError(InputProblem(launch.file, f"command-line override {o.raw!r}: {message}"))
@@ -61,6 +63,7 @@ def apply_overrides(launch, overrides: list) -> dict:
         tokens = [Token(w, None, None, COMMAND_LINE) for w in words]
         try:
             parsed = parse_tokens(launch.file, tokens, [], script=launch.script, strict=False)
+            check_parallel_sizes(launch.file, parsed)
         except InputError as exc:
             raise refuse(o, exc.problem.describe()) from None
         for got in parsed.values():

@@ -1,0 +1,142 @@
+"""Hostile launch scripts for the bash reader, written on demand: shared by tests/config/test_hostile_shell.py
+(behaviour) and this file's own run (time and peak memory of each, in a fresh process).
+
+    python bench/hostile_shell.py            # each input once, a table of seconds and peak RSS
+    python bench/hostile_shell.py --repeat 3 # the median of three
+    python bench/hostile_shell.py --root /work/main --timeout 30   # another checkout's overlap_cli (before/after)
+
+``SHELL_HOSTILE`` lists (name, maker, expected): ``expected`` is the exit code and a part of the output
+the run must print: the value a budget made unknown (with its reason), the value a linear matcher
+decided, or bash's own syntax error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+
+LAUNCH = ("torchrun pretrain_gpt.py --tensor-model-parallel-size $TP --pipeline-model-parallel-size 1 --num-layers 4 "
+          "--hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "
+          "--micro-batch-size 1 --global-batch-size 8\n")
+
+
+def _script(folder: Path, name: str, body: str) -> Path:
+    path = folder / f"{name}.sh"
+    path.write_text("#!/bin/bash\nTP=2\n" + body + LAUNCH, encoding="utf-8")
+    return path
+
+
+def doubling_forty_times(folder: Path) -> Path:
+    """``A=$A$A`` forty times (a terabyte), then TP built from it: TP is unknown, with the reason."""
+    return _script(folder, "doubling", "A=x\n" + "A=$A$A\n" * 40 + "TP=$TP$A\n")
+
+
+def appending_forty_times(folder: Path) -> Path:
+    """``A+=$A`` forty times, and an array doubled thirty times: TP (never touched) stays known."""
+    return _script(folder, "appending", "A=x\n" + "A+=$A\n" * 40 + 'B=("$A")\n' + 'B=("${B[@]}" "${B[@]}")\n' * 30)
+
+
+def backtracking_glob(folder: Path) -> Path:
+    """``[[ $x == *a*a*a*a*a*a*b ]]`` on 100 a's: a backtracking regular expression never ends; no match."""
+    return _script(folder, "glob", "x=" + "a" * 100 + "\nif [[ $x == *a*a*a*a*a*a*b ]]; then TP=4; fi\n")
+
+
+def reversed_range(folder: Path) -> Path:
+    """``[z-a]``: bash matches nothing with a reversed range (no error)."""
+    return _script(folder, "reversed_range", "x=b\nif [[ $x == [z-a] ]]; then TP=4; fi\ncase $x in [z-a]) TP=8 ;; esac\n")
+
+
+def forty_thousand_lines(folder: Path) -> Path:
+    return _script(folder, "long", "".join(f"V{i}={i}\n" for i in range(40_000)))
+
+
+def five_thousand_patterns(folder: Path) -> Path:
+    """A case of 5,000 pattern items on the script's first argument (not known): 5,000 ways through."""
+    items = "".join(f"  *p{i}*|q{i}[0-9]) TP={i % 8 + 1} ;;\n" for i in range(5_000))
+    return _script(folder, "case", "case $1 in\n" + items + "esac\n")
+
+
+def five_thousand_values(folder: Path) -> Path:
+    """5,000 patterns on an unknown subject, each giving TP its own value: past the path budget the values
+    merge into unknown, and what decides them is named once."""
+    items = "".join(f"  p{i}) TP={i + 1} ;;\n" for i in range(5_000))
+    return _script(folder, "case_values", "case $1 in\n" + items + "esac\n")
+
+
+def twenty_thousand_directives(folder: Path) -> Path:
+    return _script(folder, "directives", "# overlap: ignore[LM501]\n" * 20_000)
+
+
+def stray_fi(folder: Path) -> Path:
+    return _script(folder, "stray_fi", "echo start\nfi\n")
+
+
+def stray_done(folder: Path) -> Path:
+    return _script(folder, "stray_done", "done\n")
+
+
+def stray_esac(folder: Path) -> Path:
+    return _script(folder, "stray_esac", "if true; then echo; fi\nesac\n")
+
+
+# (name, maker, (exit code, a part of the output))
+SHELL_HOSTILE: list[tuple[str, Callable[[Path], Path], tuple]] = [
+    ("doubling_forty_times", doubling_forty_times, (0, "more than 65,536 characters")),
+    ("appending_forty_times", appending_forty_times, (1, "model.tensor_model_parallel_size                    2 ")),
+    ("backtracking_glob", backtracking_glob, (1, "model.tensor_model_parallel_size                    2 ")),
+    ("reversed_range", reversed_range, (1, "model.tensor_model_parallel_size                    2 ")),
+    ("forty_thousand_lines", forty_thousand_lines, (1, "model.tensor_model_parallel_size                    2 ")),
+    ("five_thousand_patterns", five_thousand_patterns, (0, "is 1 or 2 or 3 or 4 or 5 or 6 or 7 or 8")),
+    ("five_thousand_values", five_thousand_values, (0, "depending on the case on line 3 (case $1): its value")),
+    ("twenty_thousand_directives", twenty_thousand_directives, (0, "model.tensor_model_parallel_size                    2 ")),
+    ("stray_fi", stray_fi, (2, "syntax error near unexpected token 'fi'")),
+    ("stray_done", stray_done, (2, "syntax error near unexpected token 'done'")),
+    ("stray_esac", stray_esac, (2, "syntax error near unexpected token 'esac'")),
+]
+
+
+def run_one(path: Path, timeout: float = 120.0, root: Path = ROOT) -> tuple:
+    """(seconds, peak RSS in MiB, exit code) of ``overlap check PATH --show-effective --show-info`` in a
+    fresh process, with ``root``'s overlap_cli; seconds is inf when it ran past ``timeout`` (killed)."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "overlap_cli", "check", str(path), "--show-effective", "--show-info"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=root)
+    deadline = start + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            return time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+        if time.perf_counter() > deadline:
+            proc.kill()
+            proc.wait()
+            return float("inf"), float("nan"), None
+        time.sleep(0.01)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose overlap_cli runs")
+    a = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"{'input':30} {'seconds':>8} {'peak MiB':>9} {'exit':>5}")
+        for name, make, _ in SHELL_HOSTILE:
+            path = make(Path(tmp))
+            runs = [run_one(path, a.timeout, a.root) for _ in range(a.repeat)]
+            secs = statistics.median(r[0] for r in runs)
+            print(f"{name:30} {secs:8.2f} {max(r[1] for r in runs):9.1f} {str(runs[-1][2]):>5}")
+
+
+if __name__ == "__main__":
+    main()
