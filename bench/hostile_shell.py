@@ -95,8 +95,9 @@ SHELL_HOSTILE: list[tuple[str, Callable[[Path], Path], tuple]] = [
     ("backtracking_glob", backtracking_glob, (1, "model.tensor_model_parallel_size                    2 ")),
     ("reversed_range", reversed_range, (1, "model.tensor_model_parallel_size                    2 ")),
     ("forty_thousand_lines", forty_thousand_lines, (1, "model.tensor_model_parallel_size                    2 ")),
-    ("five_thousand_patterns", five_thousand_patterns, (0, "is 1 or 2 or 3 or 4 or 5 or 6 or 7 or 8")),
-    ("five_thousand_values", five_thousand_values, (0, "depending on the case on line 3 (case $1): its value")),
+    # exit 1: the ways on which TP does not divide the model's 4 heads get LM106, naming the case that decides
+    ("five_thousand_patterns", five_thousand_patterns, (1, "is 1 or 2 or 3 or 4 or 5 or 6 or 7 or 8")),
+    ("five_thousand_values", five_thousand_values, (1, "depending on the case on line 3 (case $1): its value")),
     ("twenty_thousand_directives", twenty_thousand_directives, (0, "model.tensor_model_parallel_size                    2 ")),
     ("stray_fi", stray_fi, (2, "syntax error near unexpected token 'fi'")),
     ("stray_done", stray_done, (2, "syntax error near unexpected token 'done'")),

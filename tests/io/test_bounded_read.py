@@ -133,7 +133,7 @@ def test_folder_walk_skips_special_files_with_the_reason(tmp_path):
     (folder / "zero.yaml").symlink_to("/dev/zero")
     (folder / "kmsg.sh").symlink_to("/proc/kmsg")
     code, out, err = overlap("check", folder)
-    assert code == 1 and "real.yaml:7:3: TP102" in out, (out, err)
+    assert code == 1 and "real.yaml:8:3: TP102" in out, (out, err)
     for name, why in (("pipe.yaml", "FIFO"), ("zero.yaml", "device"), ("kmsg.sh", "/proc")):
         lines = [ln for ln in err.splitlines() if f"{name}: skipped: not read:" in ln]
         assert len(lines) == 1 and why in lines[0], err

@@ -69,7 +69,7 @@ def test_escape_codes_in_a_file_name_are_printed_escaped(tmp_path, fmt):
     code, out, err = overlap("check", path, broken, "--format", fmt)
     assert code == 2
     assert "\x1b" not in out + err and "\x07" not in out + err
-    assert "x\\x1b]0;pwned\\x07\\x1b[2J.yaml:7:3: TP102" in out
+    assert "x\\x1b]0;pwned\\x07\\x1b[2J.yaml:8:3: TP102" in out
     assert [ln for ln in err.splitlines() if ln.startswith(str(tmp_path / "y\\x1b[31m.yaml:"))], err
 
 
