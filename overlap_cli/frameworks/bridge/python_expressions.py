@@ -13,6 +13,7 @@ the config (``ends_run``), the config path an attribute names (``config_path``).
 from __future__ import annotations
 
 import ast
+import re
 
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
@@ -178,7 +179,14 @@ class Expressions:
                 x = self.eval(v.value)
                 if isinstance(x, Unknown) or not isinstance(x, (str, int, float, bool)):
                     return Unknown(f"the f-string at {self.at(node)}")
-                parts.append(format(x, self.eval(v.format_spec) if v.format_spec else ""))
+                spec = self.eval(v.format_spec) if v.format_spec else ""
+                if isinstance(spec, Unknown) or not isinstance(spec, str):
+                    return Unknown(f"the f-string at {self.at(node)}")
+                width = _SPEC_WIDTH.match(spec)
+                if width and width.group(1) and int(width.group(1)) > MAX_ITEMS:
+                    return Unknown(f"the f-string at {self.at(node)}: a field wider than {MAX_ITEMS:,} characters "
+                                   "(overlap-cli's evaluation budget)")
+                parts.append(format(x, spec))
         return "".join(parts)
 
     def _dict(self, node):
@@ -325,6 +333,9 @@ class Expressions:
             return b
         if isinstance(a, (CfgRef, Import, Func)) or isinstance(b, (CfgRef, Import, Func)):
             return Unknown(f"an expression at {where}")
+        past = _past_budget(op, a, b)
+        if past:
+            return Unknown(f"an expression at {where}: {past}")
         ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.Div: lambda: a / b,
                ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b, ast.Pow: lambda: a ** b if abs(b) < 64 else None,
                ast.BitOr: lambda: a | b, ast.BitAnd: lambda: a & b, ast.LShift: lambda: a << b if b < 64 else None}
@@ -360,3 +371,38 @@ def _compare(op, a, b) -> bool:
     if isinstance(op, ast.GtE):
         return a >= b
     raise TypeError(op)
+
+
+# The evaluation budget: a value the reader computes holds at most MAX_ITEMS items (characters of a string,
+# elements of a list) and an integer at most MAX_BITS bits (Python refuses to print an integer of more than
+# 4,300 digits, ~14,000 bits); past it the value is unknown with the reason, never computed.
+MAX_ITEMS = 1 << 20
+MAX_BITS = 1 << 13
+_SPEC_WIDTH = re.compile(r"^(?:.?[<>=^])?[+\- ]?[#]?0?(\d*)")
+
+
+def _past_budget(op, a, b) -> str:
+    """Why ``a OP b`` would exceed the evaluation budget, or "" (checked before Python computes it)."""
+    def items(x):
+        return len(x) if isinstance(x, (str, bytes, list, tuple)) else None
+
+    def bits(x):
+        return x.bit_length() if isinstance(x, int) and not isinstance(x, bool) else None
+
+    n = None
+    if isinstance(op, ast.Mult):
+        if items(a) is not None and bits(b) is not None:
+            n = items(a) * max(b, 0)
+        elif items(b) is not None and bits(a) is not None:
+            n = items(b) * max(a, 0)
+        elif bits(a) is not None and bits(b) is not None and bits(a) + bits(b) > MAX_BITS:
+            return f"an integer of more than {MAX_BITS:,} bits (overlap-cli's evaluation budget)"
+    elif isinstance(op, ast.Add) and items(a) is not None and items(b) is not None:
+        n = items(a) + items(b)
+    elif isinstance(op, ast.Pow) and bits(a) is not None and bits(b) is not None and b > 0 and bits(a) * b > MAX_BITS:
+        return f"an integer of more than {MAX_BITS:,} bits (overlap-cli's evaluation budget)"
+    elif isinstance(op, ast.LShift) and bits(a) is not None and bits(b) is not None and bits(a) + b > MAX_BITS:
+        return f"an integer of more than {MAX_BITS:,} bits (overlap-cli's evaluation budget)"
+    if n is not None and n > MAX_ITEMS:
+        return f"a value of more than {MAX_ITEMS:,} items (overlap-cli's evaluation budget)"
+    return ""
