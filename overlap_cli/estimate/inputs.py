@@ -49,6 +49,25 @@ def _int(value, what: str, minimum: int = 1) -> int:
     return value
 
 
+# The largest size the estimate computes with: past it no model Megatron-Core builds (its sizes are int32 /
+# int64 tensor dimensions) and Python's float arithmetic overflows.
+MAX_SIZE = 1 << 40
+
+
+def _too_large(view) -> "str | None":
+    """Why the run's sizes are past what the estimate computes with (a model or train integer over MAX_SIZE),
+    or None."""
+    for section in ("model", "train"):
+        values = view.final.get(section) if hasattr(view, "final") else None
+        if values is None and hasattr(view, "cfg"):
+            values = view.cfg.section(section) if hasattr(view.cfg, "section") else None
+        for key, value in (values or {}).items():
+            if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SIZE:
+                return (f"{section}.{key} is {value}: past the largest size the estimate computes with "
+                        f"({MAX_SIZE:,}); no model Megatron-Core builds has it")
+    return None
+
+
 def moe_layer_pattern(freq, num_layers: int) -> list:
     """Which layers are MoE layers, as Megatron-Core reads ``moe_layer_freq`` (an int k: every k-th layer,
     layer 0 included; a list of 0/1; or a string such as ``([0]*3+[1]*58)``)."""
@@ -133,6 +152,9 @@ def shape_from_view(view, step_time: bool = True) -> Shape:
     # (a catalog recipe's name, or none: assumed below); memory.py reads it for its verdict.
     world_from = view.target.source("world_size") if world is not None else "assumed"
     world_label = view.target.source_label("world_size") if world is not None else "assumed"
+    too_large = _too_large(view)
+    if too_large is not None:
+        raise Unsupported(too_large)
     for key in ("num_layers", "hidden_size", "num_attention_heads"):
         if model.get(key) is None:
             raise Unsupported(f"model.{key} is not set: the estimate needs the model's shape (num_layers, hidden_size, num_attention_heads, ...)")
