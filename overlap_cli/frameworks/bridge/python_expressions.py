@@ -71,8 +71,21 @@ class Expressions:
             raise
         except RecursionError:
             raise
-        except Exception:
-            return Unknown(f"{short(node)} at {self.at(node)}")
+        except Exception as exc:
+            why = f"{short(node)} at {self.at(node)}"
+            self._forget_configs_in(node, f"{why}, which overlap-cli could not evaluate ({type(exc).__name__})")
+            return Unknown(why)
+
+    def _forget_configs_in(self, node, why: str) -> None:
+        """A call that failed midway may have changed a config it was handed: every config the expression
+        names is unknown from here (never the values from before the call, as if it had not run)."""
+        if not any(isinstance(n, ast.Call) for n in ast.walk(node)):
+            return
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name):
+                value = self.lookup(n.id, None)
+                if isinstance(value, CfgRef):
+                    value.state.forget(value.path, why)
 
     def _eval(self, node, statement: bool = False):
         if isinstance(node, ast.Constant):

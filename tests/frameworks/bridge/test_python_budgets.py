@@ -49,3 +49,25 @@ def test_a_value_within_the_budget_is_computed(tmp_path):
     path.write_text(HEAD + "cfg.model.tensor_model_parallel_size = len([0] * 4) // 2 + (2**63) % 3\n")
     r = check(path)
     assert r["effective"]["model.tensor_model_parallel_size"]["value"] == 2 + (2**63) % 3
+
+
+def test_a_call_that_fails_midway_leaves_the_config_it_was_handed_unknown(tmp_path, run_cli, monkeypatch):
+    """Fault injection: the dotlist step of process_config_with_overrides fails after the YAML was merged. The
+    interpreter's containment (python_expressions.eval) must not leave the half-changed config as if known."""
+    from overlap_cli.frameworks.bridge import python_overrides
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(python_overrides, "_apply_dotlists", broken)
+    (tmp_path / "over.yaml").write_text("model:\n  tensor_model_parallel_size: 2\n")
+    path = tmp_path / "train.py"
+    path.write_text("from megatron.bridge.recipes.llama import llama32_1b_pretrain_config\n"
+                    "from megatron.bridge.training.utils.omegaconf_utils import process_config_with_overrides\n"
+                    "cfg = llama32_1b_pretrain_config()\n"
+                    f"process_config_with_overrides(cfg, config_filepath={str(tmp_path / 'over.yaml')!r}, "
+                    "cli_overrides=['model.sequence_parallel=true'])\n")
+    code, out, err = run_cli("check", str(path), "--format", "json", "--world-size", "8")
+    eff = json.loads(out)["results"][0]["effective"]
+    for key in ("model.tensor_model_parallel_size", "model.sequence_parallel"):
+        assert eff[key]["source"] == "unknown" and "could not evaluate (RuntimeError)" in eff[key]["reason"], eff[key]
