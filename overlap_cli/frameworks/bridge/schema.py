@@ -9,6 +9,7 @@ if TYPE_CHECKING:
 
 from overlap_cli.config.document import Config
 from overlap_cli.config.yamlnodes import dotted
+from overlap_cli.frameworks.limits import MAX_PARALLEL_SIZE
 from overlap_cli.problems import InputError, InputProblem
 
 MAPPING_SECTIONS = ("model", "ddp", "optimizer", "comm_overlap", "env_vars", "dataset", "train", "dist", "checkpoint")
@@ -180,6 +181,10 @@ def validate_types(cfg: Config) -> None:
             raise InputError(
                 InputProblem(file, f"{problem}: expected {what}, got {_describe(value)}", dotted(path), line, col)
             )
+        if path in PARALLEL_SIZES and isinstance(value, int) and not isinstance(value, bool) and value > MAX_PARALLEL_SIZE:
+            file, line, col = cfg.locate(path)
+            raise InputError(InputProblem(file, f"parallel size too large: expected at most 2**31, got int {value}",
+                                          dotted(path), line, col))
 
 
 def _describe(value: Any) -> str:

@@ -232,7 +232,7 @@ _ZERO_DIVIDES = {
     "expert_tensor_parallel_size": None,
     "num_virtual_stages_per_pipeline_rank": None,
 }
-MAX_PARALLEL_SIZE = 2 ** 31  # beyond any machine: a typo, and too large for the sizes' arithmetic downstream
+from overlap_cli.frameworks.limits import MAX_PARALLEL_SIZE  # noqa: E402 (one limit for every form)
 
 
 def check_parallel_sizes(file: str, args: dict) -> None:

@@ -71,3 +71,16 @@ def test_a_call_that_fails_midway_leaves_the_config_it_was_handed_unknown(tmp_pa
     eff = json.loads(out)["results"][0]["effective"]
     for key in ("model.tensor_model_parallel_size", "model.sequence_parallel"):
         assert eff[key]["source"] == "unknown" and "could not evaluate (RuntimeError)" in eff[key]["reason"], eff[key]
+
+
+@pytest.mark.parametrize("name, text, args", [
+    ("over.yaml", "model:\n  tensor_model_parallel_size: 3000000000\n", ["--recipe", "llama3_8b_pretrain_config"]),
+    ("run.py", HEAD + "cfg.model.tensor_model_parallel_size = 3000000000\n", []),
+])
+def test_an_absurd_parallel_size_is_one_line_in_every_bridge_form(run_cli, tmp_path, name, text, args):
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = run_cli("check", str(path), *args)
+    assert code == 2
+    line = next(ln for ln in (out + err).splitlines() if ln.startswith(str(path)))
+    assert line.endswith("model.tensor_model_parallel_size: parallel size too large: expected at most 2**31, got int 3000000000")
