@@ -107,8 +107,7 @@ def _one(text: str, e) -> Optional[str]:
     path = e.key.split(".")
     node, holder = root, None
     for part in path[:-1]:
-        holder = _key_of(node, part)
-        node = _value_of(node, part)
+        holder, node = _entry_of(node, part)
         if node is None:
             return None  # a section to create or a null to turn into one: the round-trip tree does it
     if not isinstance(node, yaml.MappingNode) or node.flow_style or not node.value:
@@ -168,16 +167,6 @@ def _one(text: str, e) -> Optional[str]:
     return "".join(lines[:at] + [" " * column + f"{leaf}: {new}\n"] + lines[at:])
 
 
-def _key_of(node, part: str):
-    import yaml
-
-    if isinstance(node, yaml.MappingNode):
-        for k, _ in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == part:
-                return k
-    return None
-
-
 def _emptied(lines: list, holder, node) -> Optional[str]:
     """The line of ``holder`` (the key of block mapping ``node``) with ``{}`` as its value, when the key
     stands alone on its line (``ddp:`` or ``ddp:  # comment``) and the mapping starts on a later line."""
@@ -195,15 +184,17 @@ def _emptied(lines: list, holder, node) -> Optional[str]:
     return row[:end] + ": {}" + (body if body.strip() else "") + after[len(body):]
 
 
-def _value_of(node, part: str):
+def _entry_of(node, part: str) -> tuple:
+    """(key node, mapping value) of ``part`` in the mapping ``node``; (key, None) when its value is no
+    mapping, (None, None) when there is no such key."""
     import yaml
 
     if not isinstance(node, yaml.MappingNode):
-        return None
+        return None, None
     for k, v in node.value:
         if isinstance(k, yaml.ScalarNode) and k.value == part:
-            return v if isinstance(v, yaml.MappingNode) else None
-    return None
+            return k, (v if isinstance(v, yaml.MappingNode) else None)
+    return None, None
 
 
 def _rest_of(line: str, value) -> Optional[str]:
