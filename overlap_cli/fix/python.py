@@ -75,13 +75,13 @@ def apply_edit(text: str, run, edit, note: str = "", release=None) -> str:
 
 
 def _remove(text: str, run, key: str, path: tuple, note: str, release) -> str:
-    from overlap_cli.fix.common import is_class_default, removal_refused
+    from overlap_cli.fix.common import removal_refused
 
-    below = _get(run.base_data or {}, path)
-    if below is not None and not is_class_default(path, below, release):
-        start = run.start
-        raise Unplaceable(removal_refused(key, f"recipe {start.name}" if start.kind == "recipe" and start.name
-                                          else "the config the run starts from"))
+    start = run.start
+    why = removal_refused(run.base_data, path, key, f"recipe {start.name}" if start.kind == "recipe" and start.name
+                          else "the config the run starts from", release)
+    if why is not None:
+        raise Unplaceable(why)
     site = run.written.get(path)
     if site is None:
         return text  # the run does not write it: nothing of the user's to take away

@@ -84,19 +84,12 @@ def place(path: str, text: str, env: dict, edit, cfg=None, release=None) -> str:
 def _remove(path: str, text: str, env: dict, key: str, given: list, before, cfg, release) -> str:
     """``text`` without the override words of ``key``, proven; Unplaceable when the recipe below holds a
     value other than the class default (the runner merges onto the recipe, which has no deletion)."""
-    from overlap_cli.fix.common import is_class_default, removal_refused
+    from overlap_cli.fix.common import removal_refused
 
-    keys = tuple(key.split("."))
-    lower = (cfg.lower_data or {}) if cfg is not None else {}
-    node, found_below = lower, True
-    for part in keys:
-        if not isinstance(node, dict) or part not in node:
-            found_below = False
-            break
-        node = node[part]
-    if found_below and not is_class_default(keys, node, release):
-        below = cfg.layer_list[0].label if cfg is not None and cfg.layer_list else "the recipe"
-        raise Unplaceable(removal_refused(key, below))
+    below = cfg.layer_list[0].label if cfg is not None and cfg.layer_list else "the recipe"
+    why = removal_refused(cfg.lower_data if cfg is not None else None, tuple(key.split(".")), key, below, release)
+    if why is not None:
+        raise Unplaceable(why)
     new = text
     for tok in reversed(given):  # the last word first: the spans of the words before it stay right
         if not tok.literal or tok.span is None or tok.span[2] - tok.span[1] != len(tok.text):

@@ -22,7 +22,7 @@ from typing import Optional
 from overlap_cli.config import yamlrt
 from overlap_cli.fix import text as fixtext
 from overlap_cli.fix import tree as fixtree
-from overlap_cli.fix.common import Applied, Skipped, is_class_default, own_words, reason, removal_refused
+from overlap_cli.fix.common import Applied, Skipped, own_words, reason, removal_refused
 from overlap_cli.fix.common import Session as CommonSession
 from overlap_cli.fix.tree import split_key
 from overlap_cli.problems import InputError
@@ -260,9 +260,10 @@ def _for_top_file(edits, cfg, data, release) -> tuple:
     for e in edits:
         p = split_key(e.key)
         if e.op == "remove":
-            found, below = _lookup(lower, p)
-            if found and not is_class_default(p, below, release):
-                return edits, removal_refused(e.key, cfg.layer_list[0].label if len(cfg.layer_list) < 3 else "a layer below")
+            why = removal_refused(lower, p, e.key, cfg.layer_list[0].label if len(cfg.layer_list) < 3 else "a layer below",
+                                  release)
+            if why is not None:
+                return edits, why
             continue  # the layers below hold nothing, or the class default a plain config falls back to
         section = p[0]
         if section in DATACLASS_SECTIONS and len(p) > 1 and not isinstance(lower.get(section), dict):
@@ -270,15 +271,6 @@ def _for_top_file(edits, cfg, data, release) -> tuple:
             if not (isinstance(top, dict) and "_target_" in top) and not any(o.key == f"{section}._target_" for o in out):
                 out.insert(0, Edit("set", f"{section}._target_", DATACLASS_SECTIONS[section][0]))
     return tuple(out), None
-
-
-def _lookup(data, path: tuple) -> tuple:
-    node = data
-    for part in path:
-        if not isinstance(node, dict) or part not in node:
-            return False, None
-        node = node[part]
-    return True, node
 
 
 def _blocked(edits, cfg, data) -> Optional[str]:
