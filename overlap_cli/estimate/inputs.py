@@ -56,11 +56,11 @@ MAX_SIZE = 1 << 40
 
 def _too_large(view) -> "str | None":
     """Why the run's sizes are past what the estimate computes with (a model or train integer over MAX_SIZE),
-    or None."""
+    or None. ``train`` is the view's (Megatron-LM) or the file's section (Bridge's view carries no train)."""
     for section in ("model", "train"):
-        values = view.final.get(section) if hasattr(view, "final") else None
-        if values is None and hasattr(view, "cfg"):
-            values = view.cfg.section(section) if hasattr(view.cfg, "section") else None
+        values = view.final.get(section)
+        if values is None:
+            values = view.cfg.section(section)
         for key, value in (values or {}).items():
             if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SIZE:
                 return (f"{section}.{key} is {value}: past the largest size the estimate computes with "
