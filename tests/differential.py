@@ -34,17 +34,51 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# OVERLAP_BRIDGE_ENV, else where ../shared/bridge-env/setup.sh builds it by default (the temp dir).
-_ENVS = [os.environ.get("OVERLAP_BRIDGE_ENV"), os.path.join(tempfile.gettempdir(), "bridge-env")]
 OUTCOME, DP = "(outcome)", "(data_parallel_size)"
+# The Megatron-Bridge releases ../shared/bridge-env/setup.sh builds, with the megatron-core each pins
+# (its case table); ``main`` is the 0.6.2 environment with Bridge's main source ahead of it.
+RELEASES = {"0.4.2": "0.17.1", "0.5.1": "0.18.2", "0.6.0": "0.19.2", "0.6.2": "0.19.2", "main": "0.19.2"}
+DEFAULT_RELEASE = "0.6.2"
 
 
-def reference_python() -> Path | None:
-    """The Python of an environment with megatron-bridge 0.6.2 / megatron-core 0.19.2, or None (also when
-    OVERLAP_BRIDGE_ENV=off: the differential tests then skip, as on a machine without the environment)."""
+def _env_var(release: str) -> str:
+    """OVERLAP_BRIDGE_ENV for the default release, OVERLAP_BRIDGE_ENV_0_5_1 (and the like) for another."""
+    return "OVERLAP_BRIDGE_ENV" if release == DEFAULT_RELEASE else "OVERLAP_BRIDGE_ENV_" + release.replace(".", "_").upper()
+
+
+def _installed(env: Path, dist: str):
+    """The version of ``dist`` installed in ``env`` (from its .dist-info directory name), or None."""
+    for site in env.glob("lib/python*/site-packages"):
+        for info in site.glob(dist.replace("-", "_") + "-*.dist-info"):
+            return info.name[len(dist) + 1:-len(".dist-info")]
+    return None
+
+
+def _is_main(env: Path) -> bool:
+    return any(env.glob("lib/python*/site-packages/aa_bridge_main_src.pth"))
+
+
+def reference_python(release: str = DEFAULT_RELEASE) -> Path | None:
+    """The Python of an environment with the real Megatron-Bridge ``release`` and the megatron-core it pins,
+    or None (then the differential tests of that release skip). Looked for in the variable ``_env_var``
+    names, else where setup.sh builds it by default (the temp dir: ``bridge-env`` for 0.6.2,
+    ``bridge-env-RELEASE`` for another); an environment holding another release is never used in its place.
+    ``OVERLAP_BRIDGE_ENV=off`` turns every release off, as on a machine without the environments."""
     if os.environ.get("OVERLAP_BRIDGE_ENV", "").lower() in ("off", "none", "0"):
         return None
-    return next((Path(e) / "bin" / "python" for e in _ENVS if e and (Path(e) / "bin" / "python").exists()), None)
+    tmp = tempfile.gettempdir()
+    names = ["bridge-env", "bridge-env-" + release] if release == DEFAULT_RELEASE else ["bridge-env-" + release]
+    for candidate in [os.environ.get(_env_var(release))] + [os.path.join(tmp, n) for n in names]:
+        if not candidate or not (Path(candidate) / "bin" / "python").exists():
+            continue
+        env = Path(candidate)
+        if not any(env.glob("lib/python*/site-packages/zz_bridge_env_compat.pth")):
+            continue  # setup.sh writes it after every install: an environment still being built
+        bridge = "0.6.2" if release == "main" else release
+        if (_installed(env, "megatron_bridge") == bridge and _installed(env, "megatron_core") == RELEASES[release]
+                and _is_main(env) == (release == "main")):
+            return env / "bin" / "python"
+    return None
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,20 @@ from overlap_cli.problems import InputError, InputProblem
 
 
 def module_version(module_name: str) -> str:
-    """``v0_6_2`` -> ``0.6.2``."""
-    return module_name[1:].replace("_", ".")
+    """``v0_6_2`` -> ``0.6.2``; a module not named after a number (``main``: a branch's snapshot) is its name."""
+    if module_name.startswith("v") and module_name[1:2].isdigit():
+        return module_name[1:].replace("_", ".")
+    return module_name
+
+
+def is_release(version: str) -> bool:
+    """A numbered release (``0.6.2``), not a branch's snapshot (``main``)."""
+    return all(part.isdigit() for part in version.split("."))
 
 
 def _order(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else -1 for p in version.split("."))
+    # a snapshot of a branch sorts after every numbered release
+    return (0, tuple(int(p) for p in version.split("."))) if is_release(version) else (1, (version,))
 
 
 class Releases:
@@ -32,11 +40,12 @@ class Releases:
         self._loaders = {module_version(name): load for name, load in loaders.items()}
 
     def versions(self) -> list:
-        """The versions held, oldest first."""
+        """The versions held, oldest first (a branch's snapshot, ``main``, last)."""
         return sorted(self._loaders, key=_order)
 
     def newest(self) -> str:
-        return self.versions()[-1]
+        """The newest numbered release held: the default. A branch's snapshot is chosen only by name."""
+        return [v for v in self.versions() if is_release(v)][-1]
 
     def get(self, version: Optional[str] = None):
         """The data module of ``version`` (None: the newest). InputError for a release the tool holds no data for."""
