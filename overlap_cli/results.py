@@ -187,7 +187,7 @@ class Note(str):
 # sizes (the text report says it once for a folder of launches).
 NOTE_KINDS = (
     "general", "read-as", "launch-world-size", "world-size", "target", "unknown-keys", "depends-on-unknown",
-    "environment", "warning", "transformer-engine", "gpu", "sourced", "left-off",
+    "environment", "warning", "transformer-engine", "gpu", "sourced", "left-off", "release-default", "release",
 )
 # The kinds that say how this file's form was read (the runner it names, the launch's own sizes): the same
 # run written in another form is read otherwise, so these notes differ between forms by design.
@@ -206,6 +206,8 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: Optional[InputProblem] = None
     notes: list[Note] = field(default_factory=list)  # plain strings are read as kind "general"
+    # The release checked against (frameworks.target_release.checked_against); None when not checked.
+    release: Optional[dict] = None
 
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in ("error", "warning", "info")}
@@ -215,6 +217,8 @@ class FileResult:
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {"file": self.file, "target": self.target}
+        if self.release is not None:
+            out["release"] = self.release
         if self.error is None:
             out["effective"] = {k: v.to_json() for k, v in (self.effective or {}).items()}
             out["findings"] = [f.to_json() for f in self.findings]

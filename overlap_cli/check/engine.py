@@ -88,15 +88,20 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
     from overlap_cli.check.selection import filter_findings
     from overlap_cli.rules import run_rules
 
+    from overlap_cli.frameworks.target_release import checked_against
+
     form = forms.form_of(path, text, target.get("framework"))
     try:
         run = form.load(path, text, target, overrides, lower)
         file_text = run.text
         result.target = run.target.to_json(None)
         form = forms.module(run.form)  # a form may hand the file to another (a run_recipe.py launch)
+        # the release first: a release the tool holds no data for is this file's one error, not a rule's
+        result.release = checked_against(run.target, form.FRAMEWORK)
         answer = form.resolve(run, lambda view: filter_findings(run_rules(view), run.comments_file or run.file, file_text, selection))
     except InputError as exc:
-        result.error = exc.problem
+        result.error = placed(exc.problem, result.file)
+        result.release = None
         return CheckedFile(result)
     except RecursionError:
         result.error = InputProblem(path, "config nesting is too deep to check")
@@ -105,7 +110,20 @@ def _check(result: FileResult, path, target: Target, overrides, text, selection,
     result.effective = answer.effective
     result.findings = sorted(answer.findings, key=finding_order)
     result.notes.extend(notes(run, answer, form.FRAMEWORK))
+    from overlap_cli.frameworks.target_release import notes as release_notes
+
+    result.notes.extend(release_notes(answer.target, form.FRAMEWORK, result.release))
     return CheckedFile(result, answer.view, run)
+
+
+def placed(problem: InputProblem, file: str) -> InputProblem:
+    """``problem`` with the config's own name where it was placed in the config without one (a release named
+    by its ``# overlap: target`` line: launch_profile.profile.Target.stated_at)."""
+    from overlap_cli.launch_profile.profile import CONFIG_FILE
+
+    if problem.file != CONFIG_FILE:
+        return problem
+    return InputProblem(file, problem.message, key=problem.key, line=problem.line, column=problem.column)
 
 
 def notes(run, answer, framework: str) -> list:

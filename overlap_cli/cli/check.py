@@ -87,7 +87,7 @@ def target_from_options(opts, config_file=None):
     applied by engine.check_file). Bad flags or settings: UsageError."""
     from overlap_cli.problems import InputError
     from overlap_cli.launch_profile.settings import find_settings
-    from overlap_cli.launch_profile.profile import check_version, normalize_gpu, profile
+    from overlap_cli.launch_profile.profile import check_release, check_version, normalize_gpu, profile
 
     if opts.world_size is not None and (opts.nodes is not None or opts.gpus_per_node is not None):
         raise UsageError("give either --world-size or --nodes/--gpus-per-node, not both")
@@ -97,6 +97,8 @@ def target_from_options(opts, config_file=None):
         gpu = normalize_gpu(opts.gpu) if opts.gpu is not None else None
         te_version = check_version(opts.te_version, "--te-version") if opts.te_version is not None else None
         torch_version = check_version(opts.torch_version, "--torch-version") if opts.torch_version is not None else None
+        releases = {name: check_release(getattr(opts, name), "--" + name.replace("_", "-"))
+                    for name in ("bridge_version", "core_version") if getattr(opts, name) is not None}
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     flags = {
@@ -113,6 +115,7 @@ def target_from_options(opts, config_file=None):
         "recipe": opts.recipe,
         "base": opts.base,
         "set_vars": _set_vars(getattr(opts, "set_vars", None)),
+        **releases,
     }
     if opts.recipe is not None and opts.base is not None:
         raise UsageError("give either --recipe NAME or --base FILE, not both")
@@ -132,9 +135,23 @@ def target_from_options(opts, config_file=None):
         found = find_settings(config_file, settings)
         from overlap_cli.frameworks.bridge.recipe_launch import recipe_launch
 
-        return profile(flags, found, detection, dict(os.environ), settings, recipe_launch=recipe_launch)
+        target = profile(flags, found, detection, dict(os.environ), settings, recipe_launch=recipe_launch)
+        _release_held(target, flags["framework"])
+        return target
     except InputError as exc:
-        raise UsageError(exc.problem.one_line()) from None
+        problem = exc.problem
+        raise UsageError(problem.describe() if problem.file == "<command line>" else problem.one_line()) from None
+
+
+def _release_held(target, framework) -> None:
+    """A release the run's target names that no file could be checked against (frameworks.target_release):
+    one usage error for the run, not one per file. A config's own ``# overlap: target`` line is that
+    file's error (engine)."""
+    if target.bridge_version is None and target.core_version is None:
+        return
+    from overlap_cli.frameworks.target_release import validate
+
+    validate(target, framework)
 
 
 def _set_vars(raw) -> dict:

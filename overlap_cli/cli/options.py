@@ -92,15 +92,18 @@ TARGET = (
     Param("gpu", "--gpu", kind=TEXT, help="Target GPU: a100|h100|h200|b200|b300|gb200|gb300|vr200|r100."),
     Param("te_version", "--te-version", kind=TEXT, help="Transformer Engine version on the target, e.g. 2.7."),
     Param("torch_version", "--torch-version", kind=TEXT, help="PyTorch version on the target, e.g. 2.6."),
+    Param("bridge_version", "--bridge-version", kind=TEXT, metavar="RELEASE", help="Megatron-Bridge release the run uses: a numbered release overlap-cli mirrors (v prefix optional) or main (default: the newest numbered release, named in a note). Also picks the megatron-core it pins."),
+    Param("core_version", "--core-version", kind=TEXT, metavar="RELEASE", help="megatron-core release (default: the one the Bridge release pins). Megatron-LM launches are checked against it; alone, Bridge runs take the newest Bridge release that pins it."),
     Param("settings", "--settings", kind=TEXT, metavar="PATH", help="Read [tool.overlap] from this TOML file instead of the nearest pyproject.toml."),
-    Param("detect", "--detect", kind=FLAG, help="Read this machine: Transformer Engine and torch versions (package metadata), GPU model and count (through torch, if installed)."),
+    Param("detect", "--detect", kind=FLAG, help="Read this machine: Transformer Engine, torch, Megatron-Bridge and megatron-core versions (package metadata, nothing imported), GPU model and count (through torch, if installed)."),
     Param("env_from_shell", "--env-from-shell", kind=FLAG, help="Launch variables exported in this shell override env_vars (Bridge applies env_vars with setdefault); a launch script reads them as its environment (${VAR}, ${VAR:-default})."),
     Param("set_vars", "--set", kind=MULTIPLE, metavar="VAR=VALUE", help="A launch script's environment variable, as the caller would export it: feeds ${VAR} and ${VAR:-default} (repeatable)."),
 )
 
 # The flags that say where one side of ``overlap diff`` runs, and their ``--vs-`` twins for the other side
 # (--vs-world-size, --vs-te/--vs-no-te, ...): a new target flag in this list is one name, its twin follows.
-PER_SIDE = ("recipe", "base", "world_size", "nodes", "gpus_per_node", "te", "gpu", "te_version", "torch_version")
+PER_SIDE = ("recipe", "base", "world_size", "nodes", "gpus_per_node", "te", "gpu", "te_version", "torch_version",
+            "bridge_version", "core_version")
 
 
 def _vs(row: Param) -> Param:

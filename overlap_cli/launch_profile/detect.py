@@ -1,7 +1,9 @@
 """``--detect``: read the stack of the machine overlap runs on.
 
-Transformer Engine and torch versions come from installed package metadata (``importlib.metadata``):
-nothing is imported for them. GPU count and compute capability need the CUDA runtime, so they are read
+Transformer Engine, torch, Megatron-Bridge and megatron-core versions come from installed package metadata
+(``importlib.metadata`` reads the dist-info, never the package): nothing is imported for them. The Bridge
+and core releases are the release the run is checked against, unless a flag, the config or [tool.overlap]
+names one (profile.build_target takes the installed pair only then). GPU count and compute capability need the CUDA runtime, so they are read
 through torch — imported here, lazily, only when torch is installed and only when ``--detect`` is given.
 Run ``overlap check --detect`` inside the training environment on a GPU node (e.g. in the job prologue)
 to check a config against the real stack.
@@ -20,6 +22,11 @@ from overlap_cli.records import dataclass, field  # not dataclasses: start-up ti
 _TE_DISTRIBUTIONS = ("transformer_engine", "transformer_engine_torch", "transformer_engine_cu12", "transformer_engine_cu13")
 
 # Substrings of ``torch.cuda.get_device_name`` -> --gpu names. Longer names first (GB200 contains B200).
+# The distributions of Megatron-Bridge and megatron-core (pip's names; metadata lookups normalise ``-``/``_``
+# from Python 3.10, the second spelling covers older metadata).
+_BRIDGE_DISTRIBUTIONS = ("megatron-bridge", "megatron_bridge")
+_CORE_DISTRIBUTIONS = ("megatron-core", "megatron_core")
+
 _GPU_NAMES = (("GB300", "gb300"), ("GB200", "gb200"), ("B300", "b300"), ("B200", "b200"), ("H200", "h200"), ("H100", "h100"), ("A100", "a100"))
 
 
@@ -32,6 +39,8 @@ class Detection:
     gpu: Optional[str] = None  # a --gpu name when the device name maps to one
     gpu_name: Optional[str] = None
     compute_capability: Optional[str] = None
+    bridge_version: Optional[str] = None  # the installed megatron-bridge (package metadata)
+    core_version: Optional[str] = None  # the installed megatron-core
     found: tuple = field(default_factory=tuple)
     not_found: tuple = field(default_factory=tuple)
 
@@ -115,6 +124,15 @@ def detect() -> Detection:
     else:
         not_found.append("torch (not installed: GPU count and compute capability cannot be read)")
 
+    bridge_version = _distribution_version(_BRIDGE_DISTRIBUTIONS)
+    core_version = _distribution_version(_CORE_DISTRIBUTIONS)
+    for label, version in (("Megatron-Bridge", bridge_version), ("megatron-core", core_version)):
+        if version:
+            found.append(f"{label} {version}")
+    if not bridge_version and not core_version:
+        not_found.append("Megatron-Bridge and megatron-core (not installed in this Python environment: the "
+                         "release checked against is not read from this machine)")
+
     count = name = cc = gpu = None
     if torch_version:
         count, name, cc, problem = _probe_gpus()
@@ -136,6 +154,8 @@ def detect() -> Detection:
         gpu=gpu,
         gpu_name=name,
         compute_capability=cc,
+        bridge_version=bridge_version,
+        core_version=core_version,
         found=tuple(found),
         not_found=tuple(not_found),
     )

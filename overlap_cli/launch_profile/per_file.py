@@ -8,8 +8,9 @@ the whole order):
       # overlap: target world-size=256 gpu=b200 te-version=2.12
 
   keys are the target keys with ``-`` (``world-size``, ``nodes``, ``gpus-per-node``, ``gpu``, ``te`` or
-  ``transformer-engine``, ``te-version``, ``torch-version``, ``env-from-shell``), values as on the
-  command line (``te=false``); an unknown key or a bad value is an input error naming the line;
+  ``transformer-engine``, ``te-version``, ``torch-version``, ``env-from-shell``, ``recipe``,
+  ``bridge-version``, ``core-version``), values as on the command line (``te=false``,
+  ``bridge-version=0.5.1``); an unknown key or a bad value is an input error naming the line;
 - ``[tool.overlap.per-file-target]`` in pyproject.toml: glob -> table of the same keys, globs relative
   to the pyproject.toml's folder (or a bare file name), as ``per-file-ignores``; where several match, the
   later one wins.

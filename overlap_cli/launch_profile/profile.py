@@ -67,6 +67,9 @@ FIELDS = (
     "env_from_shell",
 )
 
+# The file of a problem stated in the config itself (Target.stated_at): the engine puts the config's name there.
+CONFIG_FILE = "<config>"
+
 _VERSION = lazyre.compile(r"^\d+(\.\d+)*([.+\-]?[0-9A-Za-z]+)*$")
 
 
@@ -88,6 +91,21 @@ def normalize_gpu(value: Any) -> str:
     return name
 
 
+_RELEASE = lazyre.compile(r"^v?(\d+(?:\.\d+)*)$|^([a-z][a-z0-9_-]*)$")
+
+
+def check_release(value: Any, what: str) -> str:
+    """A release of Megatron-Bridge or megatron-core as the target names it: a number (``0.6.2``; the git
+    tag's ``v0.6.2`` is the same release) or a branch snapshot's name (``main``). Only the spelling is
+    checked here; whether overlap-cli holds that release is the frameworks' release table's answer."""
+    text = value.strip().lower() if isinstance(value, str) else None
+    m = _RELEASE.match(text) if text else None
+    if m is None:
+        hint = " (write it as a string: a TOML number loses trailing zeros)" if isinstance(value, float) else ""
+        raise ValueError(f"{what} must be a release: a number (X.Y.Z) or a branch snapshot's name (main), got {value!r}{hint}")
+    return m.group(1) or m.group(2)
+
+
 def check_version(value: Any, what: str) -> str:
     if not isinstance(value, str) or not _VERSION.match(value.strip()):
         hint = " (write it as a string: a TOML number loses trailing zeros, 2.10 -> 2.1)" if isinstance(value, float) else ""
@@ -95,6 +113,8 @@ def check_version(value: Any, what: str) -> str:
     return value.strip()
 
 
+# The releases the run is checked against (frameworks' release tables: frameworks/*/releases/).
+RELEASE_FIELDS = ("bridge_version", "core_version")
 # Fields a target holds beyond FIELDS; the JSON ``target`` object has each only once something states it.
 STATED_FIELDS = ("framework", "recipe", "base", "bridge_version", "core_version")
 
@@ -226,6 +246,24 @@ class Target:
             return f"recipe {self.recipe}"
         return {FLAG: "command line", DETECTED: "--detect", LAUNCH: "the launch line"}.get(src, src)
 
+    def stated_at(self, name: str):
+        """Where field ``name`` was written, as the place of an input problem: (file, key, line). A
+        directive's file is the config's, which a target does not know: ``<config>``, which the engine
+        replaces with the file it checks."""
+        src, spelt = self.source(name), name.replace("_", "-")
+        if src == FLAG:
+            return "<command line>", "--" + spelt, None
+        if src == DIRECTIVE:
+            return CONFIG_FILE, f"# overlap: target {spelt}", self.layers.get(DIRECTIVE)
+        if src == PER_FILE:
+            globs = " | ".join(self.layers.get(PER_FILE, ()))
+            return self.settings_path or "pyproject.toml", f"tool.overlap.per-file-target.{globs}.{spelt}", None
+        if src == PYPROJECT:
+            return self.settings_path or "pyproject.toml", f"tool.overlap.{name}", None
+        if src == DETECTED:
+            return "--detect", name, None
+        return "<target>", name, None
+
     def to_json(self, data_parallel_size: Optional[int]) -> dict:
         out = {
             "world_size": self.world_size,
@@ -318,9 +356,14 @@ def build_target(
             _apply_gpu(t, detection.gpu, detection.compute_capability, DETECTED, detection.gpu_name)
     if flags.get("transformer_engine") is not None:
         t.set("transformer_engine", bool(flags["transformer_engine"]), FLAG)
-    for name in ("te_version", "torch_version", "bridge_version", "core_version"):
+    for name in ("te_version", "torch_version"):
         if flags.get(name) is not None:
             t.set(name, check_version(flags[name], "--" + name.replace("_", "-")), FLAG)
+    for name in RELEASE_FIELDS:
+        if flags.get(name) is not None:
+            t.set(name, check_release(flags[name], "--" + name.replace("_", "-")), FLAG)
+    if detection is not None:
+        _apply_detected_release(t, detection)
     if flags.get("gpu") is not None:
         gpu = normalize_gpu(flags["gpu"])
         _apply_gpu(t, gpu, GPUS[gpu], FLAG)
@@ -341,6 +384,18 @@ def build_target(
     else:
         t.set("env_from_shell", False, DEFAULT)
     return t
+
+
+def _apply_detected_release(t: Target, detection) -> None:
+    """The installed megatron-bridge / megatron-core releases (--detect), as one pair: only when no layer
+    above names either. A pair is what runs together; the installed core next to a Bridge release the user
+    named would check that release against a core it was never released with."""
+    if any(getattr(t, name) is not None for name in RELEASE_FIELDS):
+        return
+    for name in RELEASE_FIELDS:
+        value = getattr(detection, name, None)
+        if value is not None:
+            t.set(name, value, DETECTED)
 
 
 def launch_sizes_apply(t: Target) -> bool:
@@ -491,11 +546,12 @@ def apply_table(t: Target, s, source: str) -> None:
         te = boolean("te")
     if te is not None:
         t.set("transformer_engine", te, source)
-    for key in ("te_version", "torch_version", "bridge_version", "core_version"):
+    for key in ("te_version", "torch_version", *RELEASE_FIELDS):
         v = s.get(key)
         if v is not None:
+            check = check_release if key in RELEASE_FIELDS else check_version
             try:
-                t.set(key, check_version(v, key), source)
+                t.set(key, check(v, key), source)
             except ValueError as exc:
                 raise SettingError(key, str(exc), source) from None
     gpu = s.get("gpu")

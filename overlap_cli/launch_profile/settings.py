@@ -10,8 +10,10 @@ Target-profile keys (read by target.build_target; ``-`` and ``_`` are interchang
     te_version = "2.7"        # strings: a TOML number 2.10 would read as 2.1
     torch_version = "2.6"
     env_from_shell = false    # exported variables override env_vars, as at launch
-    bridge_version = "X.Y.Z"  # the Megatron-Bridge release checked against (default: the newest mirrored)
-    core_version = "X.Y.Z"    # the megatron-core release (default: the one that Bridge release pins)
+    bridge_version = "0.5.1"  # the Megatron-Bridge release checked against: 0.4.2 | 0.5.1 | 0.6.0 | 0.6.2 | main
+                              # (default: the newest numbered release mirrored, said in a note)
+    core_version = "0.18.2"   # the megatron-core release (default: the one that Bridge release pins; alone,
+                              # Bridge runs take the newest Bridge release that pins it)
 
     [tool.overlap.per-file-target]   # glob -> the same keys, for the files it matches (file_target.py)
     "configs/b200/*.yaml" = { gpu = "b200", world-size = 256 }

@@ -11,14 +11,13 @@ import sys
 from typing import IO
 
 from overlap_cli.report.common import finding_line, summary
-from overlap_cli.report.text import shown_findings
+from overlap_cli.report.text import error_lines, shown_findings
 
 
 def render(results, out: IO[str], skipped=(), quiet: bool = False, show_info: bool = False) -> None:
     """``quiet``: the finding lines only, no summary (``-q``, as ruff's ``--quiet``)."""
-    for r in results:
-        if r.error is not None:
-            sys.stderr.write(r.error.one_line() + "\n")  # as in text: bad input is one line on stderr
+    for line in error_lines(results):
+        sys.stderr.write(line + "\n")  # as in text: bad input is one line on stderr
     rows = shown_findings(results, show_info)
     for file, f in rows:
         out.write(finding_line(file, f, mark_fix=True) + "\n")

@@ -43,11 +43,10 @@ def statistics(results, show_info: bool = True) -> list:
 def render_text(results, out: IO[str], skipped=(), *, show_info=False, quiet=False) -> None:
     import sys
 
-    from overlap_cli.report.text import hidden_line, summary_line
+    from overlap_cli.report.text import error_lines, hidden_line, summary_line
 
-    for r in results:
-        if r.error is not None:
-            sys.stderr.write(r.error.one_line() + "\n")
+    for line in error_lines(results):
+        sys.stderr.write(line + "\n")
     rows = statistics(results, show_info)
     if rows:
         count_width = max(len(str(row["count"])) for row in rows)

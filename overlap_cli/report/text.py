@@ -40,6 +40,17 @@ def shown_findings(results, show_info: bool) -> list:
     return [(file, f) for _, file, f in rows]
 
 
+def error_lines(results) -> list:
+    """The one line of each file that could not be checked, each distinct line once: a problem placed in a
+    settings file or on the command line (a release [tool.overlap] names that overlap-cli holds no data
+    for) is one problem however many files it stops."""
+    out: list = []
+    for r in results:
+        if r.error is not None and r.error.one_line() not in out:
+            out.append(r.error.one_line())
+    return out
+
+
 def merged_notes(results) -> list:
     """Each distinct note once: bare when it holds for every checked file (or there is only one), with the
     file when one of several, with the count and a first file when some of several."""
@@ -115,10 +126,8 @@ def _table_title(r) -> str:
 def render_plain(results, out: IO[str], skipped=(), *, show_info=False, show_effective=False, quiet=False) -> None:
     import sys
 
-    for r in results:
-        if r.error is not None:
-            # one line on stderr: the file could not be checked (exit 2)
-            sys.stderr.write(f"{r.error.one_line()}\n")
+    for line in error_lines(results):  # one line on stderr: the file could not be checked (exit 2)
+        sys.stderr.write(f"{line}\n")
     rows = shown_findings(results, show_info)
     for file, f in rows:
         out.write(finding_line(file, f) + "\n")
@@ -158,9 +167,8 @@ def render_rich(results, skipped=(), *, show_info=False, show_effective=False, q
 
     console = console or Console(highlight=False)
     err = Console(stderr=True, highlight=False)
-    for r in results:
-        if r.error is not None:
-            err.print(Text(r.error.one_line(), style="bold red"), soft_wrap=True)
+    for line in error_lines(results):
+        err.print(Text(line, style="bold red"), soft_wrap=True)
     rows = shown_findings(results, show_info)
     for file, f in rows:
         t = Text()

@@ -70,7 +70,9 @@ def release_facts(paths) -> dict:
             if id(node) in inside:
                 continue
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-                if any(isinstance(t, ast.Name) and t.id.endswith("VERSION") for t in node.targets):
+                # a numbered release: a branch snapshot's name (main) is a word of prose, not a fact
+                if any(isinstance(t, ast.Name) and t.id.endswith("VERSION") for t in node.targets) and \
+                        node.value.value[:1].isdigit():
                     versions.add(node.value.value)
             value = _int_value(node)
             if value is not None:
@@ -147,56 +149,421 @@ def test_the_scan_finds_a_planted_copy(tmp_path):
 
 # -- the accessor -----------------------------------------------------------------------------------
 
+# The megatron-core each Bridge release is mirrored with: the core its NeMo container pins
+# (Megatron-Bridge docs/versions1.json at 067f987, lines 7-45) or, for the pip release, the wheel's own
+# requirement; main is Bridge's main branch at 067f987 on the newest core.
+PINS = {"0.4.2": "0.17.1", "0.5.1": "0.18.2", "0.6.0": "0.19.2", "0.6.2": "0.19.2", "main": "0.19.2"}
+
+
+def _bridge():
+    from overlap_cli.frameworks.bridge import releases
+
+    return releases
+
+
+def _core():
+    from overlap_cli.frameworks.megatron_lm import releases
+
+    return releases
+
+
+def _held_bridge() -> list:
+    return _bridge().BRIDGE.versions()
+
+
+def _held_core() -> list:
+    return _core().CORE.versions()
+
 
 def test_the_newest_release_is_the_default_and_a_named_one_is_selected():
-    from overlap_cli.frameworks.bridge import releases as bridge
-    from overlap_cli.frameworks.megatron_lm import releases as core
+    from overlap_cli.frameworks.target_release import DEFAULT_NOTE, checked_against, notes
     from overlap_cli.launch_profile.profile import build_target
 
+    bridge, core = _bridge(), _core()
     t = build_target({})
     assert bridge.of(t) is bridge.BRIDGE.get(bridge.BRIDGE.newest())
     assert core.of(t).CORE_VERSION == core.CORE.newest()
     named = build_target({"bridge_version": bridge.BRIDGE.newest()})
     assert bridge.of(named) is bridge.of(t)
-    assert bridge.default_note(t) is not None and bridge.BRIDGE.newest() in bridge.default_note(t)
-    assert bridge.default_note(named) is None
+    said = notes(t, "bridge", checked_against(t, "bridge"))
+    assert [n.kind for n in said] == [DEFAULT_NOTE] and bridge.BRIDGE.newest() in said[0]
+    assert notes(named, "bridge", checked_against(named, "bridge")) == []
 
 
-def test_each_release_module_is_the_release_its_name_says():
-    from overlap_cli.frameworks.bridge import releases as bridge
-    from overlap_cli.frameworks.megatron_lm import releases as core
+def test_main_is_a_name_never_the_default():
+    from overlap_cli.frameworks.releases import Releases
 
-    for v in bridge.BRIDGE.versions():
-        assert bridge.BRIDGE.get(v).BRIDGE_VERSION == v
-    for v in core.CORE.versions():
-        assert core.CORE.get(v).CORE_VERSION == v
+    table = Releases("X", "bridge_version", {"v0_4_2": lambda: "old", "v0_10_0": lambda: "new", "main": lambda: "branch"})
+    assert table.versions() == ["0.4.2", "0.10.0", "main"]  # numbers compare as numbers; the branch last
+    assert table.newest() == "0.10.0" and table.get() == "new" and table.get("main") == "branch"
+
+
+@pytest.mark.parametrize("version", _held_bridge())
+def test_each_bridge_release_module_is_the_release_its_name_says(version):
+    release = _bridge().BRIDGE.get(version)
+    assert release.BRIDGE_VERSION == version
+    assert release.CORE_VERSION == PINS[version]
+
+
+@pytest.mark.parametrize("version", _held_core())
+def test_each_core_release_module_is_the_release_its_name_says(version):
+    assert _core().CORE.get(version).CORE_VERSION == version
 
 
 def test_the_catalog_was_built_from_the_newest_release():
     from overlap_cli.frameworks.bridge import recipes
-    from overlap_cli.frameworks.bridge.releases import BRIDGE
 
-    assert recipes.versions() == BRIDGE.get().CATALOG_VERSIONS
+    assert recipes.versions() == _bridge().BRIDGE.get().CATALOG_VERSIONS
 
 
-@pytest.mark.parametrize("flags", [{"bridge_version": "0.4.2"}, {"core_version": "0.12.0"}])
+# -- a release named alone decides the other -----------------------------------------------------------
+
+# core -> the newest numbered Bridge release mirrored with it, among the releases held
+_NEWEST_PINNING = {core: max((v for v in PINS if v != "main" and PINS[v] == core and v in _held_bridge()),
+                             key=lambda v: tuple(int(p) for p in v.split(".")), default=None)
+                   for core in set(PINS.values())}
+
+
+@pytest.mark.parametrize("core", sorted(c for c, v in _NEWEST_PINNING.items() if v is not None))
+def test_a_core_alone_picks_the_newest_bridge_release_that_pins_it(core):
+    from overlap_cli.frameworks.target_release import PINNED, checked_against
+    from overlap_cli.launch_profile.profile import build_target
+
+    t = build_target({"core_version": core})
+    assert _bridge().of(t).BRIDGE_VERSION == _NEWEST_PINNING[core]
+    release = checked_against(t, "bridge")
+    assert release["megatron-bridge"] == _NEWEST_PINNING[core] and release["megatron-core"] == core
+    assert release["sources"] == {"megatron-bridge": PINNED, "megatron-core": "flag"}
+
+
+@pytest.mark.parametrize("version", [v for v in _held_bridge() if PINS[v] in _held_core()])
+def test_a_bridge_release_alone_picks_its_core_for_megatron_lm(version):
+    from overlap_cli.frameworks.target_release import PINNED, checked_against
+    from overlap_cli.launch_profile.profile import build_target
+
+    t = build_target({"bridge_version": version})
+    assert _core().of(t).CORE_VERSION == PINS[version]
+    assert checked_against(t, "megatron-lm") == {"megatron-core": PINS[version], "sources": {"megatron-core": PINNED}}
+
+
+def test_a_pair_no_release_is_stays_an_error():
+    from overlap_cli.frameworks.target_release import checked_against
+    from overlap_cli.launch_profile.profile import build_target
+    from overlap_cli.problems import InputError
+
+    newest = _bridge().BRIDGE.newest()
+    other = "0.0.1"  # a core no release pins
+    t = build_target({"bridge_version": newest, "core_version": other})
+    with pytest.raises(InputError) as err:
+        checked_against(t, "bridge")
+    assert err.value.problem.key == "--core-version" and newest in err.value.problem.message
+    with pytest.raises(InputError):  # and a Megatron-LM launch reads that core, which is not held either
+        checked_against(t, "megatron-lm")
+
+
+@pytest.mark.parametrize("flags", [{"bridge_version": "0.0.1"}, {"core_version": "0.0.1"}, {"bridge_version": "nightly"}])
 def test_a_release_without_data_is_an_error_not_a_fallback(flags):
-    from overlap_cli.frameworks.bridge import releases as bridge
     from overlap_cli.launch_profile.profile import build_target
     from overlap_cli.problems import InputError
 
     with pytest.raises(InputError) as err:
-        bridge.of(build_target(flags))
+        _bridge().of(build_target(flags))
     key, version = next(iter(flags.items()))
-    assert err.value.problem.key == key and version in err.value.problem.message
+    assert err.value.problem.key == "--" + key.replace("_", "-") and version in err.value.problem.message
+    assert all(v in err.value.problem.message for v in _held_bridge()) or "->" in err.value.problem.message
 
 
-def test_a_check_against_a_release_without_data_exits_2_in_one_line(run_cli, root, tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.overlap]\nbridge_version = "0.4.2"\n', encoding="utf-8")
-    cfg = tmp_path / "run.yaml"
-    cfg.write_text((root / "examples/llama3_70b_tuned.yaml").read_text(encoding="utf-8"), encoding="utf-8")
-    code, out, err = run_cli("check", str(cfg), "--format", "json")
-    assert code == 2
-    result = json.loads(out)["results"][0]
-    assert "0.4.2" in result["error"]["message"] and result["findings"] == []
-    assert "Traceback" not in err
+@pytest.mark.parametrize("spelt, read", [("0.6.2", "0.6.2"), ("v0.6.2", "0.6.2"), ("V0.5.1", "0.5.1"), (" main ", "main"),
+                                         ("MAIN", "main")])
+def test_a_release_is_spelt_as_a_number_or_a_branch_name(spelt, read):
+    from overlap_cli.launch_profile.profile import check_release
+
+    assert check_release(spelt, "--bridge-version") == read
+
+
+@pytest.mark.parametrize("spelt", ["", "0.6.x", "0.6.2rc0", "1..2", "-main", 0.6, "main branch"])
+def test_a_release_misspelt_is_refused_naming_the_flag(spelt):
+    from overlap_cli.launch_profile.profile import check_release
+
+    with pytest.raises(ValueError, match="--bridge-version must be a release"):
+        check_release(spelt, "--bridge-version")
+
+
+# -- where a release was named: the problem is placed there ---------------------------------------------
+
+
+def test_a_release_problem_is_placed_where_the_release_was_named(tmp_path):
+    from overlap_cli.frameworks.target_release import checked_against
+    from overlap_cli.launch_profile.per_file import Directive, Table
+    from overlap_cli.launch_profile.profile import CONFIG_FILE, build_target
+    from overlap_cli.launch_profile.settings import Settings
+    from overlap_cli.problems import InputError
+
+    def problem(t):
+        with pytest.raises(InputError) as err:
+            checked_against(t, "bridge")
+        return err.value.problem
+
+    settings = Settings(str(tmp_path / "pyproject.toml"), {"bridge_version": "0.0.1"})
+    p = problem(build_target({}, settings))
+    assert (p.file, p.key, p.line) == (settings.path, "tool.overlap.bridge_version", None)
+    per_file = (("configs/*.yaml", Table({"bridge_version": "0.0.1"})),)
+    p = problem(build_target({}, Settings(settings.path, {"world_size": 8}), per_file=per_file))
+    assert (p.file, p.key) == (settings.path, "tool.overlap.per-file-target.configs/*.yaml.bridge-version")
+    directive = Directive("run.yaml", 3, Table({"bridge_version": "0.0.1"}))
+    p = problem(build_target({}, settings, directive=directive))  # the directive outranks [tool.overlap]
+    assert (p.file, p.key, p.line) == (CONFIG_FILE, "# overlap: target bridge-version", 3)
+
+
+# -- --detect reads the installed releases from package metadata -----------------------------------------
+
+
+def _installed(site, name: str, version: str) -> None:
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8")
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    """A folder on sys.path that holds distributions' metadata only (what pip leaves in site-packages)."""
+    from overlap_cli.launch_profile import detect
+
+    folder = tmp_path / "site"
+    folder.mkdir()
+    monkeypatch.syspath_prepend(str(folder))
+    detect.detect.cache_clear()
+    yield folder
+    detect.detect.cache_clear()
+
+
+def test_detect_reads_the_installed_bridge_and_core_from_metadata_without_importing_them(site):
+    import sys
+
+    from overlap_cli.launch_profile.detect import detect
+
+    _installed(site, "megatron-bridge", "0.5.1")
+    _installed(site, "megatron-core", "0.18.2")
+    found = detect()
+    assert (found.bridge_version, found.core_version) == ("0.5.1", "0.18.2")
+    assert "Megatron-Bridge 0.5.1" in found.found and "megatron-core 0.18.2" in found.found
+    assert "megatron" not in sys.modules  # metadata only: the package itself is not even present
+
+
+def test_detected_releases_rank_below_every_named_release(site):
+    from overlap_cli.launch_profile.detect import detect
+    from overlap_cli.launch_profile.profile import build_target
+    from overlap_cli.launch_profile.settings import Settings
+
+    _installed(site, "megatron-bridge", "0.5.1")
+    _installed(site, "megatron-core", "0.18.2")
+    t = build_target({}, detection=detect())
+    assert (t.bridge_version, t.core_version, t.source("bridge_version")) == ("0.5.1", "0.18.2", "detected")
+    # a release named anywhere takes the place of the installed pair, both halves of it
+    for named in (build_target({"bridge_version": "0.6.2"}, detection=detect()),
+                  build_target({}, Settings("p.toml", {"bridge_version": "0.6.2"}), detection=detect())):
+        assert (named.bridge_version, named.core_version) == ("0.6.2", None)
+
+
+def test_an_installed_release_without_data_is_an_error_naming_the_releases_held(site):
+    from overlap_cli.frameworks.target_release import checked_against
+    from overlap_cli.launch_profile.detect import detect
+    from overlap_cli.launch_profile.profile import build_target
+    from overlap_cli.problems import InputError
+
+    _installed(site, "megatron-bridge", "0.7.0")  # Bridge main's own number (package_info.py at 067f987)
+    t = build_target({}, detection=detect())
+    with pytest.raises(InputError) as err:
+        checked_against(t, "bridge")
+    p = err.value.problem
+    assert p.file == "--detect" and "0.7.0 is installed" in p.message and "--bridge-version" in p.message
+    assert all(v in p.message for v in _held_bridge())
+    named = build_target({"bridge_version": _bridge().BRIDGE.newest()}, detection=detect())
+    assert checked_against(named, "bridge")["megatron-bridge"] == _bridge().BRIDGE.newest()
+
+
+@pytest.mark.parametrize("release", ["0.4.2", "0.5.1", "0.6.0", "0.6.2"])
+def test_detect_in_a_real_bridge_environment_reads_its_release(release):
+    import subprocess
+
+    from differential import reference_python
+
+    python = reference_python(release)
+    if python is None:
+        pytest.skip(f"no Megatron-Bridge {release} environment (tests/differential.py reference_python)")
+    code = ("import sys; from overlap_cli.launch_profile.detect import detect; d = detect(); "
+            "print(d.bridge_version, d.core_version, 'megatron.bridge' in sys.modules, 'megatron.core' in sys.modules)")
+    out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout.split()
+    assert out == [release, PINS[release], "False", "False"]
+
+
+# -- no fallback: every release module stands alone (frameworks/releases.py's docstring) --------------------
+
+RELEASE_PACKAGE_NAMES = ("overlap_cli.frameworks.bridge.releases", "overlap_cli.frameworks.megatron_lm.releases")
+
+# The values a release module takes from another by an explicit, named import: {(importer, source): names}.
+# A new entry is a decision that two releases share those facts upstream (cite the lines where they agree).
+SHARED_BY_IMPORT: dict = {}
+
+
+def _tables():
+    return {"bridge": _bridge().BRIDGE, "core": _core().CORE}
+
+
+def _modules():
+    """[(table, version, module)] of every release module held."""
+    return [(name, v, table.get(v)) for name, table in _tables().items() for v in table.versions()]
+
+
+def public_names(path) -> set:
+    """The public names a module binds at its top level (``from __future__`` aside)."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            names.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            names.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return {n for n in names if not n.startswith("_")}
+
+
+def reaches(path, package: str) -> tuple:
+    """(implicit, shared): the ways the module at ``path`` of release ``package`` could read another release's
+    data without naming it, as (line, what); and {source module: names} it imports by name."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    implicit, shared = [], {}
+    top = set(map(id, tree.body))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            implicit += [(node.lineno, f"import {a.name}") for a in node.names
+                         if a.name.startswith(RELEASE_PACKAGE_NAMES) and a.name not in RELEASE_PACKAGE_NAMES]
+        elif isinstance(node, ast.ImportFrom):
+            source = package + ("." + node.module if node.module else "") if node.level else node.module or ""
+            if source in RELEASE_PACKAGE_NAMES:
+                implicit += [(node.lineno, f"the module {source}.{a.name}") for a in node.names if a.name.startswith("v")
+                             or a.name == "main"]
+            elif source.startswith(RELEASE_PACKAGE_NAMES):
+                if any(a.name == "*" for a in node.names) or id(node) not in top:
+                    implicit.append((node.lineno, f"from {source} import {', '.join(a.name for a in node.names)}"))
+                else:
+                    shared.setdefault(source.rsplit(".", 1)[1], set()).update(a.name for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.Assign)) and "__getattr__" in (
+                [node.name] if isinstance(node, ast.FunctionDef) else [getattr(t, "id", "") for t in node.targets]):
+            implicit.append((node.lineno, "a module __getattr__"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+            called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            if called in ("globals", "vars", "__import__", "import_module", "setattr"):
+                implicit.append((node.lineno, f"{called}()"))
+    return implicit, shared
+
+
+@pytest.mark.parametrize("table", ["bridge", "core"])
+def test_every_release_module_defines_the_same_public_names(table):
+    releases = _tables()[table]
+    names = {v: public_names(releases.get(v).__file__) for v in releases.versions()}
+    newest = names[releases.newest()]
+    assert {"CORE_VERSION", "EFFECTIVE_KEYS"} <= newest
+    differ = {v: {"missing": sorted(newest - n), "extra": sorted(n - newest)} for v, n in names.items() if n != newest}
+    assert differ == {}, f"each release defines every name of {releases.newest()}, and no other"
+
+
+@pytest.mark.parametrize("table, version, module", _modules(), ids=lambda x: x if isinstance(x, str) else "")
+def test_no_release_module_reads_another_release_implicitly(table, version, module):
+    package = module.__name__.rsplit(".", 1)[0]
+    implicit, shared = reaches(module.__file__, package)
+    assert implicit == []
+    own = module.__name__.rsplit(".", 1)[1]
+    listed = {source: names for (importer, source), names in SHARED_BY_IMPORT.items() if importer == own}
+    assert shared == listed, "list every name a release takes from another in SHARED_BY_IMPORT"
+
+
+def test_the_scan_finds_each_implicit_way_in(tmp_path):
+    module = tmp_path / "v9_9_9.py"
+    module.write_text(
+        "from overlap_cli.frameworks.bridge.releases.v0_6_2 import DDP_DEFAULTS\n"
+        "from overlap_cli.frameworks.bridge.releases.v0_6_2 import *\n"
+        "import overlap_cli.frameworks.bridge.releases.v0_6_2\n"
+        "from overlap_cli.frameworks.bridge.releases import v0_6_2\n"
+        "from .v0_6_2 import MP_RECIPES\n"
+        "def __getattr__(name):\n    return getattr(v0_6_2, name)\n"
+        "globals().update(vars(v0_6_2))\n", encoding="utf-8")
+    implicit, shared = reaches(module, "overlap_cli.frameworks.bridge.releases")
+    assert [line for line, _ in implicit] == [2, 3, 4, 6, 8, 8]
+    assert shared == {"v0_6_2": {"DDP_DEFAULTS", "MP_RECIPES"}}
+
+
+@pytest.mark.parametrize("table, version, module", _modules(), ids=lambda x: x if isinstance(x, str) else "")
+def test_a_name_a_release_lacks_raises(table, version, module):
+    assert _tables()[table].get(version) is module  # the module itself: nothing stands between a name and it
+    assert "__getattr__" not in vars(module)
+    with pytest.raises(AttributeError):
+        getattr(module, "A_FACT_NO_RELEASE_HOLDS")
+
+
+def test_releases_share_a_table_object_only_by_a_listed_import():
+    """A dict or list object seen in two release modules is the same fact read twice: allowed only as an
+    import SHARED_BY_IMPORT lists (a copy made at import time is a new object, and fine)."""
+    modules = {(table, v): m for table, v, m in _modules()}
+    seen: dict = {}
+    for (table, v), module in modules.items():
+        for name in public_names(module.__file__):
+            value = getattr(module, name)
+            if isinstance(value, (dict, list, set)):
+                seen.setdefault(id(value), []).append((module.__name__.rsplit(".", 1)[1], name))
+    shared = {(a, b): n for (a, b), n in SHARED_BY_IMPORT.items()}
+    for holders in (h for h in seen.values() if len(h) > 1):
+        for (importer, name), (source, _) in ((x, y) for x in holders for y in holders if x != y):
+            assert name in shared.get((importer, source), ()) or name in shared.get((source, importer), ()), holders
+
+
+# -- the release named is the release read -------------------------------------------------------------------
+
+_DISTINCT_BUCKET = 7 * 1000 * 1000 + 1  # no release's bucket: shows only if the module named is the one read
+
+
+@pytest.fixture(params=_held_bridge())
+def release_copy(request, tmp_path, monkeypatch):
+    """A release registered as 9.9.9: a copy of a held release's module (the parameter) whose DP bucket
+    default is _DISTINCT_BUCKET. The engine, resolver and CLI run unchanged; only the data differs."""
+    import importlib.util
+
+    from overlap_cli.frameworks.bridge.releases import BRIDGE
+
+    base = BRIDGE.get(request.param)
+    source = Path(base.__file__).read_text(encoding="utf-8")
+    source += ('\nBRIDGE_VERSION = "9.9.9"\n'
+               f'DP_OVERLAP_WHEN_DP = {{**DP_OVERLAP_WHEN_DP, "bucket_size": {_DISTINCT_BUCKET}}}\n'
+               f"BUCKET_SIZE = {_DISTINCT_BUCKET}\n")
+    path = tmp_path / "v9_9_9.py"
+    path.write_text(source, encoding="utf-8")
+
+    def load():
+        spec = importlib.util.spec_from_file_location(f"{base.__name__}_copy", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    loaded = load()
+    monkeypatch.setitem(BRIDGE._loaders, "9.9.9", lambda: loaded)
+    return request.param
+
+
+def test_check_with_a_release_named_reads_that_release(release_copy, run_cli, root):
+    config = str(root / "examples/llama3_70b_tuned.yaml")
+    buckets = {}
+    for named in (release_copy, "9.9.9"):
+        code, out, err = run_cli("check", config, "--world-size", "64", "--bridge-version", named, "-f", "json")
+        assert code in (0, 1), err
+        result = json.loads(out)["results"][0]
+        assert result["release"]["megatron-bridge"] == named and result["release"]["sources"]["megatron-bridge"] == "flag"
+        buckets[named] = result["effective"]["ddp.bucket_size"]["value"]
+    from overlap_cli.frameworks.bridge.releases import BRIDGE
+
+    assert buckets == {release_copy: BRIDGE.get(release_copy).DP_OVERLAP_WHEN_DP["bucket_size"], "9.9.9": _DISTINCT_BUCKET}

@@ -32,8 +32,8 @@ def test_bridge_and_core_version_are_fields_with_a_source():
     assert t.to_json(None)["bridge_version"] == "0.6.0"
     bare = build_target({})
     assert bare.bridge_version is None and "bridge_version" not in bare.to_json(None)
-    with pytest.raises(ValueError, match="must be a version"):
-        build_target({"bridge_version": "six"})
+    with pytest.raises(ValueError, match="must be a release"):
+        build_target({"bridge_version": "six!"})
 
 
 def test_for_run_leaves_the_target_it_was_given_alone():
