@@ -83,6 +83,10 @@ CHECK_CASES = [
     ["--detect", "-f", "json", TUNED],
     ["--settings", "pyproject.toml", "-f", "concise", TUNED],
     ["--settings", "missing.toml", TUNED],
+    ["--bridge-version", "v0.6.2", "-f", "json", TUNED],
+    ["--core-version=0.19.2", "examples"],
+    ["--bridge-version", "0.0.1", TUNED],  # a release without data: one usage line
+    ["--bridge-version", "0.6.x", TUNED],
     # selection and exit code
     ["--select", "TP,PP", "--select", "DP301", WARNS],
     ["--ignore=TP101", "-f", "concise", WARNS],
