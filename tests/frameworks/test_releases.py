@@ -402,9 +402,35 @@ def test_detect_in_a_real_bridge_environment_reads_its_release(release):
 
 RELEASE_PACKAGE_NAMES = ("overlap_cli.frameworks.bridge.releases", "overlap_cli.frameworks.megatron_lm.releases")
 
-# The values a release module takes from another by an explicit, named import: {(importer, source): names}.
-# A new entry is a decision that two releases share those facts upstream (cite the lines where they agree).
-SHARED_BY_IMPORT: dict = {}
+# The values each release module takes from another by an explicit, named import, listed for review in
+# tests/snapshots/release_shared_names.json: {"bridge/v0_5_1": {"v0_6_2": [names]}}. A change there is a
+# decision that two releases hold those facts unchanged upstream (tests/frameworks/bridge/ proves each
+# module against its own release's source). After an intended change:
+#     OVERLAP_UPDATE_SNAPSHOTS=1 python -m pytest tests/frameworks/test_releases.py
+SHARED_SNAPSHOT = ROOT / "tests" / "snapshots" / "release_shared_names.json"
+
+
+def _listing_key(module) -> str:
+    parts = module.__name__.split(".")
+    return f"{parts[-3]}/{parts[-1]}"  # bridge/v0_5_1, megatron_lm/v0_19_2
+
+
+def shared_by_import() -> dict:
+    """The listing of every release module held: {module: {source module: sorted names}} (none: {})."""
+    out = {}
+    for _table, _version, module in _modules():
+        _, shared = reaches(module.__file__, module.__name__.rsplit(".", 1)[0])
+        out[_listing_key(module)] = {source: sorted(names) for source, names in sorted(shared.items())}
+    return out
+
+
+def _listed() -> dict:
+    import os
+
+    now = shared_by_import()
+    if os.environ.get("OVERLAP_UPDATE_SNAPSHOTS") == "1":
+        SHARED_SNAPSHOT.write_text(json.dumps(now, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return json.loads(SHARED_SNAPSHOT.read_text(encoding="utf-8"))
 
 
 def _tables():
@@ -479,9 +505,10 @@ def test_no_release_module_reads_another_release_implicitly(table, version, modu
     package = module.__name__.rsplit(".", 1)[0]
     implicit, shared = reaches(module.__file__, package)
     assert implicit == []
-    own = module.__name__.rsplit(".", 1)[1]
-    listed = {source: names for (importer, source), names in SHARED_BY_IMPORT.items() if importer == own}
-    assert shared == listed, "list every name a release takes from another in SHARED_BY_IMPORT"
+    listed = _listed().get(_listing_key(module), {})
+    assert {source: sorted(names) for source, names in shared.items()} == listed, (
+        f"{SHARED_SNAPSHOT.name} lists every name a release takes from another; if the change is intended: "
+        "OVERLAP_UPDATE_SNAPSHOTS=1 python -m pytest tests/frameworks/test_releases.py")
 
 
 def test_the_scan_finds_each_implicit_way_in(tmp_path):
@@ -517,10 +544,20 @@ def test_releases_share_a_table_object_only_by_a_listed_import():
             value = getattr(module, name)
             if isinstance(value, (dict, list, set)):
                 seen.setdefault(id(value), []).append((module.__name__.rsplit(".", 1)[1], name))
-    shared = {(a, b): n for (a, b), n in SHARED_BY_IMPORT.items()}
+    listed = {(importer.split("/")[1], source): names for importer, by_source in _listed().items()
+              for source, names in by_source.items()}
+
+    def imported(importer, source, name) -> bool:
+        """``importer`` holds ``name`` from ``source``, directly or through a release it imports it from."""
+        if name in listed.get((importer, source), ()):
+            return True
+        return any(name in names and imported(middle, source, name) for (imp, middle), names in listed.items()
+                   if imp == importer and middle != source)
+
     for holders in (h for h in seen.values() if len(h) > 1):
-        for (importer, name), (source, _) in ((x, y) for x in holders for y in holders if x != y):
-            assert name in shared.get((importer, source), ()) or name in shared.get((source, importer), ()), holders
+        for (a, name_a), (b, name_b) in ((x, y) for x in holders for y in holders if x < y):
+            assert (imported(a, b, name_a) or imported(b, a, name_b)
+                    or any(imported(a, c, name_a) and imported(b, c, name_b) for c, _ in holders)), holders
 
 
 # -- the release named is the release read -------------------------------------------------------------------
@@ -567,3 +604,21 @@ def test_check_with_a_release_named_reads_that_release(release_copy, run_cli, ro
     from overlap_cli.frameworks.bridge.releases import BRIDGE
 
     assert buckets == {release_copy: BRIDGE.get(release_copy).DP_OVERLAP_WHEN_DP["bucket_size"], "9.9.9": _DISTINCT_BUCKET}
+
+
+@pytest.mark.parametrize("version", _held_bridge())
+def test_a_release_named_answers_with_its_own_mixed_precision_recipes(version, run_cli, root):
+    """A real difference between releases: a mixed-precision recipe one release has and another lacks (0.6.2
+    alone has nemotron_3_ultra_bf16_with_nvfp4_mixed) is Bridge's ValueError (MP402) exactly where the
+    release named lacks it."""
+    bridge = _bridge().BRIDGE
+    tables = {v: set(bridge.get(v).MP_RECIPES) for v in bridge.versions()}
+    everywhere = set.intersection(*tables.values())
+    asked = sorted(set.union(*tables.values()) - everywhere) + sorted(tables[version])[:1]
+    config = str(root / "examples/llama3_70b_tuned.yaml")
+    for name in asked:
+        code, out, err = run_cli("check", config, f"mixed_precision={name}", "--bridge-version", version, "-f", "json")
+        (result,) = json.loads(out)["results"]
+        refused = "MP402" in {f["code"] for f in result["findings"]}
+        assert refused is (name not in tables[version]), (version, name)
+        assert result["release"]["megatron-bridge"] == version
