@@ -78,7 +78,7 @@ def check(
             result.error = internal_problem(result.file, exc.error, exc.code)
         else:
             result.error = internal_problem(result.file, exc)
-        result.effective, result.findings = None, []
+        result.effective, result.findings, result.release = None, [], None
         return CheckedFile(result)
 
 

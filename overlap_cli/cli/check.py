@@ -115,7 +115,6 @@ def target_from_options(opts, config_file=None):
         "recipe": opts.recipe,
         "base": opts.base,
         "set_vars": _set_vars(getattr(opts, "set_vars", None)),
-        **releases,
     }
     if opts.recipe is not None and opts.base is not None:
         raise UsageError("give either --recipe NAME or --base FILE, not both")
@@ -125,6 +124,7 @@ def target_from_options(opts, config_file=None):
         why = refusal(opts.base)  # a FIFO or device is refused from stat, never opened
         if why is not None or not os.path.isfile(opts.base):
             raise UsageError(f"--base {opts.base}: {why or 'no such file'}")
+    flags.update(releases)  # --bridge-version / --core-version, spelt as profile.check_release reads them
     settings = opts.settings
     detection = None
     if opts.detect:
