@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from frameworks.test_releases import _installed, site  # noqa: F401 (site: a folder of package metadata on sys.path)
 
 TUNED = "examples/llama3_70b_tuned.yaml"
 LAUNCH = "examples/megatron-lm/gpt_pretrain_tp_overlap.sh"
@@ -181,3 +182,26 @@ def test_diff_compares_one_config_under_two_releases(run_cli, root, monkeypatch)
     assert doc["old"]["target"]["bridge_version"] == doc["new"]["target"]["bridge_version"] == _newest()
     code, _, err = run_cli("diff", TUNED, "--vs-bridge-version", NOT_HELD)
     assert code == 2 and NOT_HELD in err
+
+
+def test_detect_checks_against_the_installed_release(site, run_cli, root):  # noqa: F811
+    newest = _newest()
+    _installed(site, "megatron-bridge", newest)
+    _installed(site, "megatron-core", _pin(newest))
+    (result,) = _results(run_cli, str(root / TUNED), "--detect")
+    assert result["release"]["sources"] == {"megatron-bridge": "detected", "megatron-core": "detected"}
+    assert _release_notes(result) == [f"checked against Megatron-Bridge {newest} / megatron-core {_pin(newest)}, "
+                                      "installed here (--detect)"]
+    assert f"Megatron-Bridge {newest}" in result["target"]["detected"]["found"]
+
+
+def test_detect_refuses_an_installed_release_without_data_unless_one_is_named(site, run_cli, root):  # noqa: F811
+    _installed(site, "megatron-bridge", "0.7.0+067f987")  # a source build of Bridge's main
+    _installed(site, "megatron-core", "0.19.2")
+    # the installed core is one a Megatron-LM launch could be checked against: the Bridge config's own error
+    code, out, err = run_cli("check", str(root / TUNED), "--detect")
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("--detect: bridge_version: Megatron-Bridge 0.7.0+067f987 is installed")
+    assert "--bridge-version" in err and all(v in err for v in _versions())
+    (named,) = _results(run_cli, str(root / TUNED), "--detect", "--bridge-version", _newest())
+    assert named["release"]["sources"]["megatron-bridge"] == "flag"
