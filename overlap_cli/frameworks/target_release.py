@@ -53,11 +53,11 @@ def notes(target, framework: str, release: dict) -> list:
 
     sources = release["sources"]
     if framework == MEGATRON_LM:
-        src, versions = sources[CORE], " | ".join(core_releases.CORE.versions())
+        src = sources[CORE]
         if src == DEFAULT:
             return [Note(f"checked against megatron-core {release[CORE]}'s Megatron-LM arguments, the newest release "
-                         f"overlap-cli mirrors: name the release the launch uses with --core-version ({versions}), "
-                         "core_version in [tool.overlap], or --detect", DEFAULT_NOTE)]
+                         "overlap-cli mirrors: name the release the launch uses with --core-version, core_version in "
+                         "[tool.overlap], or --detect", DEFAULT_NOTE)]
         if src == PINNED:
             return [Note(f"checked against megatron-core {release[CORE]}'s Megatron-LM arguments, the core Megatron-Bridge "
                          f"{target.bridge_version} pins ({target.source_label('bridge_version')})", RELEASE_NOTE)]
@@ -66,9 +66,8 @@ def notes(target, framework: str, release: dict) -> list:
         return []
     pair = f"Megatron-Bridge {release[BRIDGE]} / megatron-core {release[CORE]}"
     if sources[BRIDGE] == DEFAULT:
-        versions = " | ".join(bridge_releases.BRIDGE.versions())
         return [Note(f"checked against {pair}, the newest release overlap-cli mirrors: name the release the run uses "
-                     f"with --bridge-version ({versions}), bridge_version in [tool.overlap], or --detect", DEFAULT_NOTE)]
+                     "with --bridge-version, bridge_version in [tool.overlap], or --detect", DEFAULT_NOTE)]
     if sources[BRIDGE] == PINNED:
         return [Note(f"checked against {pair}, the newest Bridge release mirrored with that core "
                      f"(core_version from {target.source_label('core_version')})", RELEASE_NOTE)]
