@@ -96,11 +96,14 @@ def load_launched(script: str, found, target: Target, overrides=()) -> Run:
 
 def invocation_of(target, argv=None):
     """How the script runs: its words (``argv``, as a launch passes them: each a string, or None for a word
-    not known statically; None: run by itself, argparse's defaults), and the environment a launch script
-    is read with (forms.megatron_lm.launch_env_of: --env-from-shell's exported variables, then --set's)."""
+    not known statically; None: the words after ``--`` on overlap's command line, ``Target.script_argv``,
+    or without them run by itself, argparse's defaults), and the environment a launch script is read with
+    (forms.megatron_lm.launch_env_of: --env-from-shell's exported variables, then --set's)."""
     from overlap_cli.forms.megatron_lm import launch_env_of
     from overlap_cli.frameworks.bridge.python_abstract import Invocation
 
+    if argv is None and target is not None:
+        argv = target.script_argv
     return Invocation(argv=None if argv is None else list(argv), environ=launch_env_of(target),
                       complete=bool(target is not None and target.get("env_from_shell")))
 

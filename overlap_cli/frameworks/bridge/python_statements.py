@@ -38,6 +38,7 @@ from overlap_cli.frameworks.bridge.python_abstract import (
     short,
     span,
     storable,
+    words_behind,
 )
 
 
@@ -260,7 +261,8 @@ class Statements:
         value_span = None
         if value_node is not None and is_literal(value_node) and not self.in_helper:
             value_span = (value_node.lineno, value_node.col_offset, value_node.end_lineno, value_node.end_col_offset)
-        site = None if self.in_helper else Site(stmt.lineno, stmt.col_offset + 1, value_span, self.file)
+        site = None if self.in_helper else Site(stmt.lineno, stmt.col_offset + 1, value_span, self.file,
+                                                words_behind(self, value_node))
         self.reader.ctx.check_write(path, value, stmt.lineno, stmt.col_offset + 1)
         if self.tainted is not None and not isinstance(value, Unknown):
             value = Unknown(f"{'.'.join(map(str, path))} set at {self.at(stmt)}, {self.tainted}")
