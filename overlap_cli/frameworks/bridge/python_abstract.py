@@ -363,7 +363,8 @@ def fork_value(v, copies: Optional[dict] = None):
         return Instance(v.cls, {k: fork_value(x, copies) for k, x in v.items()})
     if isinstance(v, dict) and type(v) in (dict,) or type(v).__name__ == "Namespace":
         out = type(v)({k: fork_value(x, copies) for k, x in v.items()})
-        out.__dict__.update(getattr(v, "__dict__", {}))  # a Namespace's ``given`` words
+        if type(v) is not dict:  # a Namespace: its ``given`` words too
+            out.__dict__.update(v.__dict__)
         return out
     if isinstance(v, list):
         return [fork_value(x, copies) for x in v]
