@@ -115,3 +115,21 @@ def test_bridge_s_straggler_example_reads_the_launch_s_words(run_cli, tmp_path):
                              "--report-interval …) and its exported environment")
     tp = r["effective"]["model.tensor_model_parallel_size"]
     assert (tp["value"], tp["reason"]) == (1, f"set in {tmp_path / 'straggler_detection_example.py'}:88")
+
+
+def test_a_default_the_caller_replaces_does_not_make_the_launch_an_input_error(run_cli, tmp_path):
+    """Megatron-LM's examples/mimo/scripts/run_vlm_train.sh (vendored, tests/data/upstream/SOURCES.json):
+    ``PRETRAINED_LANGUAGE_MODEL_CHECKPOINT_PATH=${2:-""}`` then ``(--language-model-checkpoint "$P")`` expanded
+    unquoted: run without a second argument, bash drops the empty word and argparse exits ("expected one
+    argument") -- that is one caller. A caller who gives the checkpoint runs it: the launch is checked with the
+    second argument unknown, and the exit of the other reading is said (LM002)."""
+    script = ROOT / "tests/data/upstream/NVIDIA+Megatron-LM/examples/mimo/scripts/run_vlm_train.sh"
+    code, out, err = run_cli("check", str(script), "--format", "json", "--show-info")
+    (r,) = json.loads(out)["results"]
+    assert r["error"] is None, r["error"]
+    assert r["effective"]["model.context_parallel_size"]["value"] == 2 and r["target"]["world_size"] == 2
+    (lm002,) = [f for f in r["findings"] if f["code"] == "LM002"]
+    assert lm002["details"]["unknowns"][0]["message"] == (
+        "line 25: with the defaults taken for what its caller gives (its arguments, its environment), the launch exits "
+        "at start-up (--language-model-checkpoint: expected one argument); read with those values unknown, as a "
+        "caller who gives them runs it")
