@@ -200,16 +200,23 @@ def _words_for(rnd, s: Settings, final: Settings) -> list:
     return words
 
 
-def _argparse_words(rnd, s, dump):
+def _parser_and_words(rnd, s: Settings, refusals: list) -> tuple:
+    """(parser lines, reads, words): the parser's defaults are ``s``'s, the words take it to newly drawn values
+    (which ``s`` then holds); one in ten adds words argparse refuses (one of ``refusals``)."""
     final = Settings(rnd)
     final.sp = final.sp and final.tp > 1
     s.sp, s.ogr = False, True  # the flags can only turn these on / off
     lines, reads = _parser_lines(rnd, s)
     words = _words_for(rnd, s, final)
-    refused = rnd.random() < 0.1
-    if refused:
-        words += rnd.choice([["--no-such-flag"], ["--param-gather", "maybe"], ["--tensor-model-parallel", "two"]])
+    if rnd.random() < 0.1:
+        words += rnd.choice(refusals)
     s.tp, s.pp, s.sp, s.ogr, s.opg = final.tp, final.pp, final.sp, final.ogr, final.opg
+    return lines, reads, words
+
+
+def _argparse_words(rnd, s, dump):
+    lines, reads, words = _parser_and_words(rnd, s, [["--no-such-flag"], ["--param-gather", "maybe"],
+                                                     ["--tensor-model-parallel", "two"]])
     body = ["cfg = ConfigContainer.from_yaml(DUMP)"] + s.lines(**reads) + ["pretrain(cfg, forward_step)"]
     return {"text": _script(f"DUMP = {dump!r}", f"WORDS = {words!r}", "", lines, "args = parser.parse_args(WORDS)", "",
                             'if __name__ == "__main__":', _indent(body))}
@@ -217,14 +224,8 @@ def _argparse_words(rnd, s, dump):
 
 def _argparse_argv(rnd, s, dump):
     """argparse reading the script's own command line: the words a launch passes (``python train.py WORDS``)."""
-    final = Settings(rnd)
-    final.sp = final.sp and final.tp > 1
-    s.sp, s.ogr = False, True  # the flags can only turn these on / off
-    lines, reads = _parser_lines(rnd, s)
-    words = _words_for(rnd, s, final)
-    if rnd.random() < 0.1:
-        words += rnd.choice([["--no-such-flag", "1"], ["--pipeline", "3"], ["--tensor-model-parallel"]])
-    s.tp, s.pp, s.sp, s.ogr, s.opg = final.tp, final.pp, final.sp, final.ogr, final.opg
+    lines, reads, words = _parser_and_words(rnd, s, [["--no-such-flag", "1"], ["--pipeline", "3"],
+                                                     ["--tensor-model-parallel"]])
     body = ["args = parser.parse_args()", "cfg = ConfigContainer.from_yaml(DUMP)"] + s.lines(**reads) + \
         ["pretrain(cfg, forward_step)"]
     return {"text": _script(f"DUMP = {dump!r}", "", "def main():", _indent(lines + body), "",
