@@ -96,7 +96,9 @@ def run_tool(*args) -> dict:
     """``overlap check ARGS --format json`` in this process (conftest.run_entry_point); the one result."""
     from conftest import run_entry_point
 
-    code, out, err = run_entry_point("check", *args, "--format", "json", "--show-effective")
+    args = list(args)
+    at = args.index("--") if "--" in args else len(args)  # the words after "--" are the checked script's own
+    code, out, err = run_entry_point("check", *args[:at], "--format", "json", "--show-effective", *args[at:])
     try:
         results = json.loads(out)["results"]
     except (ValueError, KeyError):

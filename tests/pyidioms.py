@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Optional
 from pathlib import Path
 
 # (recipe dump, world size): dense and MoE, small and large
@@ -39,6 +40,7 @@ IDIOMS = (
     "yaml_overrides",  # process_config_with_overrides with a YAML file beside the script (Path(__file__))
     "omegaconf_from_cli",  # OmegaConf.from_cli(words) read back, and the words as overrides
     "hydra_main",  # @hydra.main with a config folder beside the script
+    "argparse_argv",  # argparse reading the script's own command line (sys.argv[1:]), given after ``--``
 )
 
 HEAD = """\
@@ -64,6 +66,7 @@ class Case:
     world_size: int
     beside: dict = field(default_factory=dict)  # relative path -> text, written next to the script
     environ: dict = field(default_factory=dict)  # the caller's environment: --set for the tool, os.environ for Bridge
+    argv: Optional[list] = None  # the script's command line: after ``--`` for the tool, sys.argv[1:] for Bridge
 
     @property
     def id(self) -> str:
@@ -197,19 +200,36 @@ def _words_for(rnd, s: Settings, final: Settings) -> list:
     return words
 
 
-def _argparse_words(rnd, s, dump):
+def _parser_and_words(rnd, s: Settings, refusals: list) -> tuple:
+    """(parser lines, reads, words): the parser's defaults are ``s``'s, the words take it to newly drawn values
+    (which ``s`` then holds); one in ten adds words argparse refuses (one of ``refusals``)."""
     final = Settings(rnd)
     final.sp = final.sp and final.tp > 1
     s.sp, s.ogr = False, True  # the flags can only turn these on / off
     lines, reads = _parser_lines(rnd, s)
     words = _words_for(rnd, s, final)
-    refused = rnd.random() < 0.1
-    if refused:
-        words += rnd.choice([["--no-such-flag"], ["--param-gather", "maybe"], ["--tensor-model-parallel", "two"]])
+    if rnd.random() < 0.1:
+        words += rnd.choice(refusals)
     s.tp, s.pp, s.sp, s.ogr, s.opg = final.tp, final.pp, final.sp, final.ogr, final.opg
+    return lines, reads, words
+
+
+def _argparse_words(rnd, s, dump):
+    lines, reads, words = _parser_and_words(rnd, s, [["--no-such-flag"], ["--param-gather", "maybe"],
+                                                     ["--tensor-model-parallel", "two"]])
     body = ["cfg = ConfigContainer.from_yaml(DUMP)"] + s.lines(**reads) + ["pretrain(cfg, forward_step)"]
     return {"text": _script(f"DUMP = {dump!r}", f"WORDS = {words!r}", "", lines, "args = parser.parse_args(WORDS)", "",
                             'if __name__ == "__main__":', _indent(body))}
+
+
+def _argparse_argv(rnd, s, dump):
+    """argparse reading the script's own command line: the words a launch passes (``python train.py WORDS``)."""
+    lines, reads, words = _parser_and_words(rnd, s, [["--no-such-flag", "1"], ["--pipeline", "3"],
+                                                     ["--tensor-model-parallel"]])
+    body = ["args = parser.parse_args()", "cfg = ConfigContainer.from_yaml(DUMP)"] + s.lines(**reads) + \
+        ["pretrain(cfg, forward_step)"]
+    return {"text": _script(f"DUMP = {dump!r}", "", "def main():", _indent(lines + body), "",
+                            'if __name__ == "__main__":', "    main()"), "argv": words}
 
 
 def _parse_known_overrides(rnd, s, dump):
@@ -447,7 +467,7 @@ _RENDER = {"module": _module, "main_guard": _main_guard, "main_function": _main_
            "parse_known_overrides": _parse_known_overrides, "environ": _environ, "helper_functions": _helper_functions,
            "helper_class": _helper_class, "recipe_loop": _recipe_loop, "dict_of_lambdas": _dict_of_lambdas,
            "dict_overrides": _dict_overrides, "yaml_overrides": _yaml_overrides,
-           "omegaconf_from_cli": _omegaconf_from_cli, "hydra_main": _hydra_main}
+           "omegaconf_from_cli": _omegaconf_from_cli, "hydra_main": _hydra_main, "argparse_argv": _argparse_argv}
 
 
 def generate(corpus: Path, count: int = 525, seed: int = 0) -> list:
@@ -459,10 +479,10 @@ def generate(corpus: Path, count: int = 525, seed: int = 0) -> list:
     for i in range(count):
         idiom = IDIOMS[i % len(IDIOMS)]
         rnd = random.Random(f"{seed}-{i}")
-        dump, ws = dumps[i % len(dumps)]
+        dump, ws = dumps[(i // len(IDIOMS) + i) % len(dumps)]  # each idiom over every dump, whatever their counts
         s = Settings(rnd)
         args = (rnd, s, dump, dumps) if idiom == "dict_of_lambdas" else (rnd, s, dump)
         made = _RENDER[idiom](*args)
         out.append(Case(idiom, seed + i, "train.py", made["text"], made.get("world_size") or ws,
-                        made.get("beside", {}), made.get("environ", {})))
+                        made.get("beside", {}), made.get("environ", {}), made.get("argv")))
     return out

@@ -316,6 +316,6 @@ def test_seeded_hostile_folders(tmp_path, seed):
     made = _hostile_folder(folder, seed)
     before = snapshot(folder)
     named = [p for p in made if p.suffix in (".yaml", ".yml", ".sh", ".py")][:4]
-    for args in (["check", "."], ["check", "--format", "sarif", "."], ["fix", "."], ["check", "--", *named]):
+    for args in (["check", "."], ["check", "--format", "sarif", "."], ["fix", "."], ["check", *named]):
         code, out, err, _seconds, _rss = run_limited(args, folder)
         _assert_survived(f"seed {seed}: {args[:2]}", code, out, err, before, snapshot(folder), ())

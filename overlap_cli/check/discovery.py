@@ -60,7 +60,6 @@ SKIP_KINDS = (
     ("a module of the megatron package", "megatron package module"),
     ("the same file as", "link to a file already listed"),
     ("not read: ", "not a regular file"),
-    ("a Megatron-Bridge training script in Python", "Bridge Python training script"),
     ("a NeMo-RL config for the DTensor", "NeMo-RL DTensor policy"),
     ("a NeMo-RL config with the Megatron backend disabled", "NeMo-RL without a policy backend"),
 )

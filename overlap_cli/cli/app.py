@@ -57,6 +57,23 @@ class OverlapGroup(typer.core.TyperGroup):
         return cmd_name, cmd, rest
 
 
+class OverlapCommand(typer.core.TyperCommand):
+    """A command whose ``--`` ends its options and stays in its arguments: the words after it are a Python
+    script's command line (cli.check.script_words). click drops that ``--``; it is doubled here so click
+    passes one on, as cli.fast keeps it."""
+
+    def parse_args(self, ctx, args):
+        takes_value = {}
+        for p in self.params:
+            if getattr(p, "param_type_name", None) == "option":
+                for name in (*p.opts, *p.secondary_opts):
+                    takes_value[name] = not (p.is_flag or p.count)
+        at = check_cmd.options_end(args, takes_value.get)
+        if at is not None:
+            args = [*args[:at + 1], "--", *args[at + 1:]]
+        return super().parse_args(ctx, args)
+
+
 app = typer.Typer(
     cls=OverlapGroup,
     name="overlap",
@@ -156,7 +173,7 @@ def command(group, rows, name=None):
         run.__signature__ = inspect.Signature(parameters)
         run.__name__ = run.__qualname__ = body.__name__
         run.__doc__, run.__module__ = body.__doc__, body.__module__
-        group.command(name)(run)
+        group.command(name, cls=OverlapCommand)(run)
         return body
 
     return register

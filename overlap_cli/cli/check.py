@@ -115,6 +115,7 @@ def target_from_options(opts, config_file=None):
         "recipe": opts.recipe,
         "base": opts.base,
         "set_vars": _set_vars(getattr(opts, "set_vars", None)),
+        "script_argv": script_words(getattr(opts, "args", None))[1],
     }
     if opts.recipe is not None and opts.base is not None:
         raise UsageError("give either --recipe NAME or --base FILE, not both")
@@ -167,10 +168,50 @@ def _set_vars(raw) -> dict:
     return out
 
 
-def split_args(args):
-    """FILE... and OVERRIDES... come in one list; an override is key=value, +key=value, ++key=value or ~key."""
+SCRIPT_WORDS = "--"  # in an Options record's args (both parsers keep it): the words after it are a script's argv
+NOT_ONE_SCRIPT = ("the words after -- are one Python script's command line (its sys.argv[1:], as a launch passes "
+                  "them): name exactly one FILE.py before --")
+
+
+def script_words(args):
+    """(the arguments before ``--``, the words after it: a Python script's ``sys.argv[1:]``, or None when there
+    is no ``--``). A file whose name starts with ``-`` is written ``./-NAME``."""
+    args = list(args or ())
+    if SCRIPT_WORDS not in args:
+        return args, None
+    at = args.index(SCRIPT_WORDS)
+    return args[:at], args[at + 1:]
+
+
+def options_end(argv, takes_value):
+    """The index of the ``--`` that ends a command's options in ``argv`` (None: none does), read as click reads
+    it: an option that takes a value (``takes_value(name)``) consumes the next word, ``--opt=value`` and a short
+    ``-fjson`` carry theirs. cli.app keeps that ``--`` in the arguments, as cli.fast does."""
+    skip = False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+        elif arg == SCRIPT_WORDS:
+            return i
+        elif arg.startswith("--"):
+            skip = "=" not in arg and bool(takes_value(arg))
+        elif arg.startswith("-") and len(arg) > 1:  # a cluster of short options: the first that takes a value ends it
+            for j in range(1, len(arg)):
+                if takes_value("-" + arg[j]):
+                    skip = j == len(arg) - 1
+                    break
+    return None
+
+
+def split_args(args, script=False):
+    """FILE... and OVERRIDES... come in one list; an override is key=value, +key=value, ++key=value or ~key.
+    With ``script`` (check, fix, env, estimate) the words after ``--`` are the command line of the one Python
+    script named (``target_from_options`` hands them on); a command without script words refuses ``--``."""
     from overlap_cli.config.overrides import is_override
 
+    args, words = script_words(args)
+    if words is not None and not script:
+        raise UsageError("this command takes no script words after --; a file whose name starts with - is written ./-NAME")
     files, overrides = [], []
     for a in args:
         # A word with = before any path separator that names no file is a dotlist, if a malformed one
@@ -179,7 +220,19 @@ def split_args(args):
             overrides.append(a)
         else:
             files.append(a)
+    if words is not None:
+        _one_script(files)
     return files, overrides
+
+
+def _one_script(files) -> None:
+    """Script words apply to one Python script run as a whole, as a launch runs one: several files, a folder,
+    a function (``FILE.py::FUNCTION``) or a file of another kind is a usage error."""
+    if len(files) != 1 or os.path.isdir(files[0]):
+        raise UsageError(NOT_ONE_SCRIPT + (f" (got {len(files)} files)" if len(files) != 1 else f" ({files[0]} is a folder)"))
+    if not files[0].endswith(".py"):
+        raise UsageError(f"{files[0]}: {NOT_ONE_SCRIPT}; {files[0]} is not one "
+                         "(a file whose name starts with - is written ./-NAME)")
 
 
 def parse_overrides(raw) -> list:
@@ -211,7 +264,7 @@ def check_one_config(opts, too_many: str):
     --recipe/--base: the merged run of the files given."""
     from overlap_cli.check.engine import check
 
-    files, raw_overrides = split_args(opts.args or [])
+    files, raw_overrides = split_args(opts.args or [], script=True)
     stack = layered_inputs(opts, files)
     if stack is not None:
         top, lower = stack
@@ -244,7 +297,7 @@ def run_check(opts) -> int:
     view = {"show_info": opts.show_info, "show_effective": opts.show_effective, "quiet": opts.quiet,
             "statistics": opts.statistics}  # fmt: skip
     format, annotate, output_file, annotate_output = opts.format, opts.annotate, opts.output_file, opts.annotate_output
-    files, raw_overrides = split_args(opts.args or [])
+    files, raw_overrides = split_args(opts.args or [], script=True)
     stack = layered_inputs(opts, files)
     if not files and stack is None:
         raise UsageError(NO_INPUT)

@@ -38,7 +38,7 @@ def estimate_one(path, opts, overrides: list, lower: tuple = ()):
 def estimate_command(opts) -> int:
     """Estimate the step time of each config on its target: compute, the exposed TP / CP / EP / DP
     communication, the pipeline bubble and the exposed p2p transfers, each with the setting behind it."""
-    files, raw = split_args(opts.args or [])
+    files, raw = split_args(opts.args or [], script=True)
     stack = layered_inputs(opts, files)  # --recipe/--base: the files are one merged run
     if stack is None and not files:
         raise UsageError("no config file given")

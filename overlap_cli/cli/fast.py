@@ -4,7 +4,7 @@ A pre-commit hook starts ``overlap check`` on every commit. Typer costs ~100 ms 
 and the validators it builds for every option of ``check`` on each run), more than the check itself; so
 ``check`` is parsed here from the same table the Typer command is built from (``cli.options.CHECK``): the
 same names and short forms, ``--opt=value`` and ``--opt value``, options anywhere among the arguments,
-``--``, the last value winning, repeatable --select/--ignore/--extend-select. The record it builds goes to
+``--`` (kept in the arguments: the words after it are a script's command line), the last value winning, repeatable --select/--ignore/--extend-select. The record it builds goes to
 the same body, ``cli.check.run_check``, through the same guard (``cli.check.guarded``) as the Typer
 command. Anything else -- another command, ``--help``, an option or a value this parser is not sure of --
 goes to ``cli.app.main()`` untouched, so typer's help and error messages stay exactly what they are.
@@ -92,8 +92,8 @@ def parse(table, spellings: dict, argv: list):
     rest = list(argv)
     while rest:
         arg = rest.pop(0)
-        if arg == "--":  # everything after it is a file or an override, even when it starts with "-"
-            positional += rest
+        if arg == "--":  # the words after it are a Python script's command line: kept behind the "--" (cli.check)
+            positional += [arg, *rest]
             break
         if len(arg) < 2 or arg[0] != "-":  # "-" alone is a file name for typer too
             positional.append(arg)

@@ -32,7 +32,7 @@ def fix(opts) -> int:
     with --write, 0 when no finding at or above the threshold is left, 1 when some remain that no fix
     removes; 2 on input errors (a file that does not parse is never edited) and on files that cannot be
     written."""
-    files, overrides = split_args(opts.args)
+    files, overrides = split_args(opts.args, script=True)
     if overrides:
         raise UsageError(
             f"fix edits the file as written; dotlist overrides are not part of it ({' '.join(overrides)}). "

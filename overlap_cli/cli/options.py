@@ -121,14 +121,15 @@ FRAMEWORK = (
 )
 
 REPORT_FORMATS = ("text", "concise", "json", "sarif", "github", "auto")  # auto: github under GitHub Actions
-_CONFIG_AND_OVERRIDES = Param("args", kind=ARGUMENTS, metavar="CONFIG [OVERRIDES...]", required=False, help="One config file (with --recipe/--base: override files, merged in order), then Hydra-style overrides.")
+SCRIPT_WORDS = " After --, the words of the one Python script named: its command line (sys.argv[1:]) as a launch passes it, read by its argparse (a file whose name starts with - is written ./-NAME)."
+_CONFIG_AND_OVERRIDES = Param("args", kind=ARGUMENTS, metavar="CONFIG [OVERRIDES...] [-- WORDS...]", required=False, help="One config file (with --recipe/--base: override files, merged in order), then Hydra-style overrides." + SCRIPT_WORDS)
 
 # ---------------------------------------------------------------------------------------------
 # overlap check
 # ---------------------------------------------------------------------------------------------
 
 CHECK = (
-    Param("args", kind=ARGUMENTS, metavar="FILE... [OVERRIDES...]", required=False, help="Config files (with --recipe/--base: override files, merged in order), then Hydra-style overrides (key=value, +key=value, ++key=value, ~key)."),
+    Param("args", kind=ARGUMENTS, metavar="FILE... [OVERRIDES...] [-- WORDS...]", required=False, help="Config files (with --recipe/--base: override files, merged in order), then Hydra-style overrides (key=value, +key=value, ++key=value, ~key)." + SCRIPT_WORDS),
     *TARGET,
     *FRAMEWORK,
     Param("format", "--format", "--output-format", "-f", **_choices(*REPORT_FORMATS), help="Output format (auto: github under GitHub Actions, else text)."),
@@ -153,7 +154,7 @@ CHECK = (
 # ---------------------------------------------------------------------------------------------
 
 FIX = (
-    Param("args", kind=ARGUMENTS, metavar="FILE...", help="Config files to fix (with --recipe/--base: the override files of one run, merged in order; the last one is edited)."),
+    Param("args", kind=ARGUMENTS, metavar="FILE... [-- WORDS...]", help="Config files to fix (with --recipe/--base: the override files of one run, merged in order; the last one is edited)." + SCRIPT_WORDS),
     Param("write", "--write", kind=FLAG, help="Apply the fixes in place (atomic write)."),
     Param("diff", "--diff", kind=FLAG, help="Print a unified diff of what would change; write nothing."),
     Param("unsafe_fixes", "--unsafe-fixes", kind=FLAG, help="Also apply fixes that change training behaviour, memory or checkpoint format."),
@@ -198,7 +199,7 @@ DIFF = (
 # ---------------------------------------------------------------------------------------------
 
 ESTIMATE = (
-    Param("args", kind=ARGUMENTS, metavar="CONFIG... [OVERRIDES...]", required=False, help="Config files (with --recipe/--base: override files merged in order into one run), then Hydra-style overrides applied to each."),
+    Param("args", kind=ARGUMENTS, metavar="CONFIG... [OVERRIDES...] [-- WORDS...]", required=False, help="Config files (with --recipe/--base: override files merged in order into one run), then Hydra-style overrides applied to each." + SCRIPT_WORDS),
     *TARGET,
     Param("format", "--format", "-f", **_choices("text", "json"), help="Output format."),
 )

@@ -23,7 +23,7 @@ def tune_command(opts) -> int:
     from overlap_cli.estimate.inputs import Unsupported
     from overlap_cli.estimate.tune import search
 
-    files, raw = split_args(opts.args or [])
+    files, raw = split_args(opts.args or [], script=True)
     stack = layered_inputs(opts, files)  # --recipe/--base: the files are one merged run, the last on top
     if stack is not None:
         path, lower = stack

@@ -55,6 +55,8 @@ class Config:
     # The unknown inputs a sample of the run set to stand-in values (frameworks/bridge/unknowns._sample).
     sampled: frozenset = frozenset()
     python_run: Any = None  # frameworks.bridge.python_reader.PythonRun, for a run written in Python
+    # path -> where the value written at its line came from (a Python script's own command-line words)
+    via: dict = field(default_factory=dict)
 
     @property
     def layered(self) -> bool:
@@ -108,7 +110,8 @@ class Config:
         if layer.file is None:
             return layer.label  # the recipe, the command line: no line to point at
         line = _position_in(layer.positions, path)[0]
-        return f"{layer.file}:{line}" if line is not None else layer.file
+        where = f"{layer.file}:{line}" if line is not None else layer.file
+        return f"{where} from {self.via[tuple(path)]}" if tuple(path) in self.via else where
 
     def origin(self, path: tuple) -> Optional[str]:
         """For a merged run, where a value not written in the top file came from (``recipe NAME``, another

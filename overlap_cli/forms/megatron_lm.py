@@ -41,7 +41,13 @@ def load_lm(form: str, path: str, text: str, target, overrides) -> Run:
     """The Megatron-LM launch of ``path`` (its text read, its own target applied)."""
     from overlap_cli.frameworks.megatron_lm.args import load_launch
 
-    launch = load_launch(path, text, env=launch_env_of(target))
+    env = launch_env_of(target)
+    try:
+        launch = load_launch(path, text, env=env)
+    except InputError as exc:  # on the reading that takes the caller's defaults: read as the other callers run it
+        from overlap_cli.frameworks.megatron_lm.paths import over_defaults_taken
+
+        launch = over_defaults_taken(exc, lambda: load_launch(path, text, take_defaults=False, env=env))
     given = _apply_overrides(launch, overrides)
     run = Run(form=form, file=path, text=text, target=target, config=launch,
               notes=[Note(s, "sourced") for s in launch.sourced],

@@ -79,7 +79,8 @@ _PLACEHOLDER_RE = re.compile(r"<[A-Za-z][^<>\n]{0,60}>")
 
 
 def script_verdict(path: str, explicit: bool = False) -> tuple:
-    """("check", None) | ("skip", reason) | ("none", None): a launch script without a launch line. A binary
+    """("check", None) | ("skip", reason) | ("none", None): a launch script without a launch line |
+    ("bridge-script", the launched script as the launch spells it): a Bridge training script of its own. A binary
     file is passed over in a walk; named explicitly, it is checked, and the reader says it is binary (exit 2):
     a script named to be checked is never skipped silently."""
     head = read_head(path)
@@ -111,10 +112,8 @@ def script_verdict(path: str, explicit: bool = False) -> tuple:
         return "skip", f"not a training run: {sentence}"
     if what == NOT_MEGATRON:
         return "skip", f"not a Megatron training launch: {sentence}"
-    if what == BRIDGE_SCRIPT:
-        name = detail.rsplit("/", 1)[-1]
-        return "skip", (f"a Megatron-Bridge training script in Python ({name}): the launch's words are that "
-                        "script's own arguments, not Megatron-LM's; not read from the launch")
+    if what == BRIDGE_SCRIPT:  # read as launched when the script's own run is one the Python form reads
+        return "bridge-script", detail
     return "check", None
 
 

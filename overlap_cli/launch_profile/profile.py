@@ -158,6 +158,9 @@ class Target:
     shell_env: Optional[dict] = None
     # --set VAR=VALUE: the environment a launch script is read with (with --env-from-shell, over the shell's).
     launch_vars: Optional[dict] = None
+    # The words after ``--`` on overlap's command line: the named Python script's sys.argv[1:], as a launch
+    # passes them (None: the script is checked by itself, argparse's defaults).
+    script_argv: Optional[list] = None
     settings_path: Optional[str] = None  # the pyproject.toml whose [tool.overlap] contributed, if any
     detection: Optional[dict] = None  # what --detect found and did not find (see detect.Detection.to_json)
     # How this target was built (flags, --settings, detection, shell), so that each config file can get
@@ -379,6 +382,8 @@ def build_target(
         apply_recipe(t, launch)
     if flags.get("set_vars"):
         t.launch_vars = dict(flags["set_vars"])
+    if flags.get("script_argv") is not None:
+        t.script_argv = list(flags["script_argv"])
     if t.env_from_shell:
         t.shell_env = dict(shell_env or {})
     else:

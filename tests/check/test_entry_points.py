@@ -14,6 +14,12 @@ MLM_ENTRY = "from megatron.training import pretrain\n\nif __name__ == '__main__'
 BRIDGE_ENTRY = ("from megatron.bridge.training.pretrain import pretrain\n"
                 "from megatron.bridge.recipes.llama import llama3_8b_pretrain_config\n\n"
                 "def main():\n    pretrain(llama3_8b_pretrain_config(), None)\n")
+BRIDGE_MAIN = ("import argparse\n\n" + BRIDGE_ENTRY.replace(
+    "    pretrain(llama3_8b_pretrain_config(), None)\n",
+    "    parser = argparse.ArgumentParser()\n    parser.add_argument('--tp', type=int, default=1)\n"
+    "    args = parser.parse_args()\n    cfg = llama3_8b_pretrain_config()\n"
+    "    cfg.model.tensor_model_parallel_size = args.tp\n    pretrain(cfg, None)\n")
+    + "\n\nif __name__ == '__main__':\n    main()\n")
 TOOL = "import argparse\nimport torch\n\nprint(torch.__version__)\n"
 FLAGS = "--tensor-model-parallel-size 2 --num-layers 4 --hidden-size 64 --num-attention-heads 4"
 
@@ -43,8 +49,12 @@ CASES = {
     "pretrain_gpt_not_at_hand": (f"torchrun --nproc_per_node 8 $MEGATRON/pretrain_gpt.py {FLAGS}\n", {}, "checked"),
     "megatron_lm_script_up_the_tree": (f"torchrun --nproc_per_node 8 ../../pretrain_gpt.py {FLAGS}\n",
                                        {"../../pretrain_gpt.py": MLM_ENTRY}, "checked"),
-    "bridge_script": ("torchrun --nproc_per_node 8 run_llama.py --tp 2\n", {"run_llama.py": BRIDGE_ENTRY},
-                      "a Megatron-Bridge training script in Python (run_llama.py)"),
+    # a Bridge script of its own: read as launched when running it builds a run (its main() called), else
+    # not a training run (a module that only defines main() trains nothing when torchrun starts it)
+    "bridge_script": ("torchrun --nproc_per_node 8 run_llama.py --tp 2\n", {"run_llama.py": BRIDGE_MAIN}, "checked"),
+    "bridge_script_without_main_call": ("torchrun --nproc_per_node 8 run_llama.py --tp 2\n", {"run_llama.py": BRIDGE_ENTRY},
+                                        "not a training run: it launches the Megatron-Bridge script run_llama.py, which "
+                                        "builds no run as a script"),
     "conversion": ("torchrun --nproc_per_node 8 examples/conversion/hf_megatron_roundtrip_multi_gpu.py --hf-model x\n", {},
                    "not a training run: hf_megatron_roundtrip_multi_gpu.py is a checkpoint conversion"),
     "data_preparation_no_launch": ("python tools/preprocess_data.py --input x --output-prefix y\n", {},

@@ -31,8 +31,8 @@ VERDICTS = {
     f"{BRIDGE}/scripts/training/launch_with_sbatch.sh": ("error", "scripts/training/run_recipe.py: Unknown option: --step"),
     f"{BRIDGE}/scripts/training/run_recipe.py": "not a training run: Megatron-Bridge's recipe runner",
     f"{BRIDGE}/tutorials/recipes/llama/00_quickstart_pretrain.py": CHECKED,
-    f"{BRIDGE}/tutorials/recipes/llama/launch_with_sbatch.sh":
-        "a Megatron-Bridge training script in Python (00_quickstart_pretrain.py)",
+    # the sbatch script's torchrun starts the tutorial's script: read as launched (forms/python_run.py)
+    f"{BRIDGE}/tutorials/recipes/llama/launch_with_sbatch.sh": CHECKED,
     f"{BRIDGE}/examples/conversion/mfsdp/convert_checkpoints_fsdp.py":
         "not a training run: convert_checkpoints_fsdp.py is a checkpoint conversion / export script",
     f"{BRIDGE}/examples/models/qwen/qwen3_omni/local_train_thinker_full.sh":

@@ -108,8 +108,9 @@ CHECK_CASES = [
     [TUNED, "model..broken=1"],
     ["missing.yaml"],
     ["examples/bridge/README.md"],
-    ["--", TUNED],
-    ["--world-size", "8", "--", TUNED, "model.context_parallel_size=2"],
+    ["./" + TUNED],  # how a file whose name starts with "-" is written
+    ["--world-size", "8", TUNED, "model.context_parallel_size=2", "--", "--tp", "4"],  # script words: not a script
+    ["--gpu", "--", TUNED],  # "--" as an option's value ends no options
     [TUNED, "--world-size", "8", "-f", "concise"],  # options after the files
     ["-", "-f", "concise"],  # "-" is a file name (missing here)
     # annotate

@@ -111,6 +111,17 @@ class Site:
     column: int
     value_span: Optional[tuple] = None
     file: Optional[str] = None
+    via: Optional[str] = None  # the script's own command-line words the value came from (``--tp 4``)
+
+
+def words_behind(interp, value_node) -> Optional[str]:
+    """The command-line words that set the value of ``args.NAME`` (``value_node``), when ``args`` is the
+    Namespace argparse read from the script's words (python_argparse.Namespace.given); else None."""
+    if not (isinstance(value_node, ast.Attribute) and isinstance(value_node.value, ast.Name)):
+        return None
+    ns = interp.env.get(value_node.value.id)
+    given = getattr(ns, "given", None)
+    return given.get(value_node.attr) if given else None
 
 
 class Import:
@@ -351,7 +362,10 @@ def fork_value(v, copies: Optional[dict] = None):
     if isinstance(v, Instance):
         return Instance(v.cls, {k: fork_value(x, copies) for k, x in v.items()})
     if isinstance(v, dict) and type(v) in (dict,) or type(v).__name__ == "Namespace":
-        return type(v)({k: fork_value(x, copies) for k, x in v.items()})
+        out = type(v)({k: fork_value(x, copies) for k, x in v.items()})
+        if type(v) is not dict:  # a Namespace: its ``given`` words too
+            out.__dict__.update(v.__dict__)
+        return out
     if isinstance(v, list):
         return [fork_value(x, copies) for x in v]
     return v

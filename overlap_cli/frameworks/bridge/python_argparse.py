@@ -34,7 +34,12 @@ class Option:
 
 
 class Namespace(dict):
-    """argparse's Namespace: its attributes by dest (``args.tp`` reads it as a mapping)."""
+    """argparse's Namespace: its attributes by dest (``args.tp`` reads it as a mapping); ``given``: dest -> the
+    script's own command-line words that set it (``--tp 4``), the provenance of a value assigned from it."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.given = {}
 
 
 class ArgParser(PyObject):
@@ -103,10 +108,10 @@ class ArgParser(PyObject):
         if self.opaque:
             return Unknown(f"the arguments parsed at {where}: {self.opaque}")
         words = args[0] if args else kwargs.get("args")
-        given = True
+        given, words_given = True, False
         if words is None:
             words = invocation_of(interp).argv
-            given = words is not None
+            given = words_given = words is not None
             words = [] if words is None else words
         if isinstance(words, Unknown):
             return Unknown(f"the arguments parsed at {where}: {words.reason}")
@@ -122,6 +127,10 @@ class ArgParser(PyObject):
         extras: list = []
         seen: set = set()
         error = self._read(interp, words, ns, extras, seen, known, node)
+        if words_given:
+            ns.given = {dest: " ".join(w for w in spelled if w is not None) for dest, spelled in ns.given.items()}
+        else:  # parse_args([...]) in the file: its words are the file's, not the command line's
+            ns.given = {}
         if error is None:
             missing = [o for o in self.options if (o.required or (o.positional and o.nargs not in ("?", "*")))
                        and o.dest not in seen and o.action not in ("help", "version")]
@@ -200,12 +209,14 @@ class ArgParser(PyObject):
                         extras.append(word)
                         i += 1
                         continue
-                    i = self._take(interp, opt, words, i, attached if eq else None, ns, node)
+                    start, i = i, self._take(interp, opt, words, i, attached if eq else None, ns, node)
+                    ns.given[opt.dest] = words[start:i]
                     seen.add(opt.dest)
                     continue
                 if positionals:
                     opt = positionals.pop(0)
                     ns[opt.dest] = self._check(opt, self._convert(interp, opt, word, node))
+                    ns.given[opt.dest] = [word]
                     seen.add(opt.dest)
                 elif known:
                     extras.append(word)

@@ -38,6 +38,7 @@ from overlap_cli.frameworks.bridge.python_abstract import (
     is_literal,
     short,
     storable,
+    words_behind,
 )
 from overlap_cli.frameworks.bridge.python_interp import Library, ModuleReader, parse
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
@@ -314,7 +315,7 @@ def _site_of(interp: Interpreter, node) -> Optional[Site]:
         return None
     value = node.value if isinstance(node, ast.keyword) else node
     span = (value.lineno, value.col_offset, value.end_lineno, value.end_col_offset) if is_literal(value) else None
-    return Site(node.lineno, node.col_offset + 1, span, interp.file)
+    return Site(node.lineno, node.col_offset + 1, span, interp.file, words_behind(interp, value))
 
 
 def _config_object(interp: Interpreter, func: Import, target: Optional[str], args: list, kwargs: dict, node):

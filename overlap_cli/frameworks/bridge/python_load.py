@@ -148,6 +148,7 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
     positions = {p: (site.line, site.column) for p, site in run.written.items()}
     top = Layer(PYTHON, path, path, positions)
     cfg = Config(file=path, data=data, positions=positions, text=text)
+    cfg.via = {p: f"the command line's {site.via}" for p, site in run.written.items() if site is not None and site.via}
     cfg.layer_list = [base, top]
     owner: dict = {}
     _own(data, (), 0, owner)

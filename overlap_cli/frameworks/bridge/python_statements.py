@@ -38,6 +38,8 @@ from overlap_cli.frameworks.bridge.python_abstract import (
     short,
     span,
     storable,
+    words_behind,
+    Refusal,
 )
 
 
@@ -83,14 +85,42 @@ class Statements:
             raise RunEnds(f"{short(stmt.exc) if stmt.exc is not None else 'raise'} at {self.at(stmt)}")
         elif isinstance(stmt, ast.With):
             self.exec_block(stmt.body)
-        elif isinstance(stmt, ast.Try):
-            self._opaque(stmt, "a try statement")
+        elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            self._try(stmt)
         elif isinstance(stmt, ast.For):
             self._for(stmt)
         elif isinstance(stmt, (ast.While, ast.AsyncFor)):
             self._opaque(stmt, "a loop")
         else:
             self._opaque(stmt, f"a {type(stmt).__name__} statement")
+
+    def _try(self, stmt) -> None:
+        """``try``: the body runs as Python runs it (what an unknown call might raise is not followed: a run
+        that raises there never reaches pretrain), then ``else``, and ``finally`` however the block ends. An
+        ``except`` clause may run in place of the rest of the body: what it may write is unknown. A ``raise``
+        in the body that a clause may catch, or an error of Bridge's a clause catching ``Exception`` may
+        catch, leaves what the whole statement may write unknown."""
+        handlers = stmt.handlers
+        catch_all = any(h.type is None or (isinstance(h.type, ast.Name) and h.type.id in ("Exception", "BaseException"))
+                        for h in handlers)
+        try:
+            try:
+                self.exec_block(stmt.body)
+            except RunEnds as ends:
+                if ends.raised is None or not handlers:  # the config handed to a launch, or nothing catches it
+                    raise
+                self._opaque(stmt, "a try statement whose raise an except clause may catch")
+                return
+            except Refusal:
+                if not catch_all:
+                    raise
+                self._opaque(stmt, "a try statement whose error an except clause may catch")
+                return
+            for handler in handlers:
+                self._opaque(handler, "an except clause")
+            self.exec_block(stmt.orelse)
+        finally:
+            self.exec_block(stmt.finalbody)
 
     def _opaque(self, stmt, what: str) -> None:
         """A statement the reader does not follow: what it may write becomes unknown."""
@@ -260,7 +290,8 @@ class Statements:
         value_span = None
         if value_node is not None and is_literal(value_node) and not self.in_helper:
             value_span = (value_node.lineno, value_node.col_offset, value_node.end_lineno, value_node.end_col_offset)
-        site = None if self.in_helper else Site(stmt.lineno, stmt.col_offset + 1, value_span, self.file)
+        site = None if self.in_helper else Site(stmt.lineno, stmt.col_offset + 1, value_span, self.file,
+                                                words_behind(self, value_node))
         self.reader.ctx.check_write(path, value, stmt.lineno, stmt.col_offset + 1)
         if self.tainted is not None and not isinstance(value, Unknown):
             value = Unknown(f"{'.'.join(map(str, path))} set at {self.at(stmt)}, {self.tainted}")

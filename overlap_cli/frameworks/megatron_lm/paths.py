@@ -67,6 +67,24 @@ def merge_paths(found, strict_for, parse_tokens) -> tuple:
     return out, notes, [(path.choices, args) for path, args in parsed]
 
 
+def over_defaults_taken(error: InputError, read_without_defaults):
+    """The launch when the reading that takes the defaults of what the caller gives (``${2:-""}``,
+    ``${VAR:-x}`` of a variable the script never sets) ends in ``error`` (argparse's exit, say): that is one
+    caller -- the one who gives none of them --, so the launch is read again with those values unknown
+    (``read_without_defaults``), as the callers who give them run it, and the exit is a note. When that reading
+    fails too, every caller's launch exits: ``error`` is raised."""
+    try:
+        launch = read_without_defaults()
+    except InputError:
+        raise error from None
+    problem = error.problem
+    where = f"line {problem.line}: " if problem.line else ""
+    launch.unknowns.insert(0, f"{where}with the defaults taken for what its caller gives (its arguments, its "
+                              f"environment), the launch exits at start-up ({problem.describe()}); read with those "
+                              "values unknown, as a caller who gives them runs it")
+    return launch
+
+
 def _shown(arg) -> str:
     if arg.value is UNKNOWN:
         return "unknown"

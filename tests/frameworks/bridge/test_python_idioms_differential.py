@@ -7,7 +7,8 @@ called from it; argparse's defaults; argparse reading words (``=``, abbreviation
 ``os.getenv`` fed by ``--set``; helpers of the module (a closure among them); a ``@dataclass`` and a class
 whose methods build the config; a loop over builder names; a mapping of lambdas chosen by an argparse
 argument; a mapping of override profiles applied key by key; ``process_config_with_overrides`` with a YAML file
-beside the script (``Path(__file__)``); ``OmegaConf.from_cli``; ``@hydra.main``.
+beside the script (``Path(__file__)``); ``OmegaConf.from_cli``; ``@hydra.main``; argparse reading the script's own
+command line (``sys.argv[1:]``: ``python train.py WORDS`` for Bridge, ``overlap check train.py -- WORDS``).
 
 Each script is executed in an environment with megatron-bridge 0.6.2 (bridge_reference.py: run as
 ``python train.py`` runs it, the config taken where it is handed to ``pretrain``, then Bridge's runtime
@@ -35,7 +36,7 @@ from differential import cached, compare, reference_python, run_tool
 
 IDIOMS = ("module", "main_guard", "main_function", "argparse_defaults", "argparse_words", "parse_known_overrides",
           "environ", "helper_functions", "helper_class", "recipe_loop", "dict_of_lambdas", "dict_overrides",
-          "yaml_overrides", "omegaconf_from_cli", "hydra_main")
+          "yaml_overrides", "omegaconf_from_cli", "hydra_main", "argparse_argv")
 COUNT = int(os.environ.get("OVERLAP_IDIOMS_RUNS", "525"))
 SEED = int(os.environ.get("OVERLAP_IDIOMS_SEED", "0"))
 CASES = pyidioms.generate(CORPUS, COUNT, SEED)
@@ -45,6 +46,8 @@ def _tool_args(case, script) -> list:
     args = [str(script), "--world-size", str(case.world_size), "--gpu", "h100", "--te-version", "2.12"]
     for name, value in case.environ.items():
         args += ["--set", f"{name}={value}"]
+    if case.argv is not None:  # the script's own command line, as a launch passes it
+        args += ["--", *case.argv]
     return args
 
 
@@ -59,7 +62,7 @@ def executed(tmp_path_factory):
     folder = tmp_path_factory.mktemp("py-idioms")
     scripts = {case.id: case.write(folder) for case in CASES}
     items = [{"mode": "script", "main": True, "config": str(scripts[case.id]), "files": [], "dotlists": [],
-              "world_size": case.world_size, "environ": case.environ,
+              "world_size": case.world_size, "environ": case.environ, "argv": case.argv or [],
               "gpu": {"major": GPUS["h100"][0], "name": GPUS["h100"][1]}} for case in CASES]
 
     def run() -> list:
@@ -69,7 +72,7 @@ def executed(tmp_path_factory):
             raise RuntimeError(proc.stderr.strip()[-400:])
         return json.loads(proc.stdout.split(MARKER + "\n", 1)[1])
 
-    inputs = [str(python), str(CORPUS)] + [case.text + repr(case.beside) + repr(case.environ) for case in CASES] + \
+    inputs = [str(python), str(CORPUS)] + [case.text + repr(case.beside) + repr(case.environ) + repr(case.argv) for case in CASES] + \
         [(HERE / name).read_text() for name in ("bridge_reference.py",)]
     try:
         results = cached("py-idioms", inputs, run)
