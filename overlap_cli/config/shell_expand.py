@@ -102,7 +102,7 @@ def values_of(rd, st: State, part, origin: str) -> tuple:
         name, index, op, default = m.group(1), m.group(2), m.group(3), m.group(4)
     var = lookup(st, name)
     if var is None and st.sourced is not None and not (name.isdigit() or name in ("@", "*", "#")):
-        st.note(f"line {rd.pos(start)[0]}: {expr}: ${name} may be set by the file sourced on line {st.sourced}")
+        st.note(f"line {rd.pos(start)[0]}: {expr}: ${name} {st.sourced}")
         return None, expr, False, False
     if name in ("@", "*"):  # the parameters: all of them
         index = name
