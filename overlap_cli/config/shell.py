@@ -62,6 +62,11 @@ def read_launch_script(path: str, text: str, take_defaults: bool = True, env: Op
     """The launch of a script. ``take_defaults`` False: a ``${VAR:-default}`` of a variable the script
     never sets is not known (instead of its default). ``env``: the caller's exported variables (--set,
     --env-from-shell), which the script starts with."""
+    with _NoCyclicGC():
+        return _launch_of(path, text, take_defaults, env)
+
+
+def _launch_of(path: str, text: str, take_defaults: bool, env: Optional[dict]) -> LaunchText:
     from overlap_cli.config.shell_launch import launch_text
 
     reader = _read(path, text, take_defaults, env)
@@ -137,14 +142,7 @@ def _run(path: str, text: str, take_defaults: bool = True, env: Optional[dict] =
     "$CONTAINER_IMAGE" ] && exit 1`` after ``CONTAINER_IMAGE=""``) is read again with its empty values as
     placeholders, so the launch it is written for is read, the values that use them unknown. ``first_only``:
     the reading stops at the first launch bash would reach (``Reader.first_only``)."""
-    import gc
-
-    # The reading makes many small objects that live until it ends and hold no reference cycles the
-    # reading depends on freeing: the cyclic collector walking them all again and again was most of the
-    # time of a long script (40,000 lines: 1.2 s of 1.9 s). Reference counting still frees what dies.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with _NoCyclicGC():
         reader = Reader(path, text)
         reader.take_defaults, reader.first_only = take_defaults, first_only
         reader.run_script(_start(env))
@@ -157,8 +155,27 @@ def _run(path: str, text: str, take_defaults: bool = True, env: Optional[dict] =
         except InputError:
             return reader
         return again if (again.records or again.inner) else reader
-    finally:
-        if collecting:
+
+
+class _NoCyclicGC:
+    """A reading and what is made of it create many small objects that live until it ends and hold no
+    reference cycles it depends on freeing: the cyclic collector walking them all again and again was most
+    of the time of a long script (40,000 lines: 1.2 s of 1.9 s). Reference counting still frees what dies."""
+
+    def __enter__(self):
+        import gc
+
+        self.collecting = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc) -> None:
+        import gc
+
+        if self.collecting:
+            # what the reading made moves to the oldest generation untraversed (freeze then unfreeze): else
+            # the first collections after it walk it all, once per younger generation it passes through
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 
