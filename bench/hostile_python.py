@@ -10,16 +10,13 @@ process (bench/hostile_shell.py's runner), before/after with ``--root``.
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.hostile_shell import ROOT, run_one  # noqa: E402
+from bench.hostile_shell import main  # noqa: E402
 
 HEAD = "from megatron.bridge.recipes.llama import llama32_1b_pretrain_config\ncfg = llama32_1b_pretrain_config()\n"
 TP = "model.tensor_model_parallel_size"
@@ -108,21 +105,5 @@ PYTHON_HOSTILE: list[tuple[str, Callable[[Path], Path], tuple]] = [
 ]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--timeout", type=float, default=120.0)
-    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose overlap_cli runs")
-    a = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        print(f"{'input':34} {'seconds':>8} {'CPU s':>6} {'peak MiB':>9} {'exit':>5}")
-        for name, make, _ in PYTHON_HOSTILE:
-            path = make(Path(tmp))
-            runs = [run_one(path, a.timeout, a.root) for _ in range(a.repeat)]
-            secs = statistics.median(r[0] for r in runs)
-            cpu = statistics.median(r[3] for r in runs)
-            print(f"{name:34} {secs:8.2f} {cpu:6.2f} {max(r[1] for r in runs):9.1f} {str(runs[-1][2]):>5}")
-
-
 if __name__ == "__main__":
-    main()
+    main(PYTHON_HOSTILE, __doc__.splitlines()[0])

@@ -161,15 +161,16 @@ def run_one(path: Path, timeout: float = 120.0, root: Path = ROOT) -> tuple:
         time.sleep(0.01)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(cases: list = SHELL_HOSTILE, description: str = __doc__.splitlines()[0]) -> None:
+    """A table of ``cases`` ((name, maker, expected)): seconds, CPU seconds, peak RSS and exit code of each."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose overlap_cli runs")
     a = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{'input':34} {'seconds':>8} {'CPU s':>6} {'peak MiB':>9} {'exit':>5}")
-        for name, make, _ in SHELL_HOSTILE:
+        for name, make, _ in cases:
             path = make(Path(tmp))
             runs = [run_one(path, a.timeout, a.root) for _ in range(a.repeat)]
             secs = statistics.median(r[0] for r in runs)

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from bench.hostile_python import PYTHON_HOSTILE
 from iolib import EXAMPLE_YAML, assert_one_error_line, overlap
 
 HEAD = "from megatron.bridge.recipes.llama import llama32_1b_pretrain_config\ncfg = llama32_1b_pretrain_config()\n"
@@ -103,3 +104,16 @@ def test_a_module_of_many_run_functions_is_parsed_once(run_cli, tmp_path, monkey
     assert code in (0, 1), out + err
     assert "60 file(s)" in out, out
     assert calls == [str(path)]
+
+
+@pytest.mark.parametrize("name, make, expected", [c for c in PYTHON_HOSTILE if c[0] != "thousand_run_functions"],
+                         ids=[c[0] for c in PYTHON_HOSTILE if c[0] != "thousand_run_functions"])
+def test_each_hostile_python_run_of_the_bench_is_checked_within_budgets(tmp_path, name, make, expected):
+    """bench/hostile_python.py's inputs (it times them): the exit code and what the output must say."""
+    path = make(tmp_path)
+    code, out, err = overlap("check", path, "--show-effective", "--show-info")
+    assert "Traceback" not in out + err and "internal error" not in out + err, err
+    want_code, want_text = expected
+    assert code == want_code and want_text in out + err, (code, out, err)
+    if code == 2:
+        assert_one_error_line(code, out, err, want_text)
