@@ -76,6 +76,33 @@ def twenty_thousand_directives(folder: Path) -> Path:
     return _script(folder, "directives", "# overlap: ignore[LM501]\n" * 20_000)
 
 
+def recursion_past_the_step_budget(folder: Path) -> Path:
+    """A function that calls itself twice, 16 deep: past the step budget the call is given up, and TP, which
+    the function sets, is unknown with the reason."""
+    return _script(folder, "recursion", "f() { TP=8; f; f; }\nf\n")
+
+
+def nested_loops_past_the_step_budget(folder: Path) -> Path:
+    """Three nested loops of 200 iterations (8 million commands): given up; TP (not set there) stays known."""
+    loops = "for ((i=0;i<200;i++)); do for ((j=0;j<200;j++)); do for ((k=0;k<200;k++)); do X=$k; done; done; done\n"
+    return _script(folder, "nested_loops", loops)
+
+
+def many_paths_past_the_step_budget(folder: Path) -> Path:
+    """Six conditions on the environment (64 ways through), then 5,000 assignments on each way."""
+    forks = "".join(f'if [ -n "$E{i}" ]; then V{i}=1; fi\n' for i in range(6))
+    return _script(folder, "many_paths", forks + "".join(f"W{i}={i}\n" for i in range(5_000)))
+
+
+def forty_loops_past_the_step_budget(folder: Path) -> Path:
+    """Forty top-level loops of 90,000 iterations each, then the launch inside an ``if``: each loop is given
+    up in turn with less and less allowance, and the launch is still read."""
+    loops = "for ((i=0;i<300;i++)); do for ((j=0;j<300;j++)); do X=$j; done; done\n" * 40
+    path = folder / "forty_loops.sh"
+    path.write_text("#!/bin/bash\nTP=2\n" + loops + "if true; then " + LAUNCH.strip() + "; fi\n", encoding="utf-8")
+    return path
+
+
 def stray_fi(folder: Path) -> Path:
     return _script(folder, "stray_fi", "echo start\nfi\n")
 
@@ -99,6 +126,14 @@ SHELL_HOSTILE: list[tuple[str, Callable[[Path], Path], tuple]] = [
     ("five_thousand_patterns", five_thousand_patterns, (1, "is 1 or 2 or 3 or 4 or 5 or 6 or 7 or 8")),
     ("five_thousand_values", five_thousand_values, (1, "depending on the case on line 3 (case $1): its value")),
     ("twenty_thousand_directives", twenty_thousand_directives, (0, "model.tensor_model_parallel_size                    2 ")),
+    ("recursion_past_the_step_budget", recursion_past_the_step_budget,
+     (0, "$TP may be set by the commands on line 4, which take more than 100,000 steps")),
+    ("nested_loops_past_the_step_budget", nested_loops_past_the_step_budget,
+     (1, "model.tensor_model_parallel_size                    2 ")),
+    ("many_paths_past_the_step_budget", many_paths_past_the_step_budget,
+     (1, "model.tensor_model_parallel_size                    2 ")),
+    ("forty_loops_past_the_step_budget", forty_loops_past_the_step_budget,
+     (1, "model.tensor_model_parallel_size                    2 ")),
     ("stray_fi", stray_fi, (2, "syntax error near unexpected token 'fi'")),
     ("stray_done", stray_done, (2, "syntax error near unexpected token 'done'")),
     ("stray_esac", stray_esac, (2, "syntax error near unexpected token 'esac'")),
@@ -106,8 +141,9 @@ SHELL_HOSTILE: list[tuple[str, Callable[[Path], Path], tuple]] = [
 
 
 def run_one(path: Path, timeout: float = 120.0, root: Path = ROOT) -> tuple:
-    """(seconds, peak RSS in MiB, exit code) of ``overlap check PATH --show-effective --show-info`` in a
-    fresh process, with ``root``'s overlap_cli; seconds is inf when it ran past ``timeout`` (killed)."""
+    """(seconds, peak RSS in MiB, exit code, CPU seconds) of ``overlap check PATH --show-effective --show-info``
+    in a fresh process, with ``root``'s overlap_cli; seconds is inf when it ran past ``timeout`` (killed). CPU
+    seconds (user + system) are what to compare on a shared machine: wall time grows with its load."""
     env = {**os.environ, "PYTHONPATH": str(root)}
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "overlap_cli", "check", str(path), "--show-effective", "--show-info"],
@@ -116,27 +152,30 @@ def run_one(path: Path, timeout: float = 120.0, root: Path = ROOT) -> tuple:
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
-            return time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+            return (time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status),
+                    usage.ru_utime + usage.ru_stime)
         if time.perf_counter() > deadline:
             proc.kill()
             proc.wait()
-            return float("inf"), float("nan"), None
+            return float("inf"), float("nan"), None, float("inf")
         time.sleep(0.01)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(cases: list = SHELL_HOSTILE, description: str = __doc__.splitlines()[0]) -> None:
+    """A table of ``cases`` ((name, maker, expected)): seconds, CPU seconds, peak RSS and exit code of each."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose overlap_cli runs")
     a = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        print(f"{'input':30} {'seconds':>8} {'peak MiB':>9} {'exit':>5}")
-        for name, make, _ in SHELL_HOSTILE:
+        print(f"{'input':34} {'seconds':>8} {'CPU s':>6} {'peak MiB':>9} {'exit':>5}")
+        for name, make, _ in cases:
             path = make(Path(tmp))
             runs = [run_one(path, a.timeout, a.root) for _ in range(a.repeat)]
             secs = statistics.median(r[0] for r in runs)
-            print(f"{name:30} {secs:8.2f} {max(r[1] for r in runs):9.1f} {str(runs[-1][2]):>5}")
+            cpu = statistics.median(r[3] for r in runs)
+            print(f"{name:34} {secs:8.2f} {cpu:6.2f} {max(r[1] for r in runs):9.1f} {str(runs[-1][2]):>5}")
 
 
 if __name__ == "__main__":

@@ -116,16 +116,11 @@ def test_fix_write_keeps_files_valid_and_comments(tmp_path_factory, data, unsafe
 # Hostile reading and writing, through the real CLI in a fresh interpreter: special files where inputs are
 # read (the checked file, a sourced file, --settings, pyproject.toml, --base, a folder's entries), outputs
 # that would block or destroy an input, strange names. For each: exit 0, 1 or 2, no traceback and no internal
-# error, within HANG_GUARD seconds (a hang, not a measurement) and MEMORY_LIMIT bytes, and no file of the
+# error, within HANG_GUARD seconds (a hang, not a measurement) and bench.fuzz.MEMORY_LIMIT bytes, and no file of the
 # case's folder changed or created but the output the case asks for.
 # ---------------------------------------------------------------------------------------------------------
 
 import random  # noqa: E402
-import resource  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -133,35 +128,7 @@ import pytest  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 YAML = (ROOT / "examples" / "tp_overlap_without_sp.yaml").read_bytes()
 LAUNCH = (ROOT / "examples" / "megatron-lm" / "gpt_pretrain_tp_overlap.sh").read_bytes()
-HANG_GUARD = 60  # seconds
-MEMORY_LIMIT = 1 << 31  # address space of one run: reading /dev/zero into memory reached 5.9 GiB
-
-
-def run_limited(args, cwd, stdin=subprocess.DEVNULL) -> tuple:
-    """(exit code, stdout, stderr, seconds, peak RSS in KiB) of ``python -m overlap_cli ARGS`` under the hang
-    guard and the memory limit; a run past the guard is killed and reported as exit None."""
-    def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out_path, err_path = Path(cwd, ".fuzz-stdout"), Path(cwd, ".fuzz-stderr")
-    start = time.monotonic()
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "overlap_cli", *map(os.fsdecode, args)], cwd=cwd, env=env,
-                                stdin=stdin, stdout=out, stderr=err, preexec_fn=limit)
-        timer = threading.Timer(HANG_GUARD, proc.kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            timer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
-    seconds = time.monotonic() - start
-    code = None if proc.returncode == -9 else proc.returncode
-    texts = out_path.read_bytes().decode("utf-8", "replace"), err_path.read_bytes().decode("utf-8", "replace")
-    out_path.unlink()
-    err_path.unlink()
-    return code, *texts, seconds, usage.ru_maxrss
+from bench.fuzz import FORMS, HANG_GUARD, run_case, run_limited  # noqa: E402
 
 
 def snapshot(folder: Path) -> dict:
@@ -272,7 +239,7 @@ def test_hostile_io_never_hangs_breaks_or_writes(tmp_path, case):
     before = snapshot(tmp_path)
     r, w = os.pipe()  # stdin: a pipe nobody writes to or closes (what `source /dev/stdin` would wait on)
     try:
-        code, out, err, _seconds, _rss = run_limited(args, tmp_path, stdin=r)
+        code, out, err, *_measured = run_limited(args, tmp_path, stdin=r)
     finally:
         os.close(r)
         os.close(w)
@@ -317,5 +284,15 @@ def test_seeded_hostile_folders(tmp_path, seed):
     before = snapshot(folder)
     named = [p for p in made if p.suffix in (".yaml", ".yml", ".sh", ".py")][:4]
     for args in (["check", "."], ["check", "--format", "sarif", "."], ["fix", "."], ["check", *named]):
-        code, out, err, _seconds, _rss = run_limited(args, folder)
+        code, out, err, *_measured = run_limited(args, folder)
         _assert_survived(f"seed {seed}: {args[:2]}", code, out, err, before, snapshot(folder), ())
+
+
+# Seeded hostile Python runs, launch scripts and YAML configs (bench/fuzz.py's generators: deep nesting, huge
+# literals, long chains of assignments, many functions, wide f-strings, walrus, comprehensions, recursion in
+# helpers, huge ranges; loops past the step budget, brace and doubling bombs, backtracking globs; mutated
+# YAML): each through the real CLI under the time and memory limit. bench/fuzz.py --cases N is the long run.
+@pytest.mark.parametrize("form,seed", [(form, seed) for form in FORMS for seed in range(5)])
+def test_seeded_hostile_inputs_of_each_form(tmp_path, form, seed):
+    row = run_case(form, seed, tmp_path)
+    assert row["problems"] == [], row

@@ -69,6 +69,27 @@ def load_config(path: str, overrides: Optional[list] = None, text: Optional[str]
     return finish(cfg, interpolations, overrides)
 
 
+def _refuse_targets_not_named(cfg: Config, node, path: tuple) -> None:
+    """A ``_target_`` that is not a class path (a list, a mapping, a number): ``instantiate`` raises
+    "Expected a callable target" (megatron/training/config/instantiate_utils.py:525), so the run never
+    starts — one input error naming the key, as for any other value Bridge refuses."""
+    if isinstance(node, dict):
+        target = node.get("_target_")
+        if target is not None and not isinstance(target, str):
+            key = path + ("_target_",)
+            line, col = cfg.positions.get(key, (None, None))
+            raise InputError(InputProblem(cfg.file, f"_target_ is a {type(target).__name__}, expected the class path "
+                                          "instantiate imports (megatron/training/config/instantiate_utils.py:525)",
+                                          key=".".join(map(str, key)), line=line, column=col))
+        for k, v in node.items():
+            if isinstance(v, (dict, list)):
+                _refuse_targets_not_named(cfg, v, path + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            if isinstance(v, (dict, list)):
+                _refuse_targets_not_named(cfg, v, path + (i,))
+
+
 def _keep_loaded_values(cfg: Config, overrides: list, data: dict, positions: dict) -> None:
     """``~key`` on a file Bridge loads whole: ``ConfigContainer.from_yaml`` built the dataclasses from the
     file, Hydra then deletes the key from the dict config, and ``_apply_overrides`` sets only the keys it is
@@ -105,6 +126,7 @@ def finish(cfg: Config, interpolations: int, overrides: Optional[list] = None) -
         from overlap_cli.config.interpolation import resolve_interpolations
 
         resolve_interpolations(cfg)
+    _refuse_targets_not_named(cfg, cfg.data, ())
     model = cfg.data.get("model")
     if isinstance(model, dict) and "transformer" in model and not cfg.layered:
         from overlap_cli.config.model_form import lift

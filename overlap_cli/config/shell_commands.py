@@ -181,7 +181,7 @@ def source(rd, name: str, node, fields: list, st: State) -> list:
         if var.exported:
             new = st.vars[var_name]
             new.exported, new.export_line, new.export_col = True, var.export_line, var.export_col
-    st.sourced = node.line
+    st.sourced = why
     st.memo = {}
     return [st]
 

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 from overlap_cli.config import shell_tree as tree
 from overlap_cli.config.launchers import LaunchFinder
+from overlap_cli.config import shell_budget
+from overlap_cli.config.shell_budget import OverBudget, abandon, next_allowance, skim, skimming
 from overlap_cli.config.shell_commands import exec_arith_node, exec_double_test, exec_simple
 from overlap_cli.config.shell_expand import constant, expand_joined, match_any
 from overlap_cli.config.shell_lex import Lexer
@@ -33,7 +35,6 @@ from overlap_cli.config.shell_parse import parse_script
 from overlap_cli.config.shell_paths import MAX_PATHS, fork, settle
 from overlap_cli.config.shell_values import State, field_signature
 
-STEP_LIMIT = 200_000  # commands evaluated, over all paths
 _FINDER = LaunchFinder()
 
 
@@ -61,6 +62,14 @@ class Reader(Lexer):
         self.merged_note: Optional[str] = None
         self.depth = 0
         self.steps = 0
+        # the step budget (shell_budget): exec past ``limit`` gives the top-level command in progress up
+        self.allowance = self.limit = shell_budget.STEP_LIMIT
+        self.program = None  # the script's own top-level list (a sourced file's or a string's is not)
+        self.given_up: list = []  # the lines of the top-level commands given up
+        # folder discovery asks what the first launch bash reaches starts: the reading ends there (a script that
+        # launches in a loop over configurations is not followed through every iteration); it becomes False
+        # when the reading reaches the end of the script all the same (a whole reading: config.shell's cache)
+        self.first_only = False
         # ``bash -c STRING`` commands whose string holds a launch: (command, path state, words, index of the
         # string, the reader of the string) — the launch when the script runs none itself (shell_inner)
         self.inner: list = []
@@ -86,20 +95,30 @@ class Reader(Lexer):
         r.take_defaults, r.empty_placeholders = self.take_defaults, self.empty_placeholders
         r.depth = self.depth + 1
         r.path_read = self.path_read
+        r.steps, r.limit = self.steps, self.limit  # one budget: the caller takes the steps back (take_steps)
         return r
+
+    def take_steps(self, child: "Reader") -> None:
+        self.steps = child.steps
 
     def run_script(self, start: Optional[State] = None) -> None:
         try:
             program, _parser = parse_script(self.path, self.text)
+            self.program = program
             self.exec(program, start if start is not None else State())
+            self.first_only = False
+        except _Reached:
+            pass
         except RecursionError:
             raise self.fail("commands nested too deeply to read") from None
 
     def exec(self, node, st: State) -> list:
         """The states after ``node`` runs in ``st`` (``st`` itself may be one of them, changed)."""
+        if self.first_only and (self.records or self.inner):
+            raise _Reached
         self.steps += 1
-        if self.steps > STEP_LIMIT:
-            raise self.fail("the script takes too many steps to follow statically", node.start)
+        if self.steps > self.limit:
+            raise OverBudget
         st.key = None
         return HANDLERS[node.__class__](self, node, st)
 
@@ -115,6 +134,10 @@ class Reader(Lexer):
         return text if len(text) <= 60 else text[:57] + "..."
 
 
+class _Reached(Exception):
+    """A launch was reached: a reading with ``first_only`` reads no further."""
+
+
 def _nowhere(start: int, end: int) -> None:
     return None
 
@@ -122,19 +145,46 @@ def _nowhere(start: int, end: int) -> None:
 # --- control flow ---------------------------------------------------------------------------------------
 
 def exec_seq(rd: Reader, node, st: State) -> list:
-    """``a; b; c &``: each item on every path the one before left running."""
+    """``a; b; c &``: each item on every path the one before left running. At the script's top level, an
+    item past the step budget is given up (shell_budget)."""
+    if node is rd.program:
+        return _exec_top(rd, node, st)
     states = [st]
     for item, background in node.items:
-        out: list = []
-        for s in states:
-            if s.flow is not None:
-                out.append(s)
-            elif background:  # a subshell of its own: its launches count, its assignments vanish
-                keep = subshell(rd, item, s)
-                keep.status = True
-                out.append(keep)
-            else:
-                out.extend(rd.exec(item, s))
+        states = settle(rd, _exec_item(rd, item, background, states), item.line)
+    return states
+
+
+def _exec_item(rd: Reader, item, background: bool, states: list) -> list:
+    out: list = []
+    for s in states:
+        if s.flow is not None:
+            out.append(s)
+        elif background:  # a subshell of its own: its launches count, its assignments vanish
+            keep = subshell(rd, item, s)
+            keep.status = True
+            out.append(keep)
+        else:
+            out.extend(rd.exec(item, s))
+    return out
+
+
+def _exec_top(rd: Reader, node, st: State) -> list:
+    states = [st]
+    for k, (item, background) in enumerate(node.items):
+        if skimming(rd):
+            end = node.items[k + 1][0].start if k + 1 < len(node.items) else len(rd.text)
+            states = settle(rd, [r for s in states if s.flow is None for r in skim(rd, item, end, s)]
+                            + [s for s in states if s.flow is not None], item.line)
+            continue
+        entering = [(s, s.positional, len(s.frames)) for s in states if s.flow is None]
+        try:
+            out = _exec_item(rd, item, background, states)
+        except OverBudget:
+            out = [s for s in states if all(s is not e[0] for e in entering)]
+            if entering:
+                out.append(abandon(rd, item, entering))
+            next_allowance(rd)
         states = settle(rd, out, item.line)
     return states
 

@@ -102,7 +102,7 @@ def values_of(rd, st: State, part, origin: str) -> tuple:
         name, index, op, default = m.group(1), m.group(2), m.group(3), m.group(4)
     var = lookup(st, name)
     if var is None and st.sourced is not None and not (name.isdigit() or name in ("@", "*", "#")):
-        st.note(f"line {rd.pos(start)[0]}: {expr}: ${name} may be set by the file sourced on line {st.sourced}")
+        st.note(f"line {rd.pos(start)[0]}: {expr}: ${name} {st.sourced}")
         return None, expr, False, False
     if name in ("@", "*"):  # the parameters: all of them
         index = name
@@ -250,10 +250,22 @@ class _Fields:
 
 
 def expand(rd, st: State, word: Word, origin: str, split: bool, keep_empty: bool = False) -> list:
-    """The fields a word expands to (bash: parameter expansion, then word splitting of unquoted results).
+    """The fields a word expands to (bash: brace expansion, parameter expansion, then word splitting of
+    unquoted results).
 
-    ``split``: as a command argument or array element (unquoted expansions split on blanks); else as
-    the value of an assignment. ``keep_empty``: an empty result is one empty field, not none."""
+    ``split``: as a command argument, ``for`` word or array element (braces expand, unquoted expansions split
+    on blanks); else as the value of an assignment. ``keep_empty``: an empty result is one empty field, not
+    none."""
+    if split and word.origin is None:  # a word written in the script (a variable's value is not brace-expanded)
+        from overlap_cli.config.shell_braces import braced
+
+        out = braced(rd, st, word, origin, _expand_word, too_long, MAX_EXPANSION)
+        if out is not None:
+            return out
+    return _expand_word(rd, st, word, origin, split, keep_empty)
+
+
+def _expand_word(rd, st: State, word: Word, origin: str, split: bool, keep_empty: bool) -> list:
     acc = _Fields(word, origin)
     only_unquoted_unknown = True  # the word is nothing but unquoted unknown expansions
     all_words = False  # an unknown "$@" / "${ARR[@]}": any number of words even when quoted

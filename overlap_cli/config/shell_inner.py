@@ -91,6 +91,8 @@ def _read_string(rd, node, st: State, f: Field, fields: list, at: int, same_shel
         inner.exec(program, start)
     except (InputError, RecursionError):
         return False
+    finally:
+        rd.take_steps(inner)
     if not inner.records and not inner.inner:
         return False
     st.launched = True

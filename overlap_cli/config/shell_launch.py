@@ -34,10 +34,12 @@ def launch_text(reader) -> LaunchText:
     others = sorted({rec[0].line for rec in reader.records if rec[0] is not node} | set(reader.extra_launches))
     paths: list = []
     seen: dict = {}
-    for rec in reader.records:
-        if rec[0] is not node:
-            continue
+    records = [rec for rec in reader.records if rec[0] is node]
+    for rec in records:
         found = path_launch(reader, rec)
+        if len(records) == 1:  # one path: nothing to tell apart (the signature sorts the whole environment)
+            paths.append((found, rec[1].choices))
+            break
         sig = _path_signature(found)
         if sig in seen:  # two paths that launch alike: the decisions between them did not matter
             k = seen[sig]

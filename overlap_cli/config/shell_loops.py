@@ -75,6 +75,7 @@ def exec_c_for(rd, node, st: State) -> list:
     states, done = [st], []
     for _ in range(LOOP_LIMIT):
         nxt: list = []
+        rd.steps += 2 * len(states)  # the condition and the step: as costly as a command each
         for s in states:
             if cond:
                 exec_arith(rd, cond, node.start, s)

@@ -49,7 +49,7 @@ def read_sourced(rd, node, fields: list, st: State) -> Optional[list]:
         return None
     at = rd.pos(node.start)
     frag = rd.child(text, lambda offset: at)
-    frag.file, frag.steps, frag.sourced_files = path, rd.steps, rd.sourced_files
+    frag.file, frag.sourced_files = path, rd.sourced_files
     frag.sourcing = rd.sourcing + (real,)
     start = st.copy()
     if len(fields) > 2:  # source FILE ARGS: the file's $1 ... (bash restores the caller's after it)
@@ -61,7 +61,7 @@ def read_sourced(rd, node, fields: list, st: State) -> Optional[list]:
     except (InputError, RecursionError):
         return None
     finally:
-        rd.steps = frag.steps
+        rd.take_steps(frag)
     if frag.records or frag.inner or frag.extra_launches:
         return None  # a launch in the sourced file: its words are not placed in this one
     if any(s.funcs.get(k) is not v for s in outs for k, v in s.funcs.items() if k in st.funcs) \

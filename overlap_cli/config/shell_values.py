@@ -222,9 +222,10 @@ class State:
         self.launched = False
         self.done = False  # exit ran
         self.frames: list = []  # per function call: {name: the Var before ``local`` (None: unset)}
-        # the line of a ``source`` whose file is not read: any variable the script has not set since may
-        # come from it (not the caller's environment, not a default)
-        self.sourced: Optional[int] = None
+        # after a ``source`` whose file is not read (or a command given up, shell_budget): why any variable the
+        # script has not set since may come from it ("may be set by the file sourced on line 4"), not the
+        # caller's environment, not a default
+        self.sourced: Optional[str] = None
         # the caller's environment is known whole (--env-from-shell): a variable neither it nor the script
         # sets is unset, not unknown (but for what bash and the job's scheduler set: shell_expand.lookup)
         self.env_complete = False

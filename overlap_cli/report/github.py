@@ -3,20 +3,27 @@
     ::error file=configs/a.yaml,line=8,col=3,title=TP102::message
 
 error -> ``::error``, warning -> ``::warning``, info -> ``::notice``. Values are escaped as the runner
-expects (``%``, CR and LF everywhere; ``:`` and ``,`` inside properties as well).
+expects (``%``, CR and LF everywhere; ``:`` and ``,`` inside properties as well: GitHub's documented escaping,
+which the runner undoes). Any other character a terminal would act on or that is not text (an escape
+sequence in a file name, a byte that is not UTF-8) is written as its backslash escape (problems.printable):
+the runner's log would show it raw, and a name could forge a workflow command of its own.
 """
 
 from __future__ import annotations
 
 from typing import IO
 
+from overlap_cli.problems import printable
 from overlap_cli.report.common import summary, with_origin
 
 _COMMAND = {"error": "error", "warning": "warning", "info": "notice"}
+_ESCAPES = {"%": "%25", "\r": "%0D", "\n": "%0A"}
 
 
 def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if text.isprintable():
+        return text.replace("%", "%25")
+    return "".join(_ESCAPES.get(c) or (c if c.isprintable() else printable(c)) for c in text)
 
 
 def _prop(text: str) -> str:

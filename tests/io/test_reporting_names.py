@@ -50,8 +50,9 @@ def test_report_on_a_name_that_is_not_utf8(tmp_path, fmt, encoding):
                           timeout=60, env=env, cwd=tmp_path)
     err = proc.stderr.decode("utf-8", "replace")
     assert proc.returncode == 1 and "Traceback" not in err and "internal error" not in err, err
-    # github's workflow commands carry the name as the file holds it (its raw bytes); every other format is UTF-8
-    out = proc.stdout.decode("utf-8", "replace" if fmt == "github" else "strict")
+    out = proc.stdout.decode("utf-8", "strict")  # every format is UTF-8 text
+    if fmt == "github":  # the byte as its backslash escape: no workflow command carries bytes that are not text
+        assert "file=" + path.replace(os.fsdecode(b"\xff"), "\\xff") + ",line=8,col=3,title=TP102::" in out
     if fmt == "sarif":
         uris = {loc["physicalLocation"]["artifactLocation"]["uri"]
                 for r in json.loads(out)["runs"][0]["results"] for loc in r["locations"]}
@@ -71,6 +72,22 @@ def test_escape_codes_in_a_file_name_are_printed_escaped(tmp_path, fmt):
     assert "\x1b" not in out + err and "\x07" not in out + err
     assert "x\\x1b]0;pwned\\x07\\x1b[2J.yaml:8:3: TP102" in out
     assert [ln for ln in err.splitlines() if ln.startswith(str(tmp_path / "y\\x1b[31m.yaml:"))], err
+
+
+def test_github_annotations_escape_what_the_runner_would_act_on(tmp_path):
+    """GitHub's workflow commands: ``%``, CR and LF escaped everywhere and ``:`` / ``,`` in properties (the
+    runner undoes these); an escape sequence, a bell or a name that is not UTF-8 as its backslash escape."""
+    path = _copy_as(tmp_path, b"x\x1b]0;pwned\x07,a:b%.yaml")
+    broken = tmp_path / "y\x1b[31m\nz.yaml"
+    broken.write_text("model: [\n")
+    code, out, err = overlap("check", path, broken, "--format", "github")
+    assert code == 2
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    lines = out.splitlines()
+    assert all(ln.startswith("::") or ln[:1].isdigit() for ln in lines), lines  # no name forged a line
+    named = str(tmp_path).replace(":", "%3A").replace(",", "%2C")
+    assert f"::warning file={named}/x\\x1b]0;pwned\\x07%2Ca%3Ab%25.yaml,line=8,col=3,title=TP102::" in out
+    assert f"::error file={named}/y\\x1b[31m%0Az.yaml,line=2,col=1,title=overlap%3A cannot check::" in out
 
 
 def test_closed_stdout_is_no_internal_error(tmp_path):

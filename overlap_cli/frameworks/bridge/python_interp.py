@@ -85,7 +85,21 @@ class Interpreter(Statements, Expressions, Objects):
         self.cfg: Optional[ConfigState] = state
 
 
+_TREES: dict = {}  # (file, text) -> its tree, the last few: each run of a module is read on its own
+
+
 def parse(text: str, file: str):
+    """The module's tree (never changed by a reading: shared by the readings of its runs)."""
+    key = (file, text)
+    tree = _TREES.get(key)
+    if tree is None:
+        tree = _TREES[key] = _parse(text, file)
+        while len(_TREES) > 4:
+            del _TREES[next(iter(_TREES))]
+    return tree
+
+
+def _parse(text: str, file: str):
     try:
         return ast.parse(text, filename=file)
     except SyntaxError as exc:
