@@ -39,9 +39,11 @@ def read_script(path: str, text, target) -> tuple:
 
 def load_lm(form: str, path: str, text: str, target, overrides) -> Run:
     """The Megatron-LM launch of ``path`` (its text read, its own target applied)."""
+    from overlap_cli.frameworks.megatron_lm import releases
     from overlap_cli.frameworks.megatron_lm.args import load_launch
 
-    launch = load_launch(path, text, env=launch_env_of(target))
+    # the megatron-core release decides the parser that reads the words (and every check after it)
+    launch = load_launch(path, text, env=launch_env_of(target), core=releases.of(target).CORE_VERSION)
     given = _apply_overrides(launch, overrides)
     run = Run(form=form, file=path, text=text, target=target, config=launch,
               notes=[Note(s, "sourced") for s in launch.sourced],
@@ -90,7 +92,8 @@ def _changeable(view, run: Run) -> list:
 
     sizes = ("target.world_size", "target.data_parallel_size")
     try:
-        other = load_launch(run.file, run.text, take_defaults=False, env=launch_env_of(run.target))
+        other = load_launch(run.file, run.text, take_defaults=False, env=launch_env_of(run.target),
+                            core=run.config.core_version)
         _apply_overrides(other, run.detail[1])
         resolved = resolve(other, run.target)
     except InputError:

@@ -41,7 +41,7 @@ def resolve(launch, target) -> LMResolved:
     from overlap_cli.frameworks.megatron_lm import assertions
     from overlap_cli.frameworks.megatron_lm.args import UNKNOWN, defaults
 
-    s = _Launch(launch, LMResolved(launch=launch, cfg=LaunchConfig(launch), target=target), dict(defaults()), UNKNOWN)
+    s = _Launch(launch, LMResolved(launch=launch, cfg=LaunchConfig(launch), target=target), dict(defaults(launch.core_version)), UNKNOWN)
     _parsed_args(s)
     r, a = s.r, s.a
     # The derived values the launch checks read (assertions.py); UNKNOWN where not known.

@@ -10,12 +10,22 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from differential import reference_python
+from differential import RELEASES as BRIDGE_CORE, reference_python
 
 HERE = Path(__file__).parent
 PYTHON = reference_python()
 MARKER = "@@mlm-reference-results@@\n"
 ABSENT = "absent"  # a case's Transformer Engine: a version, ABSENT, or None (installed, version not given)
+
+
+def core_python(core: str):
+    """The Python of an environment holding megatron-core ``core``: a numbered Bridge release's environment
+    whose container pins it (differential.RELEASES), or None."""
+    for bridge, pinned in BRIDGE_CORE.items():
+        python = reference_python(bridge) if pinned == core and bridge != "main" else None
+        if python is not None:
+            return python
+    return None
 
 
 def run_reference(cases: list) -> list:

@@ -3,6 +3,10 @@ reads through ``frameworks.megatron_lm.releases.of(target)``."""
 
 CORE_VERSION = "0.19.2"
 
+# The option table of this release's parser (tools/build_mlm_arguments.py in an environment holding
+# megatron-core 0.19.2, the optional groups from NVIDIA/Megatron-LM core_r0.19.0).
+ARGUMENTS = "arguments-0.19.2.json"
+
 # The keys of ``effective`` for a Megatron-LM launch: the Megatron-Core names Bridge's view reports too, plus
 # the two a launch states that Bridge's comm_overlap derives (expert parallelism, the optimizer's
 # distributed flag), less the TP bootstrap backend, which only Bridge's CommOverlapConfig carries.
@@ -32,3 +36,15 @@ EFFECTIVE_KEYS = (
     "optimizer.overlap_param_gather",
     "optimizer.overlap_param_gather_with_optimizer_step",
 )
+
+# DistributedDataParallelConfig's defaults of the ddp keys ``effective`` reports, which a Torch-FSDP2 launch
+# keeps (get_megatron_ddp_config passes it only reshard_after_forward): megatron/core/distributed/
+# distributed_data_parallel_config.py.
+DDP_DEFAULTS = {
+    "grad_reduce_in_fp32": False,  # :15
+    "overlap_grad_reduce": False,  # :18
+    "overlap_param_gather": False,  # :21
+    "align_param_gather": False,  # :24
+    "use_distributed_optimizer": False,  # :29
+    "fp8_param_gather": False,  # :78
+}
