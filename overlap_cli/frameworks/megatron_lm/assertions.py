@@ -183,11 +183,16 @@ class Runner:
     """Evaluates the table in launch order: ``until(line)`` runs the validate_args checks before that
     arguments.py line against the values as they are now; ``after_validate()`` runs the rest, then the
     configs built after validate_args. ``ctx()`` gives the current values (dests and derived names);
-    ``fail(check, message)`` records an assertion."""
+    ``fail(check, message)`` records an assertion. ``core``: the megatron-core release whose checks run
+    (its module's CHECKS_ABSENT are left out, CHECKS_CHANGED's messages printed; cites.py)."""
 
-    def __init__(self, ctx, fail):
-        self.ctx, self.fail = ctx, fail
-        self.pending = sorted((c for c in TABLE if c.line), key=lambda c: c.line)
+    def __init__(self, ctx, fail, core: Optional[str] = None):
+        from overlap_cli.frameworks.megatron_lm import cites
+
+        self.ctx, self.fail, self.core = ctx, fail, core
+        gone = cites.absent(core)
+        self.table = [c for c in TABLE if c.id not in gone]
+        self.pending = sorted((c for c in self.table if c.line), key=lambda c: c.line)
 
     def until(self, line: float) -> None:
         due = [c for c in self.pending if c.line < line]
@@ -198,9 +203,11 @@ class Runner:
 
     def after_validate(self) -> None:
         self.until(float("inf"))
-        self._run([c for c in TABLE if not c.line])
+        self._run([c for c in self.table if not c.line])
 
     def _run(self, checks: list) -> None:
+        from overlap_cli.frameworks.megatron_lm.cites import check_message
+
         ctx = self.ctx()
         for c in checks:
             if any(ctx.get(n) is UNKNOWN for n in c.reads):
@@ -208,7 +215,8 @@ class Runner:
             fields = c.fails(Values(c, ctx))
             if fields is None or fields is False:
                 continue
-            self.fail(c, c.text(fields))
+            message = check_message(c.id, c.message, self.core)
+            self.fail(c, message.format(**fields) if isinstance(fields, dict) and fields else message)
 
 
 def ids_of(code: str) -> tuple:
@@ -605,6 +613,61 @@ def _(v):
        "--ckpt-format fsdp_dtensor is only tested with Megatron FSDP.")
 def _(v):
     return FAIL if v.ckpt_format == "fsdp_dtensor" and not v.use_megatron_fsdp else OK
+
+
+# -- --deterministic-mode before determinism.py (older releases: their validate_args asserts it itself; their
+# release modules give the line, ``at`` here is the line in order of the newest release, arguments.py:1653) ---
+@check("det-flash-attn", "LM310", f"{ARGS}:1653", "deterministic_mode use_flash_attn",
+       "Flash attention can not be used in deterministic mode.", where="use_flash_attn")
+def _(v):
+    return FAIL if v.deterministic_mode and v.use_flash_attn else OK
+
+
+@check("det-ce-fusion", "LM310", f"{ARGS}:1653", "deterministic_mode cross_entropy_loss_fusion",
+       "Cross Entropy Fusion is currently not deterministic.", where="cross_entropy_loss_fusion")
+def _(v):
+    return FAIL if v.deterministic_mode and v.cross_entropy_loss_fusion else OK
+
+
+_ALL_REDUCE_CHOICES = ["Tree", "Ring", "CollnetDirect", "CollnetChain", "^NVLS"]
+
+
+@check("det-nccl-algo", "LM504", f"{ARGS}:1653", "deterministic_mode env:NCCL_ALGO",
+       f"NCCL_ALGO must be one of {_ALL_REDUCE_CHOICES}.", where="deterministic_mode")
+def _(v):
+    return FAIL if v.deterministic_mode and v["env:NCCL_ALGO"] not in _ALL_REDUCE_CHOICES else OK
+
+
+# -- Muon (older releases: asserts where newer ones use the layer-wise distributed optimizer; ``at`` in the
+# newest release's order, arguments.py:1669). Its overlap-param-gather and checkpoint-format asserts are never
+# the first to fail: --overlap-param-gather asserts --overlap-grad-reduce first (muon-ogr), a torch_dcp /
+# fsdp_dtensor checkpoint needs an FSDP (muon-fsdp2, muon-mfsdp) ---------------------------------------------
+def _muon(v) -> bool:
+    return "muon" in v.optimizer
+
+
+@check("muon-ogr", "LM310", f"{ARGS}:1669", "optimizer overlap_grad_reduce",
+       "Muon optimizer does not support overlap grad reduce. Use dist_muon instead.", where="overlap_grad_reduce")
+def _(v):
+    return FAIL if v.optimizer == "muon" and v.overlap_grad_reduce else OK
+
+
+@check("muon-distopt", "LM310", f"{ARGS}:1669", "optimizer use_distributed_optimizer",
+       "Muon optimizer does not support distributed optimizer for now.", where="use_distributed_optimizer")
+def _(v):
+    return FAIL if _muon(v) and v.use_distributed_optimizer else OK
+
+
+@check("muon-fsdp2", "LM310", f"{ARGS}:1669", "optimizer use_torch_fsdp2",
+       "Muon optimizer does not support Torch-FSDP2 for now.", where="use_torch_fsdp2")
+def _(v):
+    return FAIL if _muon(v) and v.use_torch_fsdp2 else OK
+
+
+@check("muon-mfsdp", "LM310", f"{ARGS}:1669", "optimizer use_megatron_fsdp",
+       "Muon optimizer does not support Megatron-FSDP for now.", where="use_megatron_fsdp")
+def _(v):
+    return FAIL if _muon(v) and v.use_megatron_fsdp else OK
 
 
 # -- emerging optimizers (arguments.py:1684-1686; the distributed optimizer turned off: LM307) ------

@@ -48,3 +48,29 @@ DDP_DEFAULTS = {
     "use_distributed_optimizer": False,  # :29
     "fp8_param_gather": False,  # :78
 }
+
+# Where this release's source has each line the mirror cites (megatron-core 0.19.2's lines): built by
+# tools/build_mlm_release_lines.py from the two wheels.
+LINES = "lines-0.18.2.json"
+
+# The launch checks of the newest release this one does not have (frameworks/megatron_lm/cites.py), and the
+# Muon asserts of 0.17 (0.18 turns to the layer-wise distributed optimizer, arguments.py:1560-1570).
+CHECKS_ABSENT = frozenset({
+    # generalized TP (--tensor-parallel-num-weight-shards, gtp_api) arrives in 0.19
+    "gtp-shards-min", "gtp-shards-divisible", "expert-gtp-shards-min", "expert-gtp-shards-divisible", "gtp-fp4",
+    "gtp-node-priority", "gtp-average-in-collective", "gtp-ckpt", "gtp-reshardable", "gtp-mxfp8-param-gather",
+    "gtp-mxfp8-reuse", "gtp-needs-te",
+    # Megatron-FSDP with single grouped MoE parameters: checked from 0.19 (arguments.py:1120 there)
+    "mfsdp-grouped",
+    # --deterministic-mode's determinism.py (0.19: the TP-overlap requirement, determinism.py:143)
+    "determinism",
+    "muon-ogr", "muon-distopt", "muon-fsdp2", "muon-mfsdp",
+})
+
+# What this release prints otherwise, and where (megatron/training/arguments.py of 0.18.2).
+CHECKS_CHANGED = {
+    # --deterministic-mode, asserted in validate_args itself (arguments.py:1536-1542)
+    "det-flash-attn": {"at": "megatron/training/arguments.py:1537"},
+    "det-ce-fusion": {"at": "megatron/training/arguments.py:1538"},
+    "det-nccl-algo": {"at": "megatron/training/arguments.py:1541"},
+}

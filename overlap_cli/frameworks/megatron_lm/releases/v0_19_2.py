@@ -48,3 +48,16 @@ DDP_DEFAULTS = {
     "use_distributed_optimizer": False,  # :29
     "fp8_param_gather": False,  # :78
 }
+
+# What this release's launch checks lack that an older mirrored release has (frameworks/megatron_lm/cites.py):
+# validate_args' own --deterministic-mode asserts (0.19 moved them to determinism.py) and the Muon asserts of
+# 0.17 (0.18 uses the layer-wise distributed optimizer instead).
+CHECKS_ABSENT = frozenset({
+    "det-flash-attn", "det-ce-fusion", "det-nccl-algo",
+    "muon-ogr", "muon-distopt", "muon-fsdp2", "muon-mfsdp",
+})
+# The checks this release prints otherwise than the mirror's text (the mirror is written in this release's
+# words and lines): none.
+CHECKS_CHANGED: dict = {}
+# The line map to the newest release's cites (None: this is it).
+LINES = None
