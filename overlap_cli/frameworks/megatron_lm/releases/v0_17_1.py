@@ -76,12 +76,12 @@ CHECKS_ABSENT = frozenset({
 # What this release prints otherwise, and where (its own file:line).
 CHECKS_CHANGED = {
     "mfsdp-ckpt": {"message": "Megatron FSDP only supports fsdp_dtensor checkpoint format",
-                   "at": "megatron/training/arguments.py:970"},
+                   "at": "megatron/training/arguments.py:971"},
     "fsdp-max-conn": {"message": "FSDP always requires CUDA_DEVICE_MAX_CONNECTIONS value large than one"},
     "fsdp-registration-mfsdp": {"message": "FSDP manual registration is only supported with Megatron FSDP",
-                                "at": "megatron/training/arguments.py:974"},
+                                "at": "megatron/training/arguments.py:975"},
     "fsdp-registration-ub": {"message": "FSDP manual registration is only supported with nccl-ub option",
-                             "at": "megatron/training/arguments.py:975"},
+                             "at": "megatron/training/arguments.py:976"},
     # get_model asserts it before building the DDP config, which has no num_buckets (training.py:1445-1450)
     "num-buckets": {"message": "Cannot specify both --ddp-num-buckets and --ddp-bucket-size",
                     "at": "megatron/training/training.py:1446"},
