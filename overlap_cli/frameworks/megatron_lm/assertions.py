@@ -849,6 +849,17 @@ def _(v):
     return _gdn(v, "linear_num_key_heads")
 
 
+# megatron-core 0.17: only TP divides the key heads (transformer_config.py:1107 there); ``at``: its place in
+# the newest release's order, each release module giving its own line.
+@check("gdn-key-heads-tp", "LM106", f"{TC}:1375", "experimental_attention_variant linear_num_key_heads "
+       "tensor_model_parallel_size", "linear_num_key_heads must be a multiple of tensor_model_parallel_size.",
+       where="linear_num_key_heads")
+def _(v):
+    n = v.linear_num_key_heads
+    gdn = v.experimental_attention_variant == "gated_delta_net"
+    return FAIL if gdn and isinstance(n, int) and n % v.tensor_model_parallel_size else OK
+
+
 @check("fp8-bf16-layers-delayed", "LM401", f"{TC}:1403", "fp8 first_last_layers_bf16 fp8_recipe",
        "Delayed scaling does not support first / last layer in BF16.", raises=True, where="first_last_layers_bf16")
 def _(v):
@@ -927,6 +938,15 @@ def _(v):
     return {"te": v.te_version} if wanted and v.moe_grouped_gemm and _below(v.te_version, "2.14.0") else OK
 
 
+# megatron-core 0.18 only: the single grouped MoE weight with fp8's mxfp8 recipe alone (transformer_config.py:1432
+# there; ``at``: its place in the newest release's order).
+@check("single-grouped-mxfp8", "LM401", f"{TC}:1563", "moe_single_grouped_weight fp4 fp8 fp8_recipe",
+       "moe_single_grouped_weight is currently supported only with fp8 mode and fp8_recipe='mxfp8'.", raises=True,
+       where="moe_single_grouped_weight")
+def _(v):
+    return FAIL if v.moe_single_grouped_weight and (v.fp4 or not v.fp8 or v.fp8_recipe != "mxfp8") else OK
+
+
 @check("shared-expert-overlap-dispatcher", "LM701", f"{TC}:1648",
        "moe_shared_expert_intermediate_size moe_shared_expert_overlap moe_token_dispatcher_type",
        "moe_shared_expert_overlap only works with alltoall or flex token dispatcher.", raises=True,
@@ -935,6 +955,18 @@ def _(v):
     size = v.moe_shared_expert_intermediate_size
     return FAIL if (isinstance(size, int) and size > 0 and v.moe_shared_expert_overlap
                     and v.moe_token_dispatcher_type not in ("alltoall", "flex")) else OK
+
+
+# megatron-core 0.17: alltoall only (transformer_config.py:1270-1274 there; ``at``: its place in the newest
+# release's order).
+@check("shared-expert-overlap-alltoall", "LM701", f"{TC}:1648",
+       "moe_shared_expert_intermediate_size moe_shared_expert_overlap moe_token_dispatcher_type",
+       "moe_shared_expert_overlap only works with alltoall token dispatcher.", raises=True,
+       where="moe_shared_expert_overlap")
+def _(v):
+    size = v.moe_shared_expert_intermediate_size
+    return FAIL if (isinstance(size, int) and size > 0 and v.moe_shared_expert_overlap
+                    and v.moe_token_dispatcher_type != "alltoall") else OK
 
 
 @check("cpu-offload-pp", "LM204", f"{TC}:1715", "cpu_offloading pipeline_model_parallel_size",
@@ -1174,6 +1206,14 @@ def _(v):
         return OK
     types = v.cp_comm_type if isinstance(v.cp_comm_type, list) else [v.cp_comm_type]
     return FAIL if any(t is None or str(t).replace("_", "").lower() != "allgather" for t in types) else OK
+
+
+# megatron-core 0.17 / 0.18: DSAttention with no context parallelism at all (transformer_config.py:2230 / 2543
+# there; ``at``: its place in the newest release's order).
+@check("dsa-cp", "LM801", f"{TC}:2845", "experimental_attention_variant context_parallel_size",
+       "Currently context parallelism is not supported by DSAttention!", bare=False, where="context_parallel_size")
+def _(v):
+    return FAIL if v.experimental_attention_variant == "dsa" and v.context_parallel_size != 1 else OK
 
 
 @check("batch-invariant-cp", "LM801", f"{TC}:2890", "batch_invariant_mode context_parallel_size",

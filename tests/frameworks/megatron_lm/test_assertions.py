@@ -101,7 +101,7 @@ ROWS = [
       f"{MFSDP} --num-experts 4 --moe-grouped-gemm",
       "Megatron-FSDP does not currently support moe_single_grouped_weight or moe_single_grouped_bias. Disable single "
       "grouped MoE parameters or use the regular DDP/distributed optimizer path until Megatron-FSDP supports TE "
-      "GroupedTensor param buffers."),
+      "GroupedTensor param buffers.", S(te="2.14")),
     R("mfsdp-optimizer", "LM310", f"{MFSDP} --optimizer muon", f"{MFSDP} --optimizer sgd",
       "Megatron-FSDP does not support the muon optimizer yet."),
     R("mfsdp-weight-hash", "LM310", f"{MFSDP} --check-weight-hash-across-dp-replicas-interval 10", MFSDP,
@@ -186,6 +186,23 @@ ROWS = [
     R("det-nccl-algo", "LM504", "--deterministic-mode", "--deterministic-mode",
       "NCCL_ALGO must be one of ['Tree', 'Ring', 'CollnetDirect', 'CollnetChain', '^NVLS'].",
       S(env={"NCCL_ALGO": "NVLS"}, core="0.18.2"), S(env={"NCCL_ALGO": "Tree"}, core="0.18.2")),
+    R("gdn-key-heads-tp", "LM106",
+      "--experimental-attention-variant gated_delta_net --linear-attention-freq 4 --tensor-model-parallel-size 4 "
+      "--linear-num-key-heads 6 --linear-num-value-heads 12",
+      "--experimental-attention-variant gated_delta_net --linear-attention-freq 4 --tensor-model-parallel-size 2 "
+      "--linear-num-key-heads 6 --linear-num-value-heads 12",
+      "linear_num_key_heads must be a multiple of tensor_model_parallel_size.", S(core="0.17.1")),
+    R("single-grouped-mxfp8", "LM401", "--num-experts 4 --moe-grouped-gemm --moe-single-grouped-weight",
+      f"{MXFP8} --num-experts 4 --moe-grouped-gemm --moe-single-grouped-weight",
+      "moe_single_grouped_weight is currently supported only with fp8 mode and fp8_recipe='mxfp8'.",
+      S(te="2.14", core="0.18.2")),
+    R("shared-expert-overlap-alltoall", "LM701",
+      "--num-experts 4 --moe-shared-expert-intermediate-size 128 --moe-shared-expert-overlap --moe-token-dispatcher-type allgather",
+      "--num-experts 4 --moe-shared-expert-intermediate-size 128 --moe-shared-expert-overlap --moe-token-dispatcher-type alltoall",
+      "moe_shared_expert_overlap only works with alltoall token dispatcher.", S(core="0.17.1")),
+    R("dsa-cp", "LM801", "--experimental-attention-variant dsa --disable-bias-linear --context-parallel-size 2 "
+      "--cp-comm-type allgather", "--experimental-attention-variant dsa --disable-bias-linear",
+      "Currently context parallelism is not supported by DSAttention!", S(core="0.18.2")),
     R("muon-ogr", "LM310", "--optimizer muon --overlap-grad-reduce", "--optimizer muon",
       "Muon optimizer does not support overlap grad reduce. Use dist_muon instead.", S(core="0.17.1")),
     R("muon-distopt", "LM310", "--optimizer dist_muon --use-distributed-optimizer", "--optimizer dist_muon",
@@ -556,3 +573,48 @@ def test_an_unknown_expansion_that_may_give_a_flag_makes_it_a_warning(run_cli, t
         assert [f["severity"] for f in found] == [severity]
         assert ("unless $EXTRA_ARGS gives --expert-tensor-parallel-size, --disable-bias-linear" in found[0]["message"]) \
             is (severity == "warning")
+
+
+# -- every row on every older megatron-core release ---------------------------------------------------------
+OLDER = [v for v in __import__("overlap_cli.frameworks.megatron_lm.releases", fromlist=["CORE"]).CORE.versions()
+         if v != __import__("overlap_cli.frameworks.megatron_lm.releases", fromlist=["CORE"]).CORE.newest()]
+_OLD_REAL: dict = {}
+
+
+def older_reference(core: str) -> dict:
+    """(row id, failing?) -> the real result of megatron-core ``core`` for each row's launches (skips without its
+    environment)."""
+    if core not in _OLD_REAL:
+        cases = {key: case for key, (_c, case) in _cases().items()}
+        try:
+            _OLD_REAL[core] = dict(zip(cases, run_reference(list(cases.values()), core)))
+        except pytest.skip.Exception as exc:
+            _OLD_REAL[core] = exc
+    if isinstance(_OLD_REAL[core], BaseException):
+        raise _OLD_REAL[core]
+    return _OLD_REAL[core]
+
+
+@pytest.mark.parametrize("core", OLDER)
+@pytest.mark.parametrize("failing", [True, False], ids=["bad", "good"])
+@pytest.mark.parametrize("code, bad, good, message, bad_setup, good_setup, bare", ROWS, ids=IDS)
+def test_each_launch_does_on_an_older_release_what_that_release_does(run_cli, tmp_path, code, bad, good, message,
+                                                                    bad_setup, good_setup, bare, failing, core, request):
+    """The rows' launches checked against an older release (its checks, messages and parser) and run by that
+    release's real code: where it fails, the tool reports that error (argparse's exit: the input error); where it
+    launches, no error."""
+    row = request.node.callspec.id.rsplit("-", 2)[0]
+    real = older_reference(core)[(row, failing)]
+    extra, setup = (bad, bad_setup) if failing else (good, good_setup)
+    script = write_launch(tmp_path / "launch.sh", f"{BASE} {extra}", setup["ws"], setup["env"], core)
+    _, out, _ = run_cli("check", script, *target_flags(setup["arch"], setup["te"], setup["torch"]), "--format", "json")
+    result = json.loads(out)["results"][0]
+    errors = [f["message"] for f in result["findings"] if f["severity"] == "error"]
+    if real["error"] is None:
+        assert result["error"] is None and not errors, (result["error"], errors)
+    elif real["stage"] == "argparse":
+        assert result["error"] is not None, (real["error"], errors)
+    elif real["error"]:
+        assert any(_quoted(real["error"], False) in e for e in errors), (real["error"], result["error"], errors)
+    else:  # a bare assert
+        assert errors, (real, result["error"])

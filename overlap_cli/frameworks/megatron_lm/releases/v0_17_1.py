@@ -71,6 +71,10 @@ CHECKS_ABSENT = frozenset({
     # an optimizer other than adam / sgd: Muon asserts (arguments.py:1482-1493), no layer-wise distributed
     # optimizer
     "layer-wise", "emerging-fsdp2",
+    # TransformerConfig / OptimizerConfig checks this release has in another form (the *-tp, -alltoall and dsa-cp
+    # checks) or not at all
+    "gdn-key-heads", "single-grouped-mxfp8", "shared-expert-overlap-dispatcher", "dsa-cp-allgather",
+    "reuse-grad-buf-with-ops",
 })
 
 # What this release prints otherwise, and where (its own file:line).
@@ -91,6 +95,9 @@ CHECKS_CHANGED = {
     "det-flash-attn": {"at": "megatron/training/arguments.py:1364"},
     "det-ce-fusion": {"at": "megatron/training/arguments.py:1365"},
     "det-nccl-algo": {"at": "megatron/training/arguments.py:1368"},
+    "gdn-key-heads-tp": {"at": "megatron/core/transformer/transformer_config.py:1107"},
+    "shared-expert-overlap-alltoall": {"at": "megatron/core/transformer/transformer_config.py:1273"},
+    "dsa-cp": {"at": "megatron/core/transformer/transformer_config.py:2230"},
     "muon-ogr": {"at": "megatron/training/arguments.py:1487"},
     "muon-distopt": {"at": "megatron/training/arguments.py:1490"},
     "muon-fsdp2": {"at": "megatron/training/arguments.py:1491"},

@@ -65,6 +65,11 @@ CHECKS_ABSENT = frozenset({
     # --deterministic-mode's determinism.py (0.19: the TP-overlap requirement, determinism.py:143)
     "determinism",
     "muon-ogr", "muon-distopt", "muon-fsdp2", "muon-mfsdp",
+    # 0.17's TransformerConfig checks that 0.18 widened
+    "gdn-key-heads-tp", "shared-expert-overlap-alltoall",
+    # DSAttention takes no context parallelism at all here (dsa-cp), and OptimizerConfig has no MXFP8 buffer-reuse
+    # check with the optimizer-step overlap
+    "dsa-cp-allgather", "reuse-grad-buf-with-ops",
 })
 
 # What this release prints otherwise, and where (megatron/training/arguments.py of 0.18.2).
@@ -73,4 +78,6 @@ CHECKS_CHANGED = {
     "det-flash-attn": {"at": "megatron/training/arguments.py:1537"},
     "det-ce-fusion": {"at": "megatron/training/arguments.py:1538"},
     "det-nccl-algo": {"at": "megatron/training/arguments.py:1541"},
+    "single-grouped-mxfp8": {"at": "megatron/core/transformer/transformer_config.py:1433"},
+    "dsa-cp": {"at": "megatron/core/transformer/transformer_config.py:2543"},
 }
