@@ -5,8 +5,9 @@
 
 The trees are the unpacked wheels (``megatron_core-X.Y.Z``: the folder holding ``megatron/``); each one's
 release is read from its ``megatron/core/package_info.py``. The cites are every ``file.py:LINE`` (and
-``file.py:A-B``) in overlap_cli/frameworks/megatron_lm/*.py and overlap_cli/rules/lm*.py, a bare file name
-standing for the one file of that name in the newest tree. A line is mapped where difflib's alignment of
+``file.py:A-B``) in overlap_cli/frameworks/megatron_lm/*.py and overlap_cli/rules/lm*.py (a file named by its
+constant, ``{ARGS}:1066``, spelled out), and every launch check's ``at``; a bare file name stands for the one file
+of that name in the newest tree. A line is mapped where difflib's alignment of
 the two files (``SequenceMatcher`` over the lines, whitespace stripped) keeps it unchanged; a cited line
 that was changed or does not exist in the older release is listed under ``changed`` (what it asserts may
 differ there: the check's record says so, ``assertions.Check.releases``).
@@ -24,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "overlap_cli"
+sys.path.insert(0, str(ROOT))  # this checkout's package, whatever else is installed
 CITE = re.compile(r"(?<![\w/.])((?:megatron/)?[\w/]*?(\w+\.py)):(\d+)(?:-(\d+))?")
 
 
@@ -37,10 +39,14 @@ def cited(newest: Path) -> dict:
     by_name: dict = {}
     for p in (newest / "megatron").rglob("*.py"):
         by_name.setdefault(p.name, []).append(p.relative_to(newest).as_posix())
+    from overlap_cli.frameworks.megatron_lm.assertions import TABLE
+
     files = sorted((PACKAGE / "frameworks" / "megatron_lm").glob("*.py")) + sorted((PACKAGE / "rules").glob("lm*.py"))
+    texts = [_paths_spelled_out(f.read_text(encoding="utf-8")) for f in files]
+    texts.append("\n".join(c.at for c in TABLE))  # the checks' places, some of them built in loops
     out: dict = {}
-    for f in files:
-        for m in CITE.finditer(f.read_text(encoding="utf-8")):
+    for text in texts:
+        for m in CITE.finditer(text):
             path, name, first, last = m.group(1), m.group(2), int(m.group(3)), m.group(4)
             if not path.startswith("megatron/"):
                 candidates = by_name.get(name, [])
@@ -51,6 +57,19 @@ def cited(newest: Path) -> dict:
                 continue
             out.setdefault(path, set()).update({first} | ({int(last)} if last else set()))
     return out
+
+
+def _paths_spelled_out(text: str) -> str:
+    """``{ARGS}:1066`` / ``{lm.ARGS}:1680`` (an f-string naming a file by its constant in facts.py or
+    assertions.py) as ``megatron/training/arguments.py:1066``."""
+    from overlap_cli.frameworks.megatron_lm import assertions, facts
+
+    for module, prefixes in ((facts, ("", "lm.")), (assertions, ("",))):
+        for name, value in vars(module).items():
+            if name.isupper() and isinstance(value, str) and value.startswith("megatron/") and value.endswith(".py"):
+                for prefix in prefixes:
+                    text = text.replace("{" + prefix + name + "}", value)
+    return text
 
 
 def line_map(old: list, new: list) -> dict:

@@ -18,7 +18,8 @@ from overlap_cli.frameworks.megatron_lm.releases import CORE
 UPSTREAM = ROOT / "tests" / "data" / "upstream" / "NVIDIA+Megatron-LM" / "examples"
 LLAMA = UPSTREAM / "llama" / "train_llama3_8b_h100_fp8.sh"
 PACKAGE = ROOT / "overlap_cli" / "frameworks" / "megatron_lm"
-PUBLIC = {"CORE_VERSION", "ARGUMENTS", "EFFECTIVE_KEYS", "DDP_DEFAULTS", "LINES", "CHECKS_ABSENT", "CHECKS_CHANGED"}
+PUBLIC = {"CORE_VERSION", "ARGUMENTS", "EFFECTIVE_KEYS", "DDP_DEFAULTS", "LINES", "CITES", "CHECKS_ABSENT",
+          "CHECKS_CHANGED"}
 
 
 def wheel_source(core: str) -> Path:
@@ -105,6 +106,16 @@ def test_each_changed_check_is_where_its_release_says(core):
         assert "assert" in lines[int(line) - 1] or "raise" in lines[int(line) - 1], (check_id, lines[int(line) - 1])
         message = change.get("message") or by_id[check_id].message
         assert message.split("{")[0].split("[")[0][:40] in near, (check_id, near)
+
+
+@pytest.mark.parametrize("core", [v for v in CORE.versions() if v != CORE.newest()])
+def test_each_placed_cite_is_the_same_step(core):
+    """CITES: the line a release does a newer release's step at holds that step's code."""
+    tree = wheel_source(core)
+    for _newest, own in CORE.get(core).CITES.items():
+        path, line = own.rsplit(":", 1)
+        text = (tree / path).read_text().splitlines()[int(line) - 1]
+        assert "bucket_size is None" in text or "batch_p2p_comm" in text, (own, text)
 
 
 @pytest.mark.parametrize("core", [v for v in CORE.versions() if v != CORE.newest()])

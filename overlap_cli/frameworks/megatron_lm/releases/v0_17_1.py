@@ -52,6 +52,11 @@ DDP_DEFAULTS = {
 # Where this release's source has each line the mirror cites (megatron-core 0.19.2's lines): built by
 # tools/build_mlm_release_lines.py from the two wheels.
 LINES = "lines-0.17.1.json"
+# What the newest release does in a function this one lacks or moved, and where this one does it: the default DDP
+# bucket (resolve_ddp_bucket_size, training.py:1552 there) inline in get_model; core_transformer_config_from_args
+# in arguments.py (argument_utils.py:307 there).
+CITES = {"megatron/training/training.py:1552": "megatron/training/training.py:1471",
+         "megatron/training/argument_utils.py:307": "megatron/training/arguments.py:1669"}
 
 # The launch checks of the newest release this one does not have (frameworks/megatron_lm/cites.py).
 CHECKS_ABSENT = frozenset({
@@ -74,7 +79,7 @@ CHECKS_ABSENT = frozenset({
     # TransformerConfig / OptimizerConfig checks this release has in another form (the *-tp, -alltoall and dsa-cp
     # checks) or not at all
     "gdn-key-heads", "single-grouped-mxfp8", "shared-expert-overlap-dispatcher", "dsa-cp-allgather",
-    "reuse-grad-buf-with-ops",
+    "reuse-grad-buf-with-ops", "batch-invariant-cp",
 })
 
 # What this release prints otherwise, and where (its own file:line).

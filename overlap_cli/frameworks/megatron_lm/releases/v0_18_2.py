@@ -52,6 +52,9 @@ DDP_DEFAULTS = {
 # Where this release's source has each line the mirror cites (megatron-core 0.19.2's lines): built by
 # tools/build_mlm_release_lines.py from the two wheels.
 LINES = "lines-0.18.2.json"
+# What the newest release does in a function this one lacks, and where this one does it: the default DDP bucket
+# (resolve_ddp_bucket_size, training.py:1552 there) inline in get_model.
+CITES = {"megatron/training/training.py:1552": "megatron/training/training.py:1772"}
 
 # The launch checks of the newest release this one does not have (frameworks/megatron_lm/cites.py), and the
 # Muon asserts of 0.17 (0.18 turns to the layer-wise distributed optimizer, arguments.py:1560-1570).
@@ -69,7 +72,7 @@ CHECKS_ABSENT = frozenset({
     "gdn-key-heads-tp", "shared-expert-overlap-alltoall",
     # DSAttention takes no context parallelism at all here (dsa-cp), and OptimizerConfig has no MXFP8 buffer-reuse
     # check with the optimizer-step overlap
-    "dsa-cp-allgather", "reuse-grad-buf-with-ops",
+    "dsa-cp-allgather", "reuse-grad-buf-with-ops", "batch-invariant-cp",
 })
 
 # What this release prints otherwise, and where (megatron/training/arguments.py of 0.18.2).

@@ -61,5 +61,6 @@ CHECKS_ABSENT = frozenset({
 # The checks this release prints otherwise than the mirror's text (the mirror is written in this release's
 # words and lines): none.
 CHECKS_CHANGED: dict = {}
-# The line map to the newest release's cites (None: this is it).
+# The line map to the newest release's cites (None: this is it), and the cites it places elsewhere (none).
 LINES = None
+CITES: dict = {}
