@@ -7,7 +7,9 @@ Each check is a pure function of the values it declares in ``reads`` (argparse d
 leaves them at that point, or the derived names below); it is evaluated only when every one of them is
 known, so an unknown input makes its outcome unknown (no finding). It returns ``None`` when the launch
 passes, else the fields of its ``message`` — the exact text the launch prints (``str.format`` fields).
-``at`` is the upstream ``file:line`` of the assert / raise; a check of ``validate_args`` also has the
+``at`` is the upstream ``file:line`` of the assert / raise (the newest release's; a check only older releases
+have is at its place in the newest release's order, and each release module gives the line it prints, cites.py);
+a check of ``validate_args`` also has the
 arguments.py ``line`` it runs at, so the resolver evaluates it between the same forcings as upstream
 (``Runner.until``). ``code`` names the LM rule that reports it.
 
@@ -952,9 +954,13 @@ def _(v):
        "moe_shared_expert_overlap only works with alltoall or flex token dispatcher.", raises=True,
        where="moe_shared_expert_overlap")
 def _(v):
+    return _shared_expert_overlap(v, ("alltoall", "flex"))
+
+
+def _shared_expert_overlap(v, dispatchers: tuple):
     size = v.moe_shared_expert_intermediate_size
     return FAIL if (isinstance(size, int) and size > 0 and v.moe_shared_expert_overlap
-                    and v.moe_token_dispatcher_type not in ("alltoall", "flex")) else OK
+                    and v.moe_token_dispatcher_type not in dispatchers) else OK
 
 
 # megatron-core 0.17: alltoall only (transformer_config.py:1270-1274 there; ``at``: its place in the newest
@@ -964,9 +970,7 @@ def _(v):
        "moe_shared_expert_overlap only works with alltoall token dispatcher.", raises=True,
        where="moe_shared_expert_overlap")
 def _(v):
-    size = v.moe_shared_expert_intermediate_size
-    return FAIL if (isinstance(size, int) and size > 0 and v.moe_shared_expert_overlap
-                    and v.moe_token_dispatcher_type != "alltoall") else OK
+    return _shared_expert_overlap(v, ("alltoall",))
 
 
 @check("cpu-offload-pp", "LM204", f"{TC}:1715", "cpu_offloading pipeline_model_parallel_size",

@@ -1,6 +1,7 @@
 """Resolve a Megatron-LM launch into the settings Megatron-LM hands to Megatron-Core — a pure function.
 
-Mirrors, in order, what happens to the parsed flags (megatron-core 0.19.2's ``megatron/training``):
+Mirrors, in order, what happens to the parsed flags (megatron-core 0.19.2's ``megatron/training``; a launch of an
+older release skips the steps' records its code lacks and cites its own lines, cites.py):
 
 1. ``parse_args``: argparse defaults, then the flags; ``WORLD_SIZE`` from the launcher (arguments.py:144);
 2. ``validate_args`` (arguments.py:388): the data-parallel size (arguments.py:430-446), the virtual

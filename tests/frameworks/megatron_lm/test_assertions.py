@@ -6,7 +6,9 @@ optimizer configs). The expected message is written here, from the upstream sour
 code under test.
 
 For each row: the failing launch gets an error finding of the row's code quoting the message, the
-other gets no error; the real code raises exactly that message on the first and launches the second.
+other gets no error; the real code raises exactly that message on the first and launches the second. A row of
+a check only an older release has runs on that release (its setup's ``core``), and every row's launches also run
+on each older release, against its real code (``test_each_launch_does_on_an_older_release_what_that_release_does``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shlex
 import pytest
 
 from lmref import ABSENT, reference_case, run_reference, target_flags, write_launch
+from overlap_cli.frameworks.megatron_lm.releases import CORE
 
 BASE = ("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "
         "--micro-batch-size 1")
@@ -485,18 +488,18 @@ def _cases():
 _REAL: dict = {}
 
 
-def reference_of(core):
-    """(row id, failing?) -> the real result, for the rows run on megatron-core ``core`` (skips without its
-    environment)."""
-    if core not in _REAL:
-        cases = {key: case for key, (c, case) in _cases().items() if c == core}
+def reference_of(core, every_row: bool = False):
+    """(row id, failing?) -> the real result of megatron-core ``core`` (None: the default release) for the rows
+    run on it, or for every row (skips without its environment)."""
+    if (core, every_row) not in _REAL:
+        cases = {key: case for key, (c, case) in _cases().items() if every_row or c == core}
         try:
-            _REAL[core] = dict(zip(cases, run_reference(list(cases.values()), core)))
+            _REAL[core, every_row] = dict(zip(cases, run_reference(list(cases.values()), core)))
         except pytest.skip.Exception as exc:
-            _REAL[core] = exc
-    if isinstance(_REAL[core], BaseException):
-        raise _REAL[core]
-    return _REAL[core]
+            _REAL[core, every_row] = exc
+    if isinstance(_REAL[core, every_row], BaseException):
+        raise _REAL[core, every_row]
+    return _REAL[core, every_row]
 
 
 def _check(run_cli, tmp_path, extra: str, setup: dict) -> dict:
@@ -576,23 +579,7 @@ def test_an_unknown_expansion_that_may_give_a_flag_makes_it_a_warning(run_cli, t
 
 
 # -- every row on every older megatron-core release ---------------------------------------------------------
-OLDER = [v for v in __import__("overlap_cli.frameworks.megatron_lm.releases", fromlist=["CORE"]).CORE.versions()
-         if v != __import__("overlap_cli.frameworks.megatron_lm.releases", fromlist=["CORE"]).CORE.newest()]
-_OLD_REAL: dict = {}
-
-
-def older_reference(core: str) -> dict:
-    """(row id, failing?) -> the real result of megatron-core ``core`` for each row's launches (skips without its
-    environment)."""
-    if core not in _OLD_REAL:
-        cases = {key: case for key, (_c, case) in _cases().items()}
-        try:
-            _OLD_REAL[core] = dict(zip(cases, run_reference(list(cases.values()), core)))
-        except pytest.skip.Exception as exc:
-            _OLD_REAL[core] = exc
-    if isinstance(_OLD_REAL[core], BaseException):
-        raise _OLD_REAL[core]
-    return _OLD_REAL[core]
+OLDER = [v for v in CORE.versions() if v != CORE.newest()]
 
 
 @pytest.mark.parametrize("core", OLDER)
@@ -604,7 +591,7 @@ def test_each_launch_does_on_an_older_release_what_that_release_does(run_cli, tm
     release's real code: where it fails, the tool reports that error (argparse's exit: the input error); where it
     launches, no error."""
     row = request.node.callspec.id.rsplit("-", 2)[0]
-    real = older_reference(core)[(row, failing)]
+    real = reference_of(core, every_row=True)[(row, failing)]
     extra, setup = (bad, bad_setup) if failing else (good, good_setup)
     script = write_launch(tmp_path / "launch.sh", f"{BASE} {extra}", setup["ws"], setup["env"], core)
     _, out, _ = run_cli("check", script, *target_flags(setup["arch"], setup["te"], setup["torch"]), "--format", "json")
