@@ -2,7 +2,9 @@
 
     BRIDGE_ENV/bin/python tools/build_mlm_arguments.py [--mlm-source DIR|GITDIR@REF]
 
-Run it in an environment where megatron-core is importable (its wheel carries ``megatron/training``).
+Run it in an environment where megatron-core is importable (its wheel carries ``megatron/training``): the
+table is that release's (one per release the tool mirrors: /tmp/bridge-env-0.4.2 holds megatron-core 0.17.1,
+-0.5.1 holds 0.18.2, -0.6.2 holds 0.19.2).
 The parser is the real one: ``argparse.ArgumentParser(allow_abbrev=False)`` filled by
 ``megatron.training.arguments.add_megatron_arguments``, exactly as ``parse_args`` builds it
 (megatron/training/arguments.py:116-121). Every action is written with its spellings, dest, action kind,
@@ -10,12 +12,13 @@ type, nargs, choices, const and default.
 
 The optional argument groups the training scripts add through ``extra_args_provider`` are not in the
 wheel; they are read from a Megatron-LM source tree (``--mlm-source``: a checkout, or a git directory and
-a ref; default ``OVERLAP_MLM_SOURCE``, else the ``core_r0.19.0`` branch of a mirror fetched next to this
-repository, ``../.mirror/NVIDIA+Megatron-LM/repo``). Of such a file only the top-level imports
+a ref; default ``OVERLAP_MLM_SOURCE``, else the installed release's tag ``core_vX.Y.Z`` of a mirror fetched
+next to this repository, ``../.mirror/NVIDIA+Megatron-LM/repo``, or its release branch ``core_rX.Y.0`` when
+the mirror has no such tag — 0.19.2's; the wheels' ``megatron/training/arguments.py`` equal both). Of such a file only the top-level imports
 (each tried; one that fails is skipped) and the provider function are executed, on a fresh copy of the
 core parser; the actions it adds form that group. Nothing of the rest of the script runs.
 
-Output: ``overlap_cli/frameworks/megatron_lm/arguments.json``.
+Output: ``overlap_cli/frameworks/megatron_lm/releases/arguments-X.Y.Z.json`` (the installed release's).
 """
 
 from __future__ import annotations
@@ -31,9 +34,17 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "overlap_cli" / "frameworks" / "megatron_lm" / "arguments.json"
-# A mirror fetched next to the repository (``fetch github:NVIDIA/Megatron-LM``), at the branch of 0.19.x.
-DEFAULT_SOURCE = f"{ROOT.parent / '.mirror' / 'NVIDIA+Megatron-LM' / 'repo'}@core_r0.19.0"
+RELEASES = ROOT / "overlap_cli" / "frameworks" / "megatron_lm" / "releases"
+# A mirror fetched next to the repository (``fetch github:NVIDIA/Megatron-LM``).
+MIRROR = ROOT.parent / ".mirror" / "NVIDIA+Megatron-LM" / "repo"
+
+
+def default_source(version: str) -> str:
+    """The mirror at the release's tag, else at its release branch."""
+    tag = f"core_v{version}"
+    found = subprocess.run(["git", "-C", str(MIRROR), "rev-parse", "--verify", "-q", tag + "^{commit}"],
+                           capture_output=True, text=True).returncode == 0
+    return f"{MIRROR}@{tag if found else 'core_r' + '.'.join(version.split('.')[:2]) + '.0'}"
 
 
 def describe_source(src: str) -> str:
@@ -198,14 +209,16 @@ def script_table(source: str, provider_groups: dict) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mlm-source", default=os.environ.get("OVERLAP_MLM_SOURCE", DEFAULT_SOURCE))
-    ap.add_argument("-o", "--output", default=str(OUT))
+    from importlib import metadata
+
+    version = metadata.version("megatron-core")
+    ap.add_argument("--mlm-source", default=os.environ.get("OVERLAP_MLM_SOURCE") or default_source(version))
+    ap.add_argument("-o", "--output", default=str(RELEASES / f"arguments-{version}.json"))
     opts = ap.parse_args()
 
     import warnings
 
     warnings.simplefilter("ignore")
-    from importlib import metadata
 
     parser = core_parser()
     rows = [row(a, "core") for a in parser._actions]
@@ -232,7 +245,7 @@ def main() -> int:
         print(f"  {group}: {len(added)} options from {rel}", file=sys.stderr)
 
     doc = {
-        "megatron_core": metadata.version("megatron-core"),
+        "megatron_core": version,
         "mlm_source": describe_source(opts.mlm_source),
         "parser": {"allow_abbrev": parser.allow_abbrev, "prefix_chars": parser.prefix_chars},
         "groups": groups,

@@ -1,6 +1,7 @@
 """Build the table of Megatron-LM flags newer than the supported megatron-core: the options a newer
-Megatron-LM's ``parse_args`` accepts that the shipped table (``arguments.json``, megatron-core 0.19.2)
-lacks, with the release they appear in. A launch that gives one fails in 0.19.2 (argparse exits 2), and the
+Megatron-LM's ``parse_args`` accepts that the newest shipped table (``releases/arguments-X.Y.Z.json``, the
+newest megatron-core the tool mirrors) lacks, with the release they appear in. (A flag an older mirrored
+release lacks and a newer mirrored one has is named from the tables themselves, args.other_release.) A launch that gives one fails in 0.19.2 (argparse exits 2), and the
 message names where the flag comes from instead of only "no such flag".
 
     BRIDGE_ENV/bin/python tools/build_mlm_newer_flags.py [--mlm-git GITDIR] [--ref REF]
@@ -28,7 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "overlap_cli" / "frameworks" / "megatron_lm" / "newer_flags.json"
-SHIPPED = ROOT / "overlap_cli" / "frameworks" / "megatron_lm" / "arguments.json"
+SHIPPED = max((ROOT / "overlap_cli" / "frameworks" / "megatron_lm" / "releases").glob("arguments-*.json"),
+              key=lambda p: tuple(int(n) for n in p.stem.split("-", 1)[1].split(".")))
 DEFAULT_GIT = ROOT.parent / ".mirror" / "NVIDIA+Megatron-LM" / "repo"
 
 _PARSER = """

@@ -53,7 +53,7 @@ def _reload_view(view, text: str):
         pass
 
     placed = _Placed()
-    placed.launch = load_launch(view.launch.file, text)
+    placed.launch = load_launch(view.launch.file, text, core=view.launch.core_version)
     return placed
 
 
@@ -76,7 +76,7 @@ def apply_fix(text: str, view, finding) -> str:
             problem = _prove(launch, candidate, goal)
             if problem is None:
                 text = candidate
-                launch = load_launch(launch.file, text)
+                launch = load_launch(launch.file, text, core=launch.core_version)
                 break
             last = problem
         else:
@@ -103,7 +103,7 @@ def _goal(launch, edit) -> Optional[tuple]:
         if var is not None and var.how != "assignment" and var.value is not UNKNOWN and var.value == str(edit.value):
             return None
         return ("env", name, str(edit.value))
-    row = flag_row(key) if key.startswith("-") else None  # forms.megatron_lm turned shared rules' model.* edits into flags
+    row = flag_row(key, launch.core_version) if key.startswith("-") else None  # forms.megatron_lm turned shared rules' model.* edits into flags
     if row is None:
         raise Unplaceable(f"{key} is not a Megatron-LM flag")
     dest, give = row["dest"], edit.op != "remove"
@@ -147,7 +147,7 @@ def _prove(launch, candidate: str, goal: tuple) -> Optional[str]:
     from overlap_cli.frameworks.megatron_lm.args import load_launch
 
     try:
-        new = load_launch(launch.file, candidate)
+        new = load_launch(launch.file, candidate, core=launch.core_version)
     except InputError as exc:
         return f"the edited text does not read: {exc.problem.message}"
     args, env, ws, script, unknowns = _meaning(launch)
@@ -155,7 +155,7 @@ def _prove(launch, candidate: str, goal: tuple) -> Optional[str]:
     if kind == "env":
         env = {**env, name: repr(value)}
     else:
-        dest = flag_row(name)["dest"]
+        dest = flag_row(name, launch.core_version)["dest"]
         if value is None:
             args.pop(dest, None)
         else:

@@ -25,11 +25,12 @@ ANCHORS = {
 }
 
 
-def flag_row(flag: str) -> Optional[dict]:
-    """The table row of a flag spelling (the first, where scripts define it differently: same dest)."""
+def flag_row(flag: str, core: Optional[str] = None) -> Optional[dict]:
+    """The table row of a flag spelling in megatron-core ``core``'s parser (the first, where scripts define it
+    differently: same dest)."""
     from overlap_cli.frameworks.megatron_lm.args import table
 
-    rows = table()["by_flag"].get(flag)
+    rows = table(core)["by_flag"].get(flag)
     return rows[0] if rows else None
 
 
@@ -61,7 +62,7 @@ def candidates(text: str, launch, goal: tuple, finding):
 
 def _anchors(launch, flag: str, finding) -> list:
     """Args beside which a new flag may go, best first."""
-    dest = flag_row(flag)["dest"]
+    dest = flag_row(flag, launch.core_version)["dest"]
     out = [launch.args[d] for d in ANCHORS.get(dest, ()) if d in launch.args]
     near = [a for a in launch.args.values() if a.flag == finding.key]
     out += near

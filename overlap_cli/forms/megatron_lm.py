@@ -39,15 +39,17 @@ def read_script(path: str, text, target) -> tuple:
 
 def load_lm(form: str, path: str, text: str, target, overrides) -> Run:
     """The Megatron-LM launch of ``path`` (its text read, its own target applied)."""
+    from overlap_cli.frameworks.megatron_lm import releases
     from overlap_cli.frameworks.megatron_lm.args import load_launch
 
-    env = launch_env_of(target)
+    # the megatron-core release decides the parser that reads the words (and every check after it)
+    env, core = launch_env_of(target), releases.of(target).CORE_VERSION
     try:
-        launch = load_launch(path, text, env=env)
+        launch = load_launch(path, text, env=env, core=core)
     except InputError as exc:  # on the reading that takes the caller's defaults: read as the other callers run it
         from overlap_cli.frameworks.megatron_lm.paths import over_defaults_taken
 
-        launch = over_defaults_taken(exc, lambda: load_launch(path, text, take_defaults=False, env=env))
+        launch = over_defaults_taken(exc, lambda: load_launch(path, text, take_defaults=False, env=env, core=core))
     given = _apply_overrides(launch, overrides)
     run = Run(form=form, file=path, text=text, target=target, config=launch,
               notes=[Note(s, "sourced") for s in launch.sourced],
@@ -96,7 +98,8 @@ def _changeable(view, run: Run) -> list:
 
     sizes = ("target.world_size", "target.data_parallel_size")
     try:
-        other = load_launch(run.file, run.text, take_defaults=False, env=launch_env_of(run.target))
+        other = load_launch(run.file, run.text, take_defaults=False, env=launch_env_of(run.target),
+                            core=run.config.core_version)
         _apply_overrides(other, run.detail[1])
         resolved = resolve(other, run.target)
     except InputError:

@@ -30,7 +30,7 @@ def flag_of(view, dest: str) -> str:
         return arg.flag
     from overlap_cli.frameworks.megatron_lm.args import option
 
-    row = option(dest)
+    row = option(dest, view.launch.core_version)
     return row["flags"][0] if row else "--" + dest.replace("_", "-")
 
 

@@ -289,6 +289,7 @@ def delay_wgrad_launch_checks(view):
     if not view.delay_wgrad_ogr_te:
         return
     from overlap_cli.frameworks.megatron_lm import facts as lm
+    from overlap_cli.frameworks.megatron_lm.cites import cite
     from overlap_cli.rules.common import te_version, unknown_version_text
     from overlap_cli.launch_profile import versions
 
@@ -296,7 +297,8 @@ def delay_wgrad_launch_checks(view):
     status = versions.status(have, "2.8.0")
     if status == "too-old":
         yield lm_finding(view, "LM309", "error", f"Transformer Engine {have} is older than 2.8.0: validate_args asserts "
-                         f"\"{lm.DELAY_WGRAD_OGR_TE}\" ({lm.DELAY_WGRAD_OGR_TE_AT})", "overlap_grad_reduce")
+                         f"\"{lm.DELAY_WGRAD_OGR_TE}\" ({cite(lm.DELAY_WGRAD_OGR_TE_AT, view.launch.core_version)})",
+                         "overlap_grad_reduce")
     elif status == "unknown":
         yield lm_finding(view, "LM309", "info", f"--delay-wgrad-compute with --overlap-grad-reduce needs Transformer "
                          f"Engine >= 2.8.0 ({unknown_version_text(have, 'Transformer Engine', '--te-version')})",

@@ -158,8 +158,11 @@ def max_connections_conflict(view):
     ## Fix
     None offered: decide which overlap to favour (1 for TP, 32 for EP/FSDP).
     """
+    from overlap_cli.frameworks.megatron_lm.cites import cite
+
+    at = cite("arguments.py:1416", view.launch.core_version)  # the release's line of these warnings
     for w in view.launch_warnings:
-        yield lm_finding(view, "LM503", "warning", f"validate_args warns: \"{w}\" (arguments.py:1416)", "tensor_model_parallel_size")
+        yield lm_finding(view, "LM503", "warning", f"validate_args warns: \"{w}\" ({at})", "tensor_model_parallel_size")
 
 
 @rule("LM504", "launch-environment-rejected", "error", "A setting the target's GPU, library versions or launch variables rule out",

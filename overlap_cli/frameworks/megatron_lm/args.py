@@ -1,7 +1,8 @@
 """Megatron-LM's command line with argparse's meaning, without argparse (or Megatron) at run time.
 
-The option table ``arguments.json`` is generated from the real parser of megatron-core 0.19.2
-(``tools/build_mlm_arguments.py``): ``parse_args`` builds ``argparse.ArgumentParser(allow_abbrev=False)``
+The option table of each megatron-core release (``releases/arguments-X.Y.Z.json``, named by the release's
+module, ``releases.CORE``) is generated from that release's real parser (``tools/build_mlm_arguments.py``,
+run in an environment holding it): ``parse_args`` builds ``argparse.ArgumentParser(allow_abbrev=False)``
 and fills it with ``add_megatron_arguments`` (megatron/training/arguments.py:116-121), and the training
 scripts add optional groups through ``extra_args_provider`` (``pretrain_gpt.py`` the ModelOpt arguments of
 megatron/post_training/arguments.py, ``pretrain_vlm.py`` its VLM arguments, ``train_rl.py`` the inference
@@ -36,9 +37,7 @@ from overlap_cli.config.argv import LAUNCH_LINE, MODEL_ARGS, UNKNOWN, EnvVar, La
 from overlap_cli.records import dataclass, field  # not dataclasses: start-up time (records.py)
 
 __all__ = ["UNKNOWN", "Arg", "EnvVar", "Launch", "Token", "load_launch", "parse_tokens", "defaults", "option",
-           "options_for", "table", "LAUNCH_LINE", "MODEL_ARGS"]
-
-TABLE_PATH = os.path.join(os.path.dirname(__file__), "arguments.json")
+           "options_for", "table", "table_path", "LAUNCH_LINE", "MODEL_ARGS"]
 
 
 @dataclass
@@ -89,64 +88,76 @@ class Launch:
     # descriptions (LaunchText.forks), so what asserts on some paths only can be named (resolver.path_assertions)
     path_args: list = field(default_factory=list)
     forks: dict = field(default_factory=dict)
+    core_version: Optional[str] = None  # the megatron-core release whose parser read the words (None: the newest held)
 
 
 # --- the option table -------------------------------------------------------------------------------
 
-_TABLE: Optional[dict] = None
+_TABLES: dict = {}  # megatron-core release -> its table, each read on first use
 
 
-def table() -> dict:
-    """The generated table: {"megatron_core", "parser", "groups", "options": [row...]} plus lookups."""
-    global _TABLE
-    if _TABLE is None:
-        with open(TABLE_PATH, encoding="utf-8") as fh:
-            doc = json.load(fh)
-        # spelling -> the rows that define it: core first, then each optional group's own version (a flag
-        # two scripts define differently, e.g. --model-provider, has one row per meaning)
-        by_flag: dict = {}
-        by_dest: dict = {}
-        for row in doc["options"]:
-            if row["action"] == "help":
+def table_path(core: Optional[str] = None) -> str:
+    """The option table of megatron-core ``core`` (None: the newest release held): the file its release module
+    names (releases/, ``ARGUMENTS``). InputError for a release the tool holds no data for."""
+    from overlap_cli.frameworks.megatron_lm.releases import CORE
+
+    return os.path.join(os.path.dirname(__file__), "releases", CORE.get(core).ARGUMENTS)
+
+
+def table(core: Optional[str] = None) -> dict:
+    """The generated table of megatron-core ``core`` (None: the newest held): {"megatron_core", "parser",
+    "groups", "options": [row...]} plus lookups."""
+    cached = _TABLES.get(core)
+    if cached is not None:
+        return cached
+    with open(table_path(core), encoding="utf-8") as fh:
+        doc = json.load(fh)
+    # spelling -> the rows that define it: core first, then each optional group's own version (a flag
+    # two scripts define differently, e.g. --model-provider, has one row per meaning)
+    by_flag: dict = {}
+    by_dest: dict = {}
+    for row in doc["options"]:
+        if row["action"] == "help":
+            continue
+        meaning = None
+        for spelling in row["flags"]:
+            rows = by_flag.get(spelling)
+            if rows is None:
+                by_flag[spelling] = [row]
                 continue
-            meaning = None
-            for spelling in row["flags"]:
-                rows = by_flag.get(spelling)
-                if rows is None:
-                    by_flag[spelling] = [row]
-                    continue
-                if meaning is None:
-                    meaning = {k: v for k, v in row.items() if k != "group"}
-                if not any({k: v for k, v in r.items() if k != "group"} == meaning for r in rows):
-                    rows.append(row)
-            if not any(r["group"] == "core" for r in by_dest.get(row["dest"], ())) or row["group"] == "core":
-                by_dest.setdefault(row["dest"], []).append(row)
-        doc["by_flag"], doc["by_dest"] = by_flag, by_dest
-        # training-script file name -> the optional groups its parser adds (scripts whose whole argument
-        # set the table holds; tools/build_mlm_arguments.py script_table)
-        doc["script_groups"] = {name: set(groups) for name, groups in doc.get("scripts", {}).items()}
-        _TABLE = doc
-    return _TABLE
+            if meaning is None:
+                meaning = {k: v for k, v in row.items() if k != "group"}
+            if not any({k: v for k, v in r.items() if k != "group"} == meaning for r in rows):
+                rows.append(row)
+        if not any(r["group"] == "core" for r in by_dest.get(row["dest"], ())) or row["group"] == "core":
+            by_dest.setdefault(row["dest"], []).append(row)
+    doc["by_flag"], doc["by_dest"] = by_flag, by_dest
+    # training-script file name -> the optional groups its parser adds (scripts whose whole argument
+    # set the table holds; tools/build_mlm_arguments.py script_table)
+    doc["script_groups"] = {name: set(groups) for name, groups in doc.get("scripts", {}).items()}
+    _TABLES[core] = doc
+    return doc
 
 
-def option(dest: str) -> Optional[dict]:
-    """The table row of a dest (action, type, nargs, choices, default, flags, group), or None.
+def option(dest: str, core: Optional[str] = None) -> Optional[dict]:
+    """The table row of a dest (action, type, nargs, choices, default, flags, group) in megatron-core ``core``'s
+    parser, or None.
 
     A dest two options share (a deprecated spelling kept as its own action) gives the first one's row;
     ``options_for`` gives them all."""
-    rows = table()["by_dest"].get(dest)
+    rows = table(core)["by_dest"].get(dest)
     return rows[0] if rows else None
 
 
-def options_for(dest: str) -> list:
-    return list(table()["by_dest"].get(dest, ()))
+def options_for(dest: str, core: Optional[str] = None) -> list:
+    return list(table(core)["by_dest"].get(dest, ()))
 
 
-def defaults() -> dict:
+def defaults(core: Optional[str] = None) -> dict:
     """dest -> the value argparse gives when the flag is absent (string defaults converted by the type, as
-    argparse does)."""
+    argparse does), in megatron-core ``core``'s parser."""
     out: dict = {}
-    for dest, rows in table()["by_dest"].items():
+    for dest, rows in table(core)["by_dest"].items():
         row = rows[0]
         value = row.get("default")
         if isinstance(value, str) and row.get("type") in ("int", "float"):
@@ -158,15 +169,13 @@ def defaults() -> dict:
     return out
 
 
-def flag_spellings() -> list:
-    return list(table()["by_flag"])
-
-
 # --- loading ----------------------------------------------------------------------------------------
 
 
-def load_launch(path: str, text: Optional[str] = None, take_defaults: bool = True, env: Optional[dict] = None) -> Launch:
-    """Read a launch script or a functional-test YAML and give its Megatron-LM arguments.
+def load_launch(path: str, text: Optional[str] = None, take_defaults: bool = True, env: Optional[dict] = None,
+                core: Optional[str] = None) -> Launch:
+    """Read a launch script or a functional-test YAML and give its Megatron-LM arguments, as the parser of
+    megatron-core ``core`` (None: the newest release held) reads them.
 
     Raises InputError (one line: file:line:col, flag, message) for input Megatron-LM or the reader
     refuses: no launch line, an unknown flag, a value of the wrong type, a non-integer size."""
@@ -182,37 +191,39 @@ def load_launch(path: str, text: Optional[str] = None, take_defaults: bool = Tru
         from overlap_cli.config.shell import read_launch_script
 
         found = read_launch_script(path, text, take_defaults, env)
-    return launch_from_text(found)
+    return launch_from_text(found, core)
 
 
 def is_yaml_path(path: str) -> bool:
     return path.lower().endswith((".yaml", ".yml"))
 
 
-def launch_from_text(found: LaunchText) -> Launch:
+def launch_from_text(found: LaunchText, core: Optional[str] = None) -> Launch:
     unknowns = list(found.unknowns)
     tokens = list(found.tokens)
     if len(found.paths) > 1:  # conditions not known statically: the flags every path agrees on are known
         from overlap_cli.frameworks.megatron_lm.paths import merge_paths
 
-        args, notes, path_args = merge_paths(found, strict_for, parse_tokens)
+        args, notes, path_args = merge_paths(found, lambda script, kind: strict_for(script, kind, core),
+                                             lambda *a, **k: parse_tokens(*a, core=core, **k))
         unknowns.extend(n for n in notes if n not in unknowns)
         for path in found.paths[1:]:  # an expansion that may hold any flags, on any path, stays open
             tokens.extend(t for t in path.tokens if t.multi and not any(t == u for u in tokens))
     else:
         path_args = []
-        args = parse_tokens(found.file, found.tokens, unknowns, script=found.script, strict=strict_for(found.script, found.kind))
+        args = parse_tokens(found.file, found.tokens, unknowns, script=found.script,
+                            strict=strict_for(found.script, found.kind, core), core=core)
     if "yaml_cfg" in args:  # parse_args replaces argparse's values with the file's (frameworks/megatron_lm/yaml_cfg.py)
         from overlap_cli.frameworks.megatron_lm.yaml_cfg import apply_yaml_cfg
 
-        args = apply_yaml_cfg(found.file, args, unknowns, Arg, list(table()["by_dest"]))
+        args = apply_yaml_cfg(found.file, args, unknowns, Arg, list(table(core)["by_dest"]))
     check_parallel_sizes(found.file, args)
     return Launch(
         file=found.file, text=found.text, kind=found.kind, script=found.script, launch_line=found.launch_line,
         args=args, env=found.env, world_size=found.world_size, world_size_line=found.world_size_line,
         argv=[t.text for t in tokens], unknowns=unknowns, tokens=tokens, insert_at=found.insert_at,
         defaults_taken=found.defaults_taken, sourced=list(found.sourced), path_args=path_args,
-        forks=dict(getattr(found, "forks", None) or {}),
+        forks=dict(getattr(found, "forks", None) or {}), core_version=core,
     )
 
 
@@ -340,12 +351,12 @@ def _span_of(tokens: list) -> Optional[tuple]:
     return (line, tokens[0].span[1], tokens[-1].span[2])
 
 
-def _rows_for_script(rows: list, flag: str, script: Optional[str], token: Token) -> list:
+def _rows_for_script(rows: list, flag: str, script: Optional[str], token: Token, core: Optional[str]) -> list:
     """The rows of a flag the training script's parser has: core, and the groups that script adds. A
     script none of the groups names (a user's own) may add any of them."""
     if script is None:
         return rows
-    doc = table()
+    doc = table(core)
     mine = doc["script_groups"].get(script)
     if mine is None:
         return rows
@@ -357,20 +368,22 @@ def _rows_for_script(rows: list, flag: str, script: Optional[str], token: Token)
     return kept
 
 
-def strict_for(script: Optional[str], kind: str) -> bool:
+def strict_for(script: Optional[str], kind: str, core: Optional[str] = None) -> bool:
     """Whether a flag the table lacks is an error: for a functional-test YAML (the harness runs the
     scripts the table covers) and for a script whose whole argument set the table holds. Another script
     (``run_text_generation.py``, a user's ``train.py``) may add arguments of its own."""
-    return kind == "yaml" or script in table()["script_groups"]
+    return kind == "yaml" or script in table(core)["script_groups"]
 
 
 def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, script: Optional[str] = None,
-                 strict: bool = True) -> dict:
+                 strict: bool = True, core: Optional[str] = None) -> dict:
     """dest -> Arg for the argument words of a launch, with argparse's meaning; InputError on what
     argparse rejects. Words not known statically give UNKNOWN values; where one could be flags (an
     unquoted unknown expansion), a sentence goes to ``unknowns``. Not ``strict``: a flag the table lacks
-    (and the value words after it) is noted in ``unknowns`` instead of being an error."""
-    by_flag = table()["by_flag"]
+    (and the value words after it) is noted in ``unknowns`` instead of being an error. ``core``: the
+    megatron-core release whose parser reads them (None: the newest held)."""
+    doc = table(core)
+    by_flag = doc["by_flag"]
     out: dict = {}
     unrecognized: list = []  # argparse reports them after everything else parsed
     notes = unknowns if unknowns is not None else []
@@ -394,7 +407,7 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, scrip
 
                 alias = respelled(flag, by_flag)
                 if alias is not None:
-                    i = fork_flag(tokens, i, alias, by_flag[alias][0], (script, strict, table()["megatron_core"]), out,
+                    i = fork_flag(tokens, i, alias, by_flag[alias][0], (script, strict, doc["megatron_core"]), out,
                                   notes, lambda tok: _is_value(tok, by_flag), Arg)
                     continue
             if kind == "U" and not strict:
@@ -409,7 +422,7 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, scrip
                 i += 1
                 continue
             i += 1
-            rows = _rows_for_script(row, flag, script, tok)
+            rows = _rows_for_script(row, flag, script, tok, core)
             row = rows[0]
             action = row["action"]
             nargs = row.get("nargs")
@@ -465,10 +478,9 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, scrip
             key = first.text.partition("=")[0]
             import difflib
 
-            newer = newer_release(key)
-            if newer is not None:
-                message = (f"not a flag of megatron-core {table()['megatron_core']} (argparse exits 2: unrecognized arguments): it is "
-                           f"newer, first in {newer}")
+            other = other_release(key, doc["megatron_core"])
+            if other is not None:
+                message = f"not a flag of megatron-core {doc['megatron_core']} (argparse exits 2: unrecognized arguments): {other}"
             else:
                 close = difflib.get_close_matches(key, list(by_flag), n=1, cutoff=0.6)
                 message = "no such Megatron-LM flag (argparse exits 2: unrecognized arguments)"
@@ -478,11 +490,21 @@ def parse_tokens(file: str, tokens: list, unknowns: Optional[list] = None, scrip
     return out
 
 
-def newer_release(flag: str) -> Optional[str]:
-    """The newer release whose parser has ``flag`` (newer_flags.json, tools/build_mlm_newer_flags.py), as
-    'megatron-core 0.20.0 (in development; NVIDIA/Megatron-LM main d98e8a6)', or None."""
-    import os
+def other_release(flag: str, core: str) -> Optional[str]:
+    """Where ``flag``, which megatron-core ``core``'s parser lacks, comes from, as a clause: the first newer
+    release the tool holds whose table has it ("it arrives in megatron-core 0.19.x (0.19.2 has it)"), else
+    the in-development parser of newer_flags.json (tools/build_mlm_newer_flags.py), else the newest older
+    release whose table has it ("it was removed after megatron-core 0.17.1"); None when none has it.
+    Another release's table is read only here, on the way to the error."""
+    from overlap_cli.frameworks.megatron_lm.releases import CORE
+    from overlap_cli.frameworks.releases import is_release
 
+    held = [v for v in CORE.versions() if is_release(v)]  # oldest first
+    mine = held.index(core)
+    for version in held[mine + 1:]:
+        if flag in table(version)["by_flag"]:
+            series = ".".join(version.split(".")[:2])
+            return f"it is newer, added in megatron-core {series}.x ({version} has it)"
     with open(os.path.join(os.path.dirname(__file__), "newer_flags.json"), encoding="utf-8") as fh:
         doc = json.load(fh)
     for entry in doc["releases"]:
@@ -490,7 +512,10 @@ def newer_release(flag: str) -> Optional[str]:
             project, ref, commit = entry["source"].split(" ")
             release = entry["release"]
             where = f"{project} {ref} {commit[:7]}"
-            return release[:-1] + f"; {where})" if release.endswith(")") else f"{release} ({where})"
+            return "it is newer, first in " + (release[:-1] + f"; {where})" if release.endswith(")") else f"{release} ({where})")
+    for version in reversed(held[:mine]):
+        if flag in table(version)["by_flag"]:
+            return f"megatron-core {version} has it; it was removed after that release"
     return None
 
 

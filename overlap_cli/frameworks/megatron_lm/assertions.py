@@ -7,7 +7,9 @@ Each check is a pure function of the values it declares in ``reads`` (argparse d
 leaves them at that point, or the derived names below); it is evaluated only when every one of them is
 known, so an unknown input makes its outcome unknown (no finding). It returns ``None`` when the launch
 passes, else the fields of its ``message`` — the exact text the launch prints (``str.format`` fields).
-``at`` is the upstream ``file:line`` of the assert / raise; a check of ``validate_args`` also has the
+``at`` is the upstream ``file:line`` of the assert / raise (the newest release's; a check only older releases
+have is at its place in the newest release's order, and each release module gives the line it prints, cites.py);
+a check of ``validate_args`` also has the
 arguments.py ``line`` it runs at, so the resolver evaluates it between the same forcings as upstream
 (``Runner.until``). ``code`` names the LM rule that reports it.
 
@@ -183,11 +185,16 @@ class Runner:
     """Evaluates the table in launch order: ``until(line)`` runs the validate_args checks before that
     arguments.py line against the values as they are now; ``after_validate()`` runs the rest, then the
     configs built after validate_args. ``ctx()`` gives the current values (dests and derived names);
-    ``fail(check, message)`` records an assertion."""
+    ``fail(check, message)`` records an assertion. ``core``: the megatron-core release whose checks run
+    (its module's CHECKS_ABSENT are left out, CHECKS_CHANGED's messages printed; cites.py)."""
 
-    def __init__(self, ctx, fail):
-        self.ctx, self.fail = ctx, fail
-        self.pending = sorted((c for c in TABLE if c.line), key=lambda c: c.line)
+    def __init__(self, ctx, fail, core: Optional[str] = None):
+        from overlap_cli.frameworks.megatron_lm import cites
+
+        self.ctx, self.fail, self.core = ctx, fail, core
+        gone = cites.absent(core)
+        self.table = [c for c in TABLE if c.id not in gone]
+        self.pending = sorted((c for c in self.table if c.line), key=lambda c: c.line)
 
     def until(self, line: float) -> None:
         due = [c for c in self.pending if c.line < line]
@@ -198,9 +205,11 @@ class Runner:
 
     def after_validate(self) -> None:
         self.until(float("inf"))
-        self._run([c for c in TABLE if not c.line])
+        self._run([c for c in self.table if not c.line])
 
     def _run(self, checks: list) -> None:
+        from overlap_cli.frameworks.megatron_lm.cites import check_message
+
         ctx = self.ctx()
         for c in checks:
             if any(ctx.get(n) is UNKNOWN for n in c.reads):
@@ -208,7 +217,8 @@ class Runner:
             fields = c.fails(Values(c, ctx))
             if fields is None or fields is False:
                 continue
-            self.fail(c, c.text(fields))
+            message = check_message(c.id, c.message, self.core)
+            self.fail(c, message.format(**fields) if isinstance(fields, dict) and fields else message)
 
 
 def ids_of(code: str) -> tuple:
@@ -607,6 +617,61 @@ def _(v):
     return FAIL if v.ckpt_format == "fsdp_dtensor" and not v.use_megatron_fsdp else OK
 
 
+# -- --deterministic-mode before determinism.py (older releases: their validate_args asserts it itself; their
+# release modules give the line, ``at`` here is the line in order of the newest release, arguments.py:1653) ---
+@check("det-flash-attn", "LM310", f"{ARGS}:1653", "deterministic_mode use_flash_attn",
+       "Flash attention can not be used in deterministic mode.", where="use_flash_attn")
+def _(v):
+    return FAIL if v.deterministic_mode and v.use_flash_attn else OK
+
+
+@check("det-ce-fusion", "LM310", f"{ARGS}:1653", "deterministic_mode cross_entropy_loss_fusion",
+       "Cross Entropy Fusion is currently not deterministic.", where="cross_entropy_loss_fusion")
+def _(v):
+    return FAIL if v.deterministic_mode and v.cross_entropy_loss_fusion else OK
+
+
+_ALL_REDUCE_CHOICES = ["Tree", "Ring", "CollnetDirect", "CollnetChain", "^NVLS"]
+
+
+@check("det-nccl-algo", "LM504", f"{ARGS}:1653", "deterministic_mode env:NCCL_ALGO",
+       f"NCCL_ALGO must be one of {_ALL_REDUCE_CHOICES}.", where="deterministic_mode")
+def _(v):
+    return FAIL if v.deterministic_mode and v["env:NCCL_ALGO"] not in _ALL_REDUCE_CHOICES else OK
+
+
+# -- Muon (older releases: asserts where newer ones use the layer-wise distributed optimizer; ``at`` in the
+# newest release's order, arguments.py:1669). Its overlap-param-gather and checkpoint-format asserts are never
+# the first to fail: --overlap-param-gather asserts --overlap-grad-reduce first (muon-ogr), a torch_dcp /
+# fsdp_dtensor checkpoint needs an FSDP (muon-fsdp2, muon-mfsdp) ---------------------------------------------
+def _muon(v) -> bool:
+    return "muon" in v.optimizer
+
+
+@check("muon-ogr", "LM310", f"{ARGS}:1669", "optimizer overlap_grad_reduce",
+       "Muon optimizer does not support overlap grad reduce. Use dist_muon instead.", where="overlap_grad_reduce")
+def _(v):
+    return FAIL if v.optimizer == "muon" and v.overlap_grad_reduce else OK
+
+
+@check("muon-distopt", "LM310", f"{ARGS}:1669", "optimizer use_distributed_optimizer",
+       "Muon optimizer does not support distributed optimizer for now.", where="use_distributed_optimizer")
+def _(v):
+    return FAIL if _muon(v) and v.use_distributed_optimizer else OK
+
+
+@check("muon-fsdp2", "LM310", f"{ARGS}:1669", "optimizer use_torch_fsdp2",
+       "Muon optimizer does not support Torch-FSDP2 for now.", where="use_torch_fsdp2")
+def _(v):
+    return FAIL if _muon(v) and v.use_torch_fsdp2 else OK
+
+
+@check("muon-mfsdp", "LM310", f"{ARGS}:1669", "optimizer use_megatron_fsdp",
+       "Muon optimizer does not support Megatron-FSDP for now.", where="use_megatron_fsdp")
+def _(v):
+    return FAIL if _muon(v) and v.use_megatron_fsdp else OK
+
+
 # -- emerging optimizers (arguments.py:1684-1686; the distributed optimizer turned off: LM307) ------
 def _emerging(v) -> bool:
     return v.optimizer not in ("sgd", "adam")
@@ -786,6 +851,17 @@ def _(v):
     return _gdn(v, "linear_num_key_heads")
 
 
+# megatron-core 0.17: only TP divides the key heads (transformer_config.py:1107 there); ``at``: its place in
+# the newest release's order, each release module giving its own line.
+@check("gdn-key-heads-tp", "LM106", f"{TC}:1375", "experimental_attention_variant linear_num_key_heads "
+       "tensor_model_parallel_size", "linear_num_key_heads must be a multiple of tensor_model_parallel_size.",
+       where="linear_num_key_heads")
+def _(v):
+    n = v.linear_num_key_heads
+    gdn = v.experimental_attention_variant == "gated_delta_net"
+    return FAIL if gdn and isinstance(n, int) and n % v.tensor_model_parallel_size else OK
+
+
 @check("fp8-bf16-layers-delayed", "LM401", f"{TC}:1403", "fp8 first_last_layers_bf16 fp8_recipe",
        "Delayed scaling does not support first / last layer in BF16.", raises=True, where="first_last_layers_bf16")
 def _(v):
@@ -864,14 +940,37 @@ def _(v):
     return {"te": v.te_version} if wanted and v.moe_grouped_gemm and _below(v.te_version, "2.14.0") else OK
 
 
+# megatron-core 0.18 only: the single grouped MoE weight with fp8's mxfp8 recipe alone (transformer_config.py:1432
+# there; ``at``: its place in the newest release's order).
+@check("single-grouped-mxfp8", "LM401", f"{TC}:1563", "moe_single_grouped_weight fp4 fp8 fp8_recipe",
+       "moe_single_grouped_weight is currently supported only with fp8 mode and fp8_recipe='mxfp8'.", raises=True,
+       where="moe_single_grouped_weight")
+def _(v):
+    return FAIL if v.moe_single_grouped_weight and (v.fp4 or not v.fp8 or v.fp8_recipe != "mxfp8") else OK
+
+
 @check("shared-expert-overlap-dispatcher", "LM701", f"{TC}:1648",
        "moe_shared_expert_intermediate_size moe_shared_expert_overlap moe_token_dispatcher_type",
        "moe_shared_expert_overlap only works with alltoall or flex token dispatcher.", raises=True,
        where="moe_shared_expert_overlap")
 def _(v):
+    return _shared_expert_overlap(v, ("alltoall", "flex"))
+
+
+def _shared_expert_overlap(v, dispatchers: tuple):
     size = v.moe_shared_expert_intermediate_size
     return FAIL if (isinstance(size, int) and size > 0 and v.moe_shared_expert_overlap
-                    and v.moe_token_dispatcher_type not in ("alltoall", "flex")) else OK
+                    and v.moe_token_dispatcher_type not in dispatchers) else OK
+
+
+# megatron-core 0.17: alltoall only (transformer_config.py:1270-1274 there; ``at``: its place in the newest
+# release's order).
+@check("shared-expert-overlap-alltoall", "LM701", f"{TC}:1648",
+       "moe_shared_expert_intermediate_size moe_shared_expert_overlap moe_token_dispatcher_type",
+       "moe_shared_expert_overlap only works with alltoall token dispatcher.", raises=True,
+       where="moe_shared_expert_overlap")
+def _(v):
+    return _shared_expert_overlap(v, ("alltoall",))
 
 
 @check("cpu-offload-pp", "LM204", f"{TC}:1715", "cpu_offloading pipeline_model_parallel_size",
@@ -1111,6 +1210,14 @@ def _(v):
         return OK
     types = v.cp_comm_type if isinstance(v.cp_comm_type, list) else [v.cp_comm_type]
     return FAIL if any(t is None or str(t).replace("_", "").lower() != "allgather" for t in types) else OK
+
+
+# megatron-core 0.17 / 0.18: DSAttention with no context parallelism at all (transformer_config.py:2230 / 2543
+# there; ``at``: its place in the newest release's order).
+@check("dsa-cp", "LM801", f"{TC}:2845", "experimental_attention_variant context_parallel_size",
+       "Currently context parallelism is not supported by DSAttention!", bare=False, where="context_parallel_size")
+def _(v):
+    return FAIL if v.experimental_attention_variant == "dsa" and v.context_parallel_size != 1 else OK
 
 
 @check("batch-invariant-cp", "LM801", f"{TC}:2890", "batch_invariant_mode context_parallel_size",

@@ -28,11 +28,12 @@ def how_set(env) -> str:
 
 
 def build_configs(r, a, prov, known, unknown, fail) -> None:
-    from overlap_cli.frameworks.megatron_lm import releases
-
-    effective_keys = releases.of(r.target).EFFECTIVE_KEYS
     """``final``: the TransformerConfig, DDP config, optimizer config and training sizes Megatron-LM builds
     from ``args``; ``effective``: the overlap keys with their provenance."""
+    from overlap_cli.frameworks.megatron_lm import releases
+
+    release = releases.CORE.get(r.launch.core_version)
+    effective_keys = release.EFFECTIVE_KEYS
     clean = {k: (None if v is unknown else v) for k, v in a.items()}
     model = dict(clean)
     for key, dest in lm.DEST_OF.items():
@@ -74,13 +75,10 @@ def build_configs(r, a, prov, known, unknown, fail) -> None:
     if a.get("use_torch_fsdp2") is True:
         # training.py:1980-1982: Torch-FSDP2 gets TorchFullyShardedDataParallelConfig(reshard_after_forward) only;
         # every other field keeps DistributedDataParallelConfig's default.
-        from overlap_cli.frameworks.bridge import releases as bridge_releases
-
-        DDP_DEFAULTS = bridge_releases.of(r.target).DDP_DEFAULTS  # noqa: N806 (megatron-core's class defaults)
         for key in effective_keys:
             section, name = key.split(".", 1)
             if section == "ddp" and name != "bucket_size":
-                ddp[name] = DDP_DEFAULTS[name]
+                ddp[name] = release.DDP_DEFAULTS[name]
                 overrides[key] = Value(ddp[name], DERIVED, "--use-torch-fsdp2: get_megatron_ddp_config passes only "
                                        "reshard_after_forward (training.py:1980-1982); the DistributedDataParallelConfig "
                                        "default stays")
@@ -101,7 +99,7 @@ def build_configs(r, a, prov, known, unknown, fail) -> None:
         value = r.final[section].get(name)
         v = overrides.get(key) or prov.get(dest)
         if v is None:
-            v = Value(value, DEFAULT, _default_reason(dest, option))
+            v = Value(value, DEFAULT, _default_reason(dest, lambda d: option(d, r.launch.core_version)))
         else:
             v = Value(value if v.source != UNKNOWN_SOURCE else None, v.source, v.reason)
         eff[key] = v

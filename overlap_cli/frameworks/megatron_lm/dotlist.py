@@ -45,7 +45,7 @@ def apply_overrides(launch, overrides: list) -> dict:
             set_keys["env." + name] = o.raw
             continue
         dest = _dest_of(o.path, lm)
-        row = option(dest) if dest else None
+        row = option(dest, launch.core_version) if dest else None
         if row is None:
             raise refuse(o, f"no Megatron-LM flag sets {key} (a key `overlap check --show-effective` prints: "
                             "model.*, ddp.*, optimizer.*, train.*, env.*)")
@@ -54,7 +54,7 @@ def apply_overrides(launch, overrides: list) -> dict:
         if o.op == "delete":
             launch.args.pop(dest, None)
             continue
-        words = _words(o, row, options_for(dest), refuse)
+        words = _words(o, row, options_for(dest, launch.core_version), refuse)
         if not words:  # a switch turned off that has no --no- spelling, or null: as if the flag were not given
             value = False if words is None else None
             launch.args[dest] = Arg(dest=dest, value=value, flag=row["flags"][0], line=None, column=None,
@@ -62,7 +62,7 @@ def apply_overrides(launch, overrides: list) -> dict:
             continue
         tokens = [Token(w, None, None, COMMAND_LINE) for w in words]
         try:
-            parsed = parse_tokens(launch.file, tokens, [], script=launch.script, strict=False)
+            parsed = parse_tokens(launch.file, tokens, [], script=launch.script, strict=False, core=launch.core_version)
             check_parallel_sizes(launch.file, parsed)
         except InputError as exc:
             raise refuse(o, exc.problem.describe()) from None

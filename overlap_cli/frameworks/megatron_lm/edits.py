@@ -20,7 +20,7 @@ def flag_edit(edit: Edit, launch) -> Optional[Edit]:
     if edit.key.startswith(("-", "env.")):
         return edit
     parts = tuple(edit.key.split("."))
-    row = option(LaunchConfig.dest_of(parts)) if len(parts) == 2 else None
+    row = option(LaunchConfig.dest_of(parts), launch.core_version) if len(parts) == 2 else None
     if row is None or row["action"] not in ("store_true", "store_false") or not isinstance(edit.value, bool):
         return None
     give = edit.value if row["action"] == "store_true" else not edit.value

@@ -2,7 +2,8 @@
 
 Line numbers are those of megatron-core 0.19.2 (the wheel ships ``megatron/training``; its
 ``arguments.py`` equals the ``core_r0.19.0`` branch of NVIDIA/Megatron-LM). ``ARGS`` abbreviates
-``megatron/training/arguments.py``. The assertion messages are the exact text the launch prints.
+``megatron/training/arguments.py``. The assertion messages are the exact text the launch prints. A launch
+checked against an older release prints that release's lines and messages (cites.py, from its release module).
 """
 
 from __future__ import annotations

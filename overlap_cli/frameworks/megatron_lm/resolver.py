@@ -1,6 +1,7 @@
 """Resolve a Megatron-LM launch into the settings Megatron-LM hands to Megatron-Core — a pure function.
 
-Mirrors, in order, what happens to the parsed flags (megatron-core 0.19.2's ``megatron/training``):
+Mirrors, in order, what happens to the parsed flags (megatron-core 0.19.2's ``megatron/training``; a launch of an
+older release skips the steps' records its code lacks and cites its own lines, cites.py):
 
 1. ``parse_args``: argparse defaults, then the flags; ``WORLD_SIZE`` from the launcher (arguments.py:144);
 2. ``validate_args`` (arguments.py:388): the data-parallel size (arguments.py:430-446), the virtual
@@ -41,11 +42,11 @@ def resolve(launch, target) -> LMResolved:
     from overlap_cli.frameworks.megatron_lm import assertions
     from overlap_cli.frameworks.megatron_lm.args import UNKNOWN, defaults
 
-    s = _Launch(launch, LMResolved(launch=launch, cfg=LaunchConfig(launch), target=target), dict(defaults()), UNKNOWN)
+    s = _Launch(launch, LMResolved(launch=launch, cfg=LaunchConfig(launch), target=target), dict(defaults(launch.core_version)), UNKNOWN)
     _parsed_args(s)
     r, a = s.r, s.a
     # The derived values the launch checks read (assertions.py); UNKNOWN where not known.
-    s.runner = assertions.Runner(lambda: {**a, **s.derived}, s.fail_check)
+    s.runner = assertions.Runner(lambda: {**a, **s.derived}, s.fail_check, launch.core_version)
     _target_values(r, launch, s.derived, UNKNOWN)
     for where, step in VALIDATE_ARGS:
         s.runner.until(_line(where))
@@ -59,7 +60,17 @@ def resolve(launch, target) -> LMResolved:
     r.model_at_setup = r.final["model"]
     r.grid = _grid(r, a, s.integer)
     r.path_assertions = path_assertions(launch, target, r.assertions)
+    _cite_release(r, launch.core_version)
     return r
+
+
+def _cite_release(r: LMResolved, core) -> None:
+    """The upstream lines the effective values' reasons cite, read as the launch's megatron-core release has
+    them (cites.py; the mirror cites the newest release's lines)."""
+    from overlap_cli.frameworks.megatron_lm.cites import cite
+
+    for v in r.effective.values():
+        v.reason = cite(v.reason, core)
 
 
 MAX_PATHS = 16  # a launch with more ways through it is reported on its merged reading only (cost bound)
@@ -125,12 +136,27 @@ class _Launch:
         return x is not self.unknown
 
     def fail(self, id_: str, message: str, at: str, *dests: str) -> None:
-        self.r.assertions.append(Assertion(id_, message, at, dests))
+        """An assert of a step of validate_args (in the newest release's words and lines; the launch's release
+        may not have it, or print another message at another line: cites.py)."""
+        from overlap_cli.frameworks.megatron_lm import cites
+
+        core = self.launch.core_version
+        if id_ in cites.absent(core):
+            return
+        self.r.assertions.append(Assertion(id_, cites.check_message(id_, message, core), cites.check_at(id_, at, core), dests))
 
     def fail_check(self, c, message: str) -> None:
-        self.r.assertions.append(Assertion(c.id, message, c.at, c.flags, c.who, c.bare))
+        from overlap_cli.frameworks.megatron_lm.cites import check_at
+
+        self.r.assertions.append(Assertion(c.id, message, check_at(c.id, c.at, self.launch.core_version), c.flags,
+                                           c.who, c.bare))
 
     def force(self, id_: str, dest: str, new, at: str, printed: str = "", why: str = "") -> None:
+        from overlap_cli.frameworks.megatron_lm import cites
+
+        if id_ in cites.absent(self.launch.core_version):
+            return
+        at = cites.check_at(id_, at, self.launch.core_version)
         old = self.a.get(dest)
         if old is new or old == new and type(old) is type(new):
             return

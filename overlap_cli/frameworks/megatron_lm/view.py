@@ -194,7 +194,7 @@ class LMResolved:
             from overlap_cli.frameworks.megatron_lm.args import option
 
             arg = next((a for a in launch.args.values()
-                        if a.flag == key or key in ((option(a.dest) or {}).get("flags") or ())), None)
+                        if a.flag == key or key in ((option(a.dest, launch.core_version) or {}).get("flags") or ())), None)
             value = None if arg is None else arg.flag == key
         else:
             arg = self.cfg.arg(tuple(key.split(".")))

@@ -1,5 +1,5 @@
-"""Shared by the differential tests: the environment with the real megatron-core 0.19.2 (or None), running
-mlm_reference.py on a list of cases, and writing a launch script the CLI checks on the same target."""
+"""Shared by the differential tests: the environment with the real megatron-core of a release (or None),
+running mlm_reference.py on a list of cases, and writing a launch script the CLI checks on the same target."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from differential import reference_python
+from differential import RELEASES as BRIDGE_CORE, reference_python
 
 HERE = Path(__file__).parent
 PYTHON = reference_python()
@@ -18,11 +18,23 @@ MARKER = "@@mlm-reference-results@@\n"
 ABSENT = "absent"  # a case's Transformer Engine: a version, ABSENT, or None (installed, version not given)
 
 
-def run_reference(cases: list) -> list:
-    """mlm_reference.py's result for each case; skips without the environment, fails when it crashes."""
-    if PYTHON is None:
-        pytest.skip("no environment with megatron-core 0.19.2 (set OVERLAP_BRIDGE_ENV)")
-    proc = subprocess.run([str(PYTHON), str(HERE / "mlm_reference.py")], input=json.dumps(cases),
+def core_python(core: str):
+    """The Python of an environment holding megatron-core ``core``: a numbered Bridge release's environment
+    whose container pins it (differential.RELEASES), or None."""
+    for bridge, pinned in BRIDGE_CORE.items():
+        python = reference_python(bridge) if pinned == core and bridge != "main" else None
+        if python is not None:
+            return python
+    return None
+
+
+def run_reference(cases: list, core: str | None = None) -> list:
+    """mlm_reference.py's result for each case, run by megatron-core ``core`` (None: the default release's
+    environment); skips without the environment, fails when it crashes."""
+    python = PYTHON if core is None else core_python(core)
+    if python is None:
+        pytest.skip(f"no environment with megatron-core {core or 'of the default release'} (set OVERLAP_BRIDGE_ENV)")
+    proc = subprocess.run([str(python), str(HERE / "mlm_reference.py")], input=json.dumps(cases),
                           capture_output=True, text=True, timeout=600)
     if proc.returncode or MARKER not in proc.stdout:  # the environment is there: a crash is a failure, not a skip
         pytest.fail(f"the reference environment cannot run Megatron-LM's launch checks: {proc.stderr.strip()[-800:]}")
@@ -38,9 +50,11 @@ def reference_case(argv: list, ws: int, arch: int, env: dict, te=None, torch=Non
     return case
 
 
-def write_launch(path: Path, words: str, ws: int, env: dict) -> Path:
+def write_launch(path: Path, words: str, ws: int, env: dict, core: str | None = None) -> Path:
+    """A launch script of ``words``; checked against megatron-core ``core`` when given (its target directive)."""
     exports = "".join(f"export {k}={v}\n" for k, v in env.items())
-    path.write_text(f"#!/bin/bash\n{exports}torchrun --nproc_per_node {ws} pretrain_gpt.py {words}\n", encoding="utf-8")
+    directive = f"# overlap: target core-version={core}\n" if core else ""
+    path.write_text(f"#!/bin/bash\n{directive}{exports}torchrun --nproc_per_node {ws} pretrain_gpt.py {words}\n", encoding="utf-8")
     return path
 
 

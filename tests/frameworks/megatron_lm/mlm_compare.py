@@ -58,8 +58,11 @@ def write(launch, folder: Path) -> Path:
     return path
 
 
-def check(launch, folder: Path) -> dict:
-    """`overlap check` on the launch's file, for the launch's GPU (and world size, for a YAML: the harness's)."""
+def check(launch, folder: Path, core: str | None = None) -> dict:
+    """`overlap check` on the launch's file, for the launch's GPU (and world size, for a YAML: the harness's),
+    against megatron-core ``core`` (``[tool.overlap] core_version`` beside the file; None: the default)."""
+    if core is not None:
+        (folder / "pyproject.toml").write_text(f'[tool.overlap]\ncore_version = "{core}"\n', encoding="utf-8")
     args = [write(launch, folder), "--gpu", launch.gpu, "--te-version", launch.te_version]
     if launch.form == "yaml":
         args += ["--world-size", launch.world_size]

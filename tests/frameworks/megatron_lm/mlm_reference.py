@@ -1,6 +1,6 @@
-"""Run a launch the way Megatron-LM (megatron-core 0.19.2) would start it, up to the configs it trains with,
-for the differential tests. Run with the Python of an environment that has megatron-core 0.19.2 installed
-(the tool never imports it): ``python mlm_reference.py < cases.json`` (the results follow the line ``MARKER``).
+"""Run a launch the way Megatron-LM would start it, up to the configs it trains with, for the differential
+tests. Run with the Python of an environment that has megatron-core installed — 0.19.2, 0.18.2 or 0.17.1: the
+release installed is the one answering (the tool never imports it): ``python mlm_reference.py < cases.json`` (the results follow the line ``MARKER``).
 
 A case is either ``{"launch": {"program": "torchrun" | "python" | "python3", "argv": [...], "env": {...}},
 "arch": 9 | 10, "te": "2.12"}`` — what the launcher was handed (mlm_shim.py records it from bash) — or the
@@ -22,6 +22,10 @@ The steps, each one's exception being the launch's failure (``stage``: which ste
 4. the configs training.py builds: ``core_transformer_config_from_args`` (the model provider),
    ``get_megatron_ddp_config`` with ``resolve_ddp_bucket_size`` as ``get_model`` calls it
    (training.py:1847-1856; not for Torch-FSDP2), ``get_megatron_optimizer_config``.
+
+Where a release builds these elsewhere, the reference follows it: megatron-core 0.17.1 has no
+``get_megatron_ddp_config`` (get_model builds the DDP config and its bucket inline, training.py:1436-1477) and no
+generalized TP (no ``gtp_api``); 0.18.2 computes the bucket inline in get_model (training.py:1764-1779).
 
 No GPU is touched: ``get_device_arch_version`` answers the case's architecture, and the data-parallel x
 context-parallel group size is handed to ``resolve_ddp_bucket_size`` directly (``get_pg_size``). With
@@ -51,13 +55,19 @@ import torch  # noqa: E402
 import torch.distributed.run as torchrun  # noqa: E402
 import megatron.core.parallel_state as mpu  # noqa: E402
 import megatron.core.utils as core_utils  # noqa: E402
-import megatron.core.tensor_parallel.gtp_api as gtp_api  # noqa: E402
+try:  # generalized TP: megatron-core 0.19 and later
+    import megatron.core.tensor_parallel.gtp_api as gtp_api  # noqa: E402
+except ImportError:
+    gtp_api = None
 import megatron.training.arguments as A  # noqa: E402
 import megatron.training.global_vars as global_vars  # noqa: E402
 import megatron.training.initialize as initialize  # noqa: E402
 import megatron.training.training as T  # noqa: E402
 from megatron.core.num_microbatches_calculator import _build_num_microbatches_calculator  # noqa: E402
-from megatron.training.argument_utils import core_transformer_config_from_args  # noqa: E402
+try:
+    from megatron.training.argument_utils import core_transformer_config_from_args  # noqa: E402
+except ImportError:  # megatron-core 0.17.1: arguments.py:1649
+    from megatron.training.arguments import core_transformer_config_from_args  # noqa: E402
 from packaging.version import Version  # noqa: E402
 
 MARKER = "@@mlm-reference-results@@"
@@ -108,7 +118,8 @@ def _inert_process_groups(world_size: int) -> None:
 def _model_te(version):
     """Model a Transformer Engine install of ``version`` (None: the environment's own, absent here)."""
     core_utils._te_version = Version(version) if version else None
-    gtp_api.HAVE_GTP = bool(version)  # GTP's Transformer Engine symbols import (gtp_api.py:13-38)
+    if gtp_api is not None:
+        gtp_api.HAVE_GTP = bool(version)  # GTP's Transformer Engine symbols import (gtp_api.py:13-38)
     for name in [m for m in sys.modules if m == "transformer_engine" or m.startswith("transformer_engine.")]:
         if getattr(sys.modules[name], "_overlap_reference_stub", False):
             del sys.modules[name]
@@ -212,6 +223,76 @@ def _launch(case: dict) -> dict:
     return {"program": "python", "argv": ["pretrain_gpt.py", *case["argv"]], "env": env}
 
 
+def _microbatches(args) -> None:
+    """The microbatch calculator set_global_variables builds (global_vars.py:124-135), by the parameters of the
+    installed release's ``_build_num_microbatches_calculator`` (0.17.1 takes the ramp-up, 0.18 the step schedule)."""
+    import inspect
+
+    given = {"rank": 0, "rampup_batch_size": getattr(args, "rampup_batch_size", None),
+             "global_batch_size": args.global_batch_size, "micro_batch_size": args.micro_batch_size,
+             # 0.19: the full DP x gtp_remat degree (args.data_parallel_size is the gtp_remat-excluded replicate)
+             "data_parallel_size": args.data_parallel_size * getattr(args, "gtp_weight_remat_size", 1),
+             "decrease_batch_size_if_needed": args.decrease_batch_size_if_needed,
+             "step_batch_size_schedule": getattr(args, "step_batch_size_schedule", None),
+             "seq_length": args.seq_length}
+    wanted = inspect.signature(_build_num_microbatches_calculator).parameters
+    _build_num_microbatches_calculator(**{name: given[name] for name in wanted})
+
+
+_NUM_BUCKETS = {"unavailable": "the rank's parameter count // --ddp-num-buckets (get_model)"}
+
+
+def _ddp_config(args) -> tuple:
+    """(the DDP config get_model hands DDP, its bucket size) as the installed release builds them."""
+    if hasattr(T, "get_megatron_ddp_config"):
+        ddp = T.get_megatron_ddp_config(args)
+    else:  # megatron-core 0.17.1: get_model builds it inline (training.py:1434-1464)
+        ddp = _ddp_config_in_get_model(args)
+    if getattr(args, "use_torch_fsdp2", False):
+        return ddp, ddp.bucket_size
+    if hasattr(T, "resolve_ddp_bucket_size"):  # 0.19
+        if ddp.num_buckets is not None and ddp.overlap_grad_reduce:
+            return ddp, _NUM_BUCKETS
+        T.get_pg_size = lambda group: group
+        return ddp, T.resolve_ddp_bucket_size(ddp, args.data_parallel_size * args.context_parallel_size,
+                                              ddp.overlap_grad_reduce, 0)
+    # 0.17.1 training.py:1445-1477, 0.18.2 training.py:1764-1779: the bucket set inline
+    if not ddp.overlap_grad_reduce:
+        return ddp, None
+    if args.ddp_num_buckets is not None:
+        return ddp, _NUM_BUCKETS
+    bucket = ddp.bucket_size
+    return ddp, bucket if bucket is not None else max(40000000, 1000000 * args.data_parallel_size * args.context_parallel_size)
+
+
+def _ddp_config_in_get_model(args):
+    """megatron-core 0.17.1 get_model's DDP config (training.py:1434-1464), its asserts included; the bucket of
+    --ddp-num-buckets, which needs the model's parameter count, is left to ``_ddp_config``."""
+    from megatron.core.distributed import DistributedDataParallelConfig, TorchFullyShardedDataParallelConfig
+
+    if getattr(args, "use_torch_fsdp2", False):
+        return TorchFullyShardedDataParallelConfig(
+            reshard_after_forward=getattr(args, "torch_fsdp2_reshard_after_forward", True))
+    kwargs = {f.name: getattr(args, f.name) for f in dataclasses.fields(DistributedDataParallelConfig) if hasattr(args, f.name)}
+    kwargs["grad_reduce_in_fp32"] = args.accumulate_allreduce_grads_in_fp32
+    kwargs["check_for_nan_in_grad"] = args.check_for_nan_in_loss_and_grad
+    kwargs["check_for_large_grads"] = args.check_for_large_grads
+    if args.ddp_num_buckets is not None:
+        assert args.ddp_bucket_size is None, "Cannot specify both --ddp-num-buckets and --ddp-bucket-size"
+        assert args.ddp_num_buckets > 0, "--ddp-num-buckets must be greater than 0"
+        kwargs["bucket_size"] = None
+    else:
+        kwargs["bucket_size"] = args.ddp_bucket_size
+    kwargs["pad_buckets_for_high_nccl_busbw"] = args.ddp_pad_buckets_for_high_nccl_busbw
+    kwargs["reduce_scatter_with_fp32_accumulation"] = args.ddp_reduce_scatter_with_fp32_accumulation
+    kwargs["param_name_patterns_for_fp32_local_accumulation"] = tuple(args.ddp_param_name_patterns_for_fp32_local_accumulation)
+    kwargs["average_in_collective"] = args.ddp_average_in_collective
+    kwargs["megatron_fsdp_main_params_dtype"] = args.megatron_fsdp_main_params_dtype
+    kwargs["megatron_fsdp_main_grads_dtype"] = args.megatron_fsdp_main_grads_dtype
+    kwargs["megatron_fsdp_grad_comm_dtype"] = args.megatron_fsdp_grad_comm_dtype
+    return DistributedDataParallelConfig(**kwargs)
+
+
 def run(case: dict) -> dict:
     saved = dict(os.environ)
     saved_torch_version = core_utils.get_torch_version
@@ -242,24 +323,13 @@ def run(case: dict) -> dict:
                 A.validate_args(args)
                 result["data_parallel_size"] = args.data_parallel_size
                 stage = "set_global_variables"
-                _build_num_microbatches_calculator(  # global_vars.py:127-135
-                    0, args.global_batch_size, args.micro_batch_size,
-                    args.data_parallel_size * args.gtp_weight_remat_size, args.decrease_batch_size_if_needed,
-                    args.step_batch_size_schedule, args.seq_length)
+                _microbatches(args)
                 stage = "_initialize_distributed"
                 _initialize_distributed(args)
                 stage = "core_transformer_config_from_args"
                 model = core_transformer_config_from_args(args)
                 stage = "get_megatron_ddp_config"
-                ddp = T.get_megatron_ddp_config(args)
-                bucket = ddp.bucket_size
-                if not getattr(args, "use_torch_fsdp2", False):
-                    if ddp.num_buckets is not None and ddp.overlap_grad_reduce:
-                        bucket = {"unavailable": "the rank's parameter count // --ddp-num-buckets (training.py:1560)"}
-                    else:
-                        T.get_pg_size = lambda group: group
-                        bucket = T.resolve_ddp_bucket_size(
-                            ddp, args.data_parallel_size * args.context_parallel_size, ddp.overlap_grad_reduce, 0)
+                ddp, bucket = _ddp_config(args)
                 stage = "get_megatron_optimizer_config"
                 optimizer, _ = T.get_megatron_optimizer_config(args)
             except Exception as exc:  # what the launch dies of, at this step

@@ -1,6 +1,7 @@
-"""The shipped option table is what tools/build_mlm_arguments.py makes from the real parser, and args.py gives a
-command line the meaning argparse gives it (Megatron-LM's parser, run in the megatron-core 0.19.2 environment).
-Skipped without that environment."""
+"""Each megatron-core release's shipped option table is what tools/build_mlm_arguments.py makes from that
+release's real parser, and args.py gives a command line the meaning argparse gives it there (Megatron-LM's
+parser, run in the environment holding that release: the Bridge release whose container pins it). A
+release's comparison is skipped without its environment."""
 
 from __future__ import annotations
 
@@ -12,13 +13,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from differential import reference_python
+from lmref import core_python
 from overlap_cli.problems import InputError
 from overlap_cli.config.argv import LAUNCH_LINE, Token
-from overlap_cli.frameworks.megatron_lm.args import TABLE_PATH, UNKNOWN, parse_tokens
+from overlap_cli.frameworks.megatron_lm.args import UNKNOWN, parse_tokens, table_path
+from overlap_cli.frameworks.megatron_lm.releases import CORE
 
-PYTHON = reference_python()
-pytestmark = pytest.mark.skipif(PYTHON is None, reason="no megatron-core 0.19.2 environment (OVERLAP_BRIDGE_ENV)")
 
 # argv lists, each parsed by both; the real parser is core + the ModelOpt group (pretrain_gpt.py's).
 ARGVS = [
@@ -77,44 +77,59 @@ print(json.dumps(out, default=repr))
 """
 
 
-@pytest.fixture(scope="module")
-def real(tmp_path_factory):
-    """(source tree or None, the table built from it or None, the real parser's reading of each ARGVS)."""
-    from bench.mlm_corpus import DEFAULT_SOURCE, available
+def source_of(core: str) -> str:
+    """The Megatron-LM source the release's table was built from: the ref its ``mlm_source`` names, in the
+    mirror bench.mlm_corpus reads (``OVERLAP_MLM_SOURCE`` overrides it for the newest release only)."""
+    from bench.mlm_corpus import DEFAULT_SOURCE
 
-    source = os.environ.get("OVERLAP_MLM_SOURCE", DEFAULT_SOURCE)
+    ref = json.loads(Path(table_path(core)).read_text())["mlm_source"].split(" ")[1]
+    if core == CORE.newest() and os.environ.get("OVERLAP_MLM_SOURCE"):
+        return os.environ["OVERLAP_MLM_SOURCE"]
+    return DEFAULT_SOURCE.rsplit("@", 1)[0] + "@" + ref
+
+
+@pytest.fixture(scope="module", params=CORE.versions())
+def real(request, tmp_path_factory):
+    """(release, the table built from its source or None, the real parser's reading of each ARGVS)."""
+    from bench.mlm_corpus import available
+
+    core = request.param
+    python = core_python(core)
+    if python is None:
+        pytest.skip(f"no environment with megatron-core {core} (a Bridge release's that pins it)")
+    source = source_of(core)
     table_out = str(tmp_path_factory.mktemp("table") / "arguments.json") if available(source) else ""
-    proc = subprocess.run([str(PYTHON), "-c", REAL, str(ROOT / "tools"), source, table_out],
+    proc = subprocess.run([str(python), "-c", REAL, str(ROOT / "tools"), source, table_out],
                           input=json.dumps(ARGVS + SOURCE_ARGVS), capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return table_out or None, json.loads(proc.stdout.strip().splitlines()[-1])
+    return core, table_out or None, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def tokens(argv):
     return [Token(w, 1, i + 1, LAUNCH_LINE) for i, w in enumerate(argv)]
 
 
-def mine(argv):
+def mine(argv, core):
     try:
-        args = parse_tokens("x.sh", tokens(argv), script="pretrain_gpt.py")
+        args = parse_tokens("x.sh", tokens(argv), script="pretrain_gpt.py", core=core)
     except InputError as exc:
         return {"error": exc.problem.message}
     return {d: a.value for d, a in args.items() if a.value is not UNKNOWN}
 
 
 def test_argv_meaning_matches_the_real_parser(real):
-    _same_meaning(ARGVS, real[1][: len(ARGVS)])
+    _same_meaning(ARGVS, real[2][: len(ARGVS)], real[0])
 
 
 def test_modelopt_group_meaning_matches_the_real_parser(real):
-    if real[0] is None:
+    if real[1] is None:
         pytest.skip("no Megatron-LM source tree (OVERLAP_MLM_SOURCE) for the ModelOpt group")
-    _same_meaning(SOURCE_ARGVS, real[1][len(ARGVS):])
+    _same_meaning(SOURCE_ARGVS, real[2][len(ARGVS):], real[0])
 
 
-def _same_meaning(argvs, reals):
+def _same_meaning(argvs, reals, core):
     for argv, theirs in zip(argvs, reals, strict=True):
-        ours = mine(argv)
+        ours = mine(argv, core)
         if "error" in theirs:
             assert "error" in ours, (argv, theirs, ours)
         else:
@@ -122,8 +137,20 @@ def _same_meaning(argvs, reals):
 
 
 def test_shipped_table_is_what_the_build_writes(real):
-    if real[0] is None:
+    if real[1] is None:
         pytest.skip("no Megatron-LM source tree (OVERLAP_MLM_SOURCE) for the optional groups")
-    built, shipped = json.loads(Path(real[0]).read_text()), json.loads(Path(TABLE_PATH).read_text())
-    built.pop("mlm_source"), shipped.pop("mlm_source")
-    assert built == shipped
+    built, shipped = json.loads(Path(real[1]).read_text()), json.loads(Path(table_path(real[0])).read_text())
+    assert built.pop("mlm_source").split(" ")[:2] == shipped.pop("mlm_source").split(" ")[:2]
+    assert built == shipped and shipped["megatron_core"] == real[0]
+
+
+def test_each_release_has_its_own_table():
+    """No release reads another's table: each file names its own release, and the parsers differ (a flag
+    only 0.19.x has, one only 0.17.x has), as the real ones do."""
+    tables = {core: json.loads(Path(table_path(core)).read_text()) for core in CORE.versions()}
+    assert len({table_path(core) for core in tables}) == len(tables) >= 3
+    for core, doc in tables.items():
+        assert doc["megatron_core"] == core and doc["mlm_source"].startswith("NVIDIA/Megatron-LM core_")
+    flags = {core: {f for o in doc["options"] for f in o["flags"]} for core, doc in tables.items()}
+    oldest, newest = CORE.versions()[0], CORE.newest()
+    assert flags[newest] - flags[oldest] and flags[oldest] - flags[newest]

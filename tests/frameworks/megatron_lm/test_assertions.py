@@ -6,7 +6,9 @@ optimizer configs). The expected message is written here, from the upstream sour
 code under test.
 
 For each row: the failing launch gets an error finding of the row's code quoting the message, the
-other gets no error; the real code raises exactly that message on the first and launches the second.
+other gets no error; the real code raises exactly that message on the first and launches the second. A row of
+a check only an older release has runs on that release (its setup's ``core``), and every row's launches also run
+on each older release, against its real code (``test_each_launch_does_on_an_older_release_what_that_release_does``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shlex
 import pytest
 
 from lmref import ABSENT, reference_case, run_reference, target_flags, write_launch
+from overlap_cli.frameworks.megatron_lm.releases import CORE
 
 BASE = ("--num-layers 8 --hidden-size 64 --num-attention-heads 4 --seq-length 128 --max-position-embeddings 128 "
         "--micro-batch-size 1")
@@ -37,9 +40,11 @@ EP_OVERLAP = ("--expert-model-parallel-size 8 --num-experts 8 --moe-token-dispat
 TE = "2.12"
 
 
-def S(ws=8, arch=10, env=None, te=None, torch=None) -> dict:
-    """A launch target: world size, GPU architecture (9 Hopper, 10 Blackwell), launch variables, versions."""
-    return {"ws": ws, "arch": arch, "env": env or {}, "te": te, "torch": torch}
+def S(ws=8, arch=10, env=None, te=None, torch=None, core=None) -> dict:
+    """A launch target: world size, GPU architecture (9 Hopper, 10 Blackwell), launch variables, versions, the
+    megatron-core release (None: the default; a check only an older release has is run there, both by the CLI
+    and by that release's real code)."""
+    return {"ws": ws, "arch": arch, "env": env or {}, "te": te, "torch": torch, "core": core}
 
 
 def R(id_, code, bad, good, message, bad_setup=None, good_setup=None, bare=False):
@@ -99,7 +104,7 @@ ROWS = [
       f"{MFSDP} --num-experts 4 --moe-grouped-gemm",
       "Megatron-FSDP does not currently support moe_single_grouped_weight or moe_single_grouped_bias. Disable single "
       "grouped MoE parameters or use the regular DDP/distributed optimizer path until Megatron-FSDP supports TE "
-      "GroupedTensor param buffers."),
+      "GroupedTensor param buffers.", S(te="2.14")),
     R("mfsdp-optimizer", "LM310", f"{MFSDP} --optimizer muon", f"{MFSDP} --optimizer sgd",
       "Megatron-FSDP does not support the muon optimizer yet."),
     R("mfsdp-weight-hash", "LM310", f"{MFSDP} --check-weight-hash-across-dp-replicas-interval 10", MFSDP,
@@ -176,6 +181,39 @@ ROWS = [
     R("fsdp-dtensor-mfsdp", "LM310", "--ckpt-format fsdp_dtensor", MFSDP,
       "--ckpt-format fsdp_dtensor is only tested with Megatron FSDP."),
     R("emerging-fsdp2", "LM310", f"{FSDP2} --optimizer muon", FSDP2, "Emerging optimizer does not support Torch-FSDP2 for now."),
+    # -- checks only older releases have (their validate_args' own --deterministic-mode asserts, 0.17's Muon) --
+    R("det-flash-attn", "LM310", "--deterministic-mode --use-flash-attn", "--deterministic-mode",
+      "Flash attention can not be used in deterministic mode.", S(env={"NCCL_ALGO": "Ring"}, core="0.18.2")),
+    R("det-ce-fusion", "LM310", "--deterministic-mode --cross-entropy-loss-fusion", "--deterministic-mode",
+      "Cross Entropy Fusion is currently not deterministic.", S(env={"NCCL_ALGO": "Ring"}, core="0.17.1")),
+    R("det-nccl-algo", "LM504", "--deterministic-mode", "--deterministic-mode",
+      "NCCL_ALGO must be one of ['Tree', 'Ring', 'CollnetDirect', 'CollnetChain', '^NVLS'].",
+      S(env={"NCCL_ALGO": "NVLS"}, core="0.18.2"), S(env={"NCCL_ALGO": "Tree"}, core="0.18.2")),
+    R("gdn-key-heads-tp", "LM106",
+      "--experimental-attention-variant gated_delta_net --linear-attention-freq 4 --tensor-model-parallel-size 4 "
+      "--linear-num-key-heads 6 --linear-num-value-heads 12",
+      "--experimental-attention-variant gated_delta_net --linear-attention-freq 4 --tensor-model-parallel-size 2 "
+      "--linear-num-key-heads 6 --linear-num-value-heads 12",
+      "linear_num_key_heads must be a multiple of tensor_model_parallel_size.", S(core="0.17.1")),
+    R("single-grouped-mxfp8", "LM401", "--num-experts 4 --moe-grouped-gemm --moe-single-grouped-weight",
+      f"{MXFP8} --num-experts 4 --moe-grouped-gemm --moe-single-grouped-weight",
+      "moe_single_grouped_weight is currently supported only with fp8 mode and fp8_recipe='mxfp8'.",
+      S(te="2.14", core="0.18.2")),
+    R("shared-expert-overlap-alltoall", "LM701",
+      "--num-experts 4 --moe-shared-expert-intermediate-size 128 --moe-shared-expert-overlap --moe-token-dispatcher-type allgather",
+      "--num-experts 4 --moe-shared-expert-intermediate-size 128 --moe-shared-expert-overlap --moe-token-dispatcher-type alltoall",
+      "moe_shared_expert_overlap only works with alltoall token dispatcher.", S(core="0.17.1")),
+    R("dsa-cp", "LM801", "--experimental-attention-variant dsa --disable-bias-linear --context-parallel-size 2 "
+      "--cp-comm-type allgather", "--experimental-attention-variant dsa --disable-bias-linear",
+      "Currently context parallelism is not supported by DSAttention!", S(core="0.18.2")),
+    R("muon-ogr", "LM310", "--optimizer muon --overlap-grad-reduce", "--optimizer muon",
+      "Muon optimizer does not support overlap grad reduce. Use dist_muon instead.", S(core="0.17.1")),
+    R("muon-distopt", "LM310", "--optimizer dist_muon --use-distributed-optimizer", "--optimizer dist_muon",
+      "Muon optimizer does not support distributed optimizer for now.", S(core="0.17.1")),
+    R("muon-fsdp2", "LM310", f"{FSDP2} --optimizer dist_muon", "--optimizer dist_muon",
+      "Muon optimizer does not support Torch-FSDP2 for now.", S(core="0.17.1")),
+    R("muon-mfsdp", "LM310", f"{MFSDP} --optimizer dist_muon", "--optimizer dist_muon",
+      "Muon optimizer does not support Megatron-FSDP for now.", S(core="0.17.1")),
     R("no-gloo-dist-ckpt", "LM310", "--disable-gloo-process-groups --use-distributed-optimizer --ckpt-format torch",
       "--disable-gloo-process-groups --use-distributed-optimizer", "assert args.use_dist_ckpt", bare=True),
     R("no-gloo-reshardable", "LM310",
@@ -437,24 +475,35 @@ IDS = [r.id for r in ROWS]
 
 
 def _cases():
-    """(row id, failing?) -> reference case."""
+    """(row id, failing?) -> (megatron-core release or None, reference case)."""
     out = {}
     for row in ROWS:
         _code, bad, good, _message, bad_setup, good_setup, _bare = row.values
         for failing, extra, setup in ((True, bad, bad_setup), (False, good, good_setup)):
-            out[(row.id, failing)] = reference_case(shlex.split(f"{BASE} {extra}"), setup["ws"], setup["arch"],
-                                                    setup["env"], setup["te"], setup["torch"])
+            out[(row.id, failing)] = setup["core"], reference_case(
+                shlex.split(f"{BASE} {extra}"), setup["ws"], setup["arch"], setup["env"], setup["te"], setup["torch"])
     return out
 
 
-@pytest.fixture(scope="module")
-def reference():
-    cases = _cases()
-    return dict(zip(cases, run_reference(list(cases.values()))))
+_REAL: dict = {}
+
+
+def reference_of(core, every_row: bool = False):
+    """(row id, failing?) -> the real result of megatron-core ``core`` (None: the default release) for the rows
+    run on it, or for every row (skips without its environment)."""
+    if (core, every_row) not in _REAL:
+        cases = {key: case for key, (c, case) in _cases().items() if every_row or c == core}
+        try:
+            _REAL[core, every_row] = dict(zip(cases, run_reference(list(cases.values()), core)))
+        except pytest.skip.Exception as exc:
+            _REAL[core, every_row] = exc
+    if isinstance(_REAL[core, every_row], BaseException):
+        raise _REAL[core, every_row]
+    return _REAL[core, every_row]
 
 
 def _check(run_cli, tmp_path, extra: str, setup: dict) -> dict:
-    script = write_launch(tmp_path / "launch.sh", f"{BASE} {extra}", setup["ws"], setup["env"])
+    script = write_launch(tmp_path / "launch.sh", f"{BASE} {extra}", setup["ws"], setup["env"], setup["core"])
     _, out, _ = run_cli("check", script, *target_flags(setup["arch"], setup["te"], setup["torch"]), "--format", "json")
     result = json.loads(out)["results"][0]
     assert result["error"] is None, result["error"]
@@ -481,9 +530,9 @@ def test_the_other_launch_gets_no_error(run_cli, tmp_path, code, bad, good, mess
 
 
 @pytest.mark.parametrize("code, bad, good, message, bad_setup, good_setup, bare", ROWS, ids=IDS)
-def test_megatron_lm_fails_and_launches_the_same(reference, code, bad, good, message, bad_setup, good_setup, bare, request):
+def test_megatron_lm_fails_and_launches_the_same(code, bad, good, message, bad_setup, good_setup, bare, request):
     row = request.node.callspec.id
-    failing, passing = reference[(row, True)], reference[(row, False)]
+    failing, passing = reference_of(bad_setup["core"])[(row, True)], reference_of(good_setup["core"])[(row, False)]
     if bare:  # an assert without a message
         assert failing["error"] == "" and failing.get("kind") == "AssertionError", failing
     else:
@@ -527,3 +576,32 @@ def test_an_unknown_expansion_that_may_give_a_flag_makes_it_a_warning(run_cli, t
         assert [f["severity"] for f in found] == [severity]
         assert ("unless $EXTRA_ARGS gives --expert-tensor-parallel-size, --disable-bias-linear" in found[0]["message"]) \
             is (severity == "warning")
+
+
+# -- every row on every older megatron-core release ---------------------------------------------------------
+OLDER = [v for v in CORE.versions() if v != CORE.newest()]
+
+
+@pytest.mark.parametrize("core", OLDER)
+@pytest.mark.parametrize("failing", [True, False], ids=["bad", "good"])
+@pytest.mark.parametrize("code, bad, good, message, bad_setup, good_setup, bare", ROWS, ids=IDS)
+def test_each_launch_does_on_an_older_release_what_that_release_does(run_cli, tmp_path, code, bad, good, message,
+                                                                    bad_setup, good_setup, bare, failing, core, request):
+    """The rows' launches checked against an older release (its checks, messages and parser) and run by that
+    release's real code: where it fails, the tool reports that error (argparse's exit: the input error); where it
+    launches, no error."""
+    row = request.node.callspec.id.rsplit("-", 2)[0]
+    real = reference_of(core, every_row=True)[(row, failing)]
+    extra, setup = (bad, bad_setup) if failing else (good, good_setup)
+    script = write_launch(tmp_path / "launch.sh", f"{BASE} {extra}", setup["ws"], setup["env"], core)
+    _, out, _ = run_cli("check", script, *target_flags(setup["arch"], setup["te"], setup["torch"]), "--format", "json")
+    result = json.loads(out)["results"][0]
+    errors = [f["message"] for f in result["findings"] if f["severity"] == "error"]
+    if real["error"] is None:
+        assert result["error"] is None and not errors, (result["error"], errors)
+    elif real["stage"] == "argparse":
+        assert result["error"] is not None, (real["error"], errors)
+    elif real["error"]:
+        assert any(_quoted(real["error"], False) in e for e in errors), (real["error"], result["error"], errors)
+    else:  # a bare assert
+        assert errors, (real, result["error"])

@@ -2,9 +2,10 @@
 
 The launches are generated (mlm_launches.py: seeded, the same on every machine) in every form a launch is
 written in; bash runs each one with stand-in launchers to say which words and variables reach the launch
-(mlm_shim.py); megatron-core 0.19.2's real ``parse_args`` + ``validate_args`` and the configs training.py
-builds say what the launch does (mlm_reference.py, one subprocess for all, in an environment that has
-megatron-core; everything here skips without it). differential.compare then holds the tool to the outcome,
+(mlm_shim.py); each megatron-core release's real ``parse_args`` + ``validate_args`` and the configs training.py
+builds say what the launch does (mlm_reference.py, one subprocess for all, in the environment holding that
+release: 0.17.1 in Bridge 0.4.2's, 0.18.2 in 0.5.1's, 0.19.2 in 0.6.2's; a release skips without it), and
+the tool checks the same file against that release (``core_version``). differential.compare then holds the tool to the outcome,
 the data-parallel size and every key of ``effective`` — the keys are the tool's own, so a key added later
 is compared without a list to update.
 
@@ -21,49 +22,65 @@ import pytest
 import mlm_compare
 import mlm_launches
 import mlm_shim
-from differential import reference_python
+from lmref import core_python
+from overlap_cli.frameworks.megatron_lm.releases import CORE
 
 LAUNCHES = mlm_compare.launches()
+_REFERENCES: dict = {}
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    python = reference_python()
-    if python is None:
-        pytest.skip("no environment with megatron-core 0.19.2 (set OVERLAP_BRIDGE_ENV)")
-    if not mlm_shim.available():
-        pytest.skip("bash (with env, envsubst, xargs) is needed to run the launches")
-    try:
-        return mlm_compare.reference_cached(python, LAUNCHES, tmp_path_factory.mktemp("mlm-ground-truth"))
-    except RuntimeError as exc:
-        pytest.skip(str(exc))
+def reference_of(core: str, tmp_path_factory) -> dict:
+    """id -> the real results of megatron-core ``core`` (computed once per release and run)."""
+    if core not in _REFERENCES:
+        python = core_python(core)
+        if python is None:
+            _REFERENCES[core] = f"no environment with megatron-core {core} (a Bridge release's that pins it)"
+        elif not mlm_shim.available():
+            _REFERENCES[core] = "bash (with env, envsubst, xargs) is needed to run the launches"
+        else:
+            try:
+                _REFERENCES[core] = mlm_compare.reference_cached(python, LAUNCHES, tmp_path_factory.mktemp("mlm-ground-truth"))
+            except RuntimeError as exc:
+                _REFERENCES[core] = str(exc)
+    if isinstance(_REFERENCES[core], str):
+        pytest.skip(_REFERENCES[core])
+    return _REFERENCES[core]
+
+
+@pytest.fixture(scope="module", params=CORE.versions())
+def reference(request, tmp_path_factory):
+    return request.param, reference_of(request.param, tmp_path_factory)
 
 
 _TOOL: dict = {}
 
 
-def tool_result(launch, folder):
-    if launch.id not in _TOOL:
-        _TOOL[launch.id] = mlm_compare.check(launch, folder)
-    return _TOOL[launch.id]
+def tool_result(launch, folder, core):
+    if (core, launch.id) not in _TOOL:
+        _TOOL[core, launch.id] = mlm_compare.check(launch, folder, core)
+    return _TOOL[core, launch.id]
 
 
+@pytest.mark.parametrize("core", CORE.versions())
 @pytest.mark.parametrize("launch", LAUNCHES, ids=[launch.id for launch in LAUNCHES])
-def test_same_as_megatron_lm(reference, tmp_path, launch):
-    found = mlm_compare.disagreements(launch, tool_result(launch, tmp_path), reference[launch.id])
+def test_same_as_megatron_lm(tmp_path_factory, tmp_path, launch, core):
+    real = reference_of(core, tmp_path_factory)
+    found = mlm_compare.disagreements(launch, tool_result(launch, tmp_path, core), real[launch.id])
     assert not found, "\n".join(str(d) for d in found)
 
 
 def test_every_printed_key_has_a_reference_value(reference, tmp_path):
     """The no-list-to-forget guarantee: every key the tool prints, over every launch Megatron-LM starts, has
-    its real counterpart — and a key the real configs do not have is refused, not answered with None."""
+    its real counterpart in that release — and a key the real configs do not have is refused, not answered
+    with None."""
+    core, reference = reference
     missing = collections.defaultdict(list)
     printed = set()
     for launch in LAUNCHES:
         for variant in reference[launch.id]:
             if variant["failed"]:
                 continue
-            keys = tool_result(launch, tmp_path).get("effective", {})
+            keys = tool_result(launch, tmp_path, core).get("effective", {})
             printed |= set(keys)
             for key in keys:
                 try:
@@ -104,6 +121,7 @@ def test_the_generated_launches_are_meaningful():
 
 
 def test_both_outcomes_are_well_represented(reference):
+    reference = reference[1]
     launched = [launch for launch in LAUNCHES if not any(v["failed"] for v in reference[launch.id])]
     refused = [launch for launch in LAUNCHES if all(v["failed"] for v in reference[launch.id])]
     assert len(launched) >= 200 and len(refused) >= 150, (len(launched), len(refused))

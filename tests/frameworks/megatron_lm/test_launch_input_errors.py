@@ -78,3 +78,29 @@ def test_newer_flags_table_holds_only_flags_the_supported_parser_lacks():
             found = subprocess.run(["git", "-C", str(gitdir), "grep", "-q", "-F", *sum((["-e", n] for n in names), []),
                                     commit, "--", "megatron/"], capture_output=True)
             assert found.returncode == 0, flag
+
+
+# (flag, the release whose parser lacks it, the release whose parser has it, what the error says it is)
+RELEASE_FLAGS = [
+    ("--freeze-all-layers", "0.17.1", "0.19.2", "it is newer, added in megatron-core 0.19.x (0.19.2 has it)"),
+    ("--eval-micro-batch-size 1", "0.17.1", "0.18.2", "it is newer, added in megatron-core 0.18.x (0.18.2 has it)"),
+    ("--rl-generation-batch-size 2", "0.19.2", "0.18.2",
+     "megatron-core 0.18.2 has it; it was removed after that release"),
+]
+
+
+@pytest.mark.parametrize("words,lacks,has,why", RELEASE_FLAGS, ids=[w.split()[0] for w, *_ in RELEASE_FLAGS])
+def test_a_flag_of_another_core_release_is_argparse_s_error_naming_that_release(run_cli, tmp_path, words, lacks, has, why):
+    """The megatron-core release of the target decides the parser: the same launch reads on the release
+    that has the flag and exits 2 on the one that lacks it, naming where the flag comes from."""
+    launch = f"torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 {words}\n"
+    flag = words.split()[0]
+    for release in (lacks, has):
+        (tmp_path / "train.sh").write_text(f"# overlap: target core-version={release}\n{launch}")
+        code, out, err = run_cli("check", str(tmp_path / "train.sh"))
+        if release == lacks:
+            assert code == 2 and err.strip().replace(str(tmp_path) + "/", "") == (
+                f"train.sh:2:60: {flag}: not a flag of megatron-core {lacks} (argparse exits 2: unrecognized "
+                f"arguments): {why}")
+        else:
+            assert code in (0, 1) and "Traceback" not in err and flag not in err, err
