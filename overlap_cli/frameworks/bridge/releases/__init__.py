@@ -7,13 +7,15 @@ from __future__ import annotations
 from overlap_cli.frameworks.releases import Releases
 
 
-def _v0_6_2():
-    from overlap_cli.frameworks.bridge.releases import v0_6_2
+def _loader(name: str):
+    """A function importing the release module ``name`` of this package (imported only when chosen)."""
+    def load():
+        return getattr(__import__(__name__, fromlist=[name]), name)
 
-    return v0_6_2
+    return load
 
 
-BRIDGE = Releases("Megatron-Bridge", "bridge_version", {"v0_6_2": _v0_6_2})
+BRIDGE = Releases("Megatron-Bridge", "bridge_version", {name: _loader(name) for name in ("v0_4_2", "v0_5_1", "v0_6_0", "v0_6_2", "main")})
 
 
 def of(target):
