@@ -116,7 +116,7 @@ def _ddp_null(view):
 def _ddp_null_delayed_wgrad(view):
     """comm_overlap's setup reads ``ddp_config.overlap_grad_reduce`` when delayed wgrad is asked for
     (comm_overlap.py:520-521), before validate()."""
-    return _ddp_null(view) if view.cfg.get(("comm_overlap", "delay_wgrad_compute")) is True else None
+    return _ddp_null(view) if view.requested("delay_wgrad_compute") is True else None
 
 
 # comm_overlap's setup first (runtime_config_update, config.py:1885), then validate()

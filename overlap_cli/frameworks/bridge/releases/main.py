@@ -63,7 +63,8 @@ FSDP_MAX_CONNECTIONS_ASSERT_AT = "megatron/bridge/training/config.py:1110"
 # The MXFP8 fp8_param_gather assert: in validate(), skipped under Megatron-FSDP (config.py:1488-1498).
 MXFP8_REUSE_ASSERT = {"at": "megatron/bridge/training/config.py:1495", "under_fsdp": False}
 # validate()'s evaluation batch check (config.py:1433-1478), honouring dist.eval_context_parallel_size.
-EVAL_BATCH_CHECK = {"at": "megatron/bridge/training/config.py:1474", "eval_context_parallel": True}
+EVAL_BATCH_CHECK = {"at": "megatron/bridge/training/config.py:1474", "eval_context_parallel": True,
+                    "dp_name": "eval_data_parallel_size"}
 # _disable_native_energon_packing_moe_overlap (config.py:1218-1253), run by runtime_config_update before
 # comm_overlap's setup (config.py:2024): a dataset of this class with packing_buffer_size set clears
 # overlap_moe_expert_parallel_comm and delay_wgrad_compute on the model and on comm_overlap, with a warning.

@@ -108,4 +108,5 @@ FSDP_MAX_CONNECTIONS_ASSERT_AT = "megatron/bridge/training/config.py:1142"
 MXFP8_REUSE_ASSERT = {"at": "megatron/bridge/training/config.py:1243", "under_fsdp": False}
 # validate()'s evaluation batch check (config.py:1208-1226): on the training data-parallel size (this release
 # does not read dist.eval_context_parallel_size there).
-EVAL_BATCH_CHECK = {"at": "megatron/bridge/training/config.py:1222", "eval_context_parallel": False}
+EVAL_BATCH_CHECK = {"at": "megatron/bridge/training/config.py:1222", "eval_context_parallel": False,
+                    "dp_name": "data_parallel_size"}

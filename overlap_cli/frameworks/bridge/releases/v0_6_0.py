@@ -61,4 +61,5 @@ FSDP_MAX_CONNECTIONS_ASSERT_AT = "megatron/bridge/training/config.py:1101"
 # The MXFP8 fp8_param_gather assert: in validate(), skipped under Megatron-FSDP (config.py:1344-1354).
 MXFP8_REUSE_ASSERT = {"at": "megatron/bridge/training/config.py:1351", "under_fsdp": False}
 # validate()'s evaluation batch check (config.py:1289-1334), honouring dist.eval_context_parallel_size.
-EVAL_BATCH_CHECK = {"at": "megatron/bridge/training/config.py:1330", "eval_context_parallel": True}
+EVAL_BATCH_CHECK = {"at": "megatron/bridge/training/config.py:1330", "eval_context_parallel": True,
+                    "dp_name": "eval_data_parallel_size"}

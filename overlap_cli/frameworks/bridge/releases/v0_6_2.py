@@ -355,6 +355,7 @@ FSDP_MAX_CONNECTIONS_ASSERT_AT = "megatron/bridge/training/config.py:1102"
 MXFP8_REUSE_ASSERT = {"at": "megatron/bridge/training/config.py:1356", "under_fsdp": False}
 # validate()'s evaluation batch check (config.py:1294-1339): its data-parallel size honours
 # dist.eval_context_parallel_size.
-EVAL_BATCH_CHECK = {"at": "megatron/bridge/training/config.py:1335", "eval_context_parallel": True}
+EVAL_BATCH_CHECK = {"at": "megatron/bridge/training/config.py:1335", "eval_context_parallel": True,
+                    "dp_name": "eval_data_parallel_size"}
 # main's _disable_native_energon_packing_moe_overlap: not in this release.
 ENERGON_PACKING_CLEARS_EP_OVERLAP = None
