@@ -3,6 +3,8 @@
 What the target needs comes from launch_env (a pure function of the view); these rules compare it with
 what the process gets: the config's ``env_vars`` or, with ``--env-from-shell``, the exported shell value
 (Bridge installs ``env_vars`` with ``os.environ.setdefault``, config.py:1832-1850 in megatron-bridge 0.6.2).
+A release without ``env_vars`` (before 0.6.0: release.HAS_ENV_VARS) drops the section with a note; the
+rules about it (``needs="HAS_ENV_VARS"``) do not apply there, and the environment is what the launcher exports.
 """
 
 from __future__ import annotations

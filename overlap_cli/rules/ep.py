@@ -82,6 +82,12 @@ def ep_overlap_prerequisites(view):
     | 11 | `moe_shared_expert_overlap` false | `disable moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm` |
     | 12 | `mtp_num_layers` is null, 0 or 1 | `MTP supports at most one layer when enabling overlap_moe_expert_parallel_comm.` |
 
+    The checks, their order and lines are those of the release checked against
+    (`frameworks/bridge/releases/`): Megatron-Bridge 0.4.2 and 0.5.1 accept MTP only at None or 1
+    (`MTP layernum only supports 1 when enabling overlap_moe_expert_parallel_comm.`, comm_overlap.py:503) and
+    leave `moe` in `recompute_modules` to Megatron-Core's copy; megatron-core 0.17.1 (0.4.2) also needs
+    PP > 1 for an MTP layer (`transformer_config.py:2138`).
+
     Without a `comm_overlap` section, `model.overlap_moe_expert_parallel_comm: true` reaches
     Megatron-Core's copy instead (megatron-core 0.19.2, `transformer_config.py:2669-2716`, at
     `model.finalize()`), in its order: torch, VPP, EP size (`… is only supported with expert model

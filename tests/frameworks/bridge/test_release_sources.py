@@ -189,6 +189,9 @@ def test_the_cited_lines_hold_the_checks(version):
     for spec in filter(None, [release.FSDP_MAX_CONNECTIONS_ASSERT_AT, release.MXFP8_REUSE_ASSERT["at"],
                               (release.EVAL_BATCH_CHECK or {}).get("at")]):
         assert src.line(spec).strip().startswith("assert"), spec
+    if release.EVAL_BATCH_CHECK is not None:  # the message names the DP size it divides by
+        line = int(release.EVAL_BATCH_CHECK["at"].rsplit(":", 1)[1])
+        assert f"* {release.EVAL_BATCH_CHECK['dp_name']} (" in " ".join(src.lines["config"][line:line + 3])
 
 
 @pytest.mark.parametrize("version", _versions())
