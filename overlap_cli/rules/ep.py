@@ -188,7 +188,7 @@ _EP_SIZE, _DISPATCHER, _HALF = _when(lambda a: a.ep <= 1), "moe_token_dispatcher
 _FULL, _METHOD = _when(lambda a: a.granularity == "full"), _when(lambda a: a.method is not None)
 _NUM_LAYERS, _MOE = _when(lambda a: a.num_layers is not None), _when(
     lambda a: isinstance(a.modules, (list, tuple)) and "moe" in a.modules)
-_SHARED, _MTP = _when(lambda a: a.shared), _when(lambda a: a.mtp not in (None, 0, 1))
+_SHARED = _when(lambda a: a.shared)
 _TORCH_OLD, _VPP_MISSING = _when(lambda a: a.torch_status != "ok"), _when(_vpp_missing)
 
 
