@@ -26,14 +26,23 @@ def absent_paths(cfg, release) -> list:
     return out
 
 
+def _lacks(release, path: tuple) -> bool:
+    return (path[:1] == ("env_vars",) and not release.HAS_ENV_VARS) or tuple(path[:2]) in release.ABSENT_FIELDS
+
+
 def drop_absent(cfg, release) -> tuple:
     """(the config without the keys ``release`` lacks, a Note for each). The config itself when it writes
-    none of them."""
-    paths = absent_paths(cfg, release)
-    if not paths:
-        return cfg, []
+    none of them. What the run leaves unknown under such a key (a recipe read from source: its env_vars) is
+    no input of that release either."""
     import copy
 
+    paths = absent_paths(cfg, release)
+    unknown = cfg.unknown or {}
+    if unknown and any(_lacks(release, p) for p in unknown):
+        cfg = copy.copy(cfg)
+        cfg.unknown = {p: why for p, why in unknown.items() if not _lacks(release, p)}
+    if not paths:
+        return cfg, []
     data = dict(cfg.data)
     notes = []
     for path in paths:

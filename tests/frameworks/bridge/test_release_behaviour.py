@@ -127,3 +127,16 @@ def test_ep_overlap_checks_are_the_release_tables(version):
     refused = [f.message for f in ep_overlap_prerequisites(view) if f.severity == "error"]
     assert bool(refused) is (0 not in release.EP_MTP_LAYERS)
     assert all(release.EP_MTP_MESSAGE in m for m in refused)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_unknown_env_vars_is_no_input_of_a_release_without_it(version):
+    from overlap_cli.config.loader import load_config
+    from overlap_cli.frameworks.bridge.release_fields import drop_absent
+
+    release = BRIDGE.get(version)
+    cfg = load_config("run.yaml", text="model: {tensor_model_parallel_size: 2}\n")
+    cfg.unknown = {("env_vars",): "a recipe's env_vars read from source", ("model", "num_layers"): "from a HF config"}
+    dropped, _ = drop_absent(cfg, release)
+    assert (("env_vars",) in dropped.unknown) is release.HAS_ENV_VARS
+    assert ("model", "num_layers") in dropped.unknown and ("env_vars",) in cfg.unknown  # the run's own config is left as read
