@@ -179,7 +179,7 @@ def test_the_catalog_was_built_from_the_newest_release():
     assert recipes.versions() == BRIDGE.get().CATALOG_VERSIONS
 
 
-@pytest.mark.parametrize("flags", [{"bridge_version": "0.3.0"}, {"core_version": "0.12.0"}])
+@pytest.mark.parametrize("flags", [{"bridge_version": "0.4.2"}, {"core_version": "0.12.0"}])
 def test_a_release_without_data_is_an_error_not_a_fallback(flags):
     from overlap_cli.frameworks.bridge import releases as bridge
     from overlap_cli.launch_profile.profile import build_target
@@ -192,11 +192,11 @@ def test_a_release_without_data_is_an_error_not_a_fallback(flags):
 
 
 def test_a_check_against_a_release_without_data_exits_2_in_one_line(run_cli, root, tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.overlap]\nbridge_version = "0.3.0"\n', encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[tool.overlap]\nbridge_version = "0.4.2"\n', encoding="utf-8")
     cfg = tmp_path / "run.yaml"
     cfg.write_text((root / "examples/llama3_70b_tuned.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     code, out, err = run_cli("check", str(cfg), "--format", "json")
     assert code == 2
     result = json.loads(out)["results"][0]
-    assert "0.3.0" in result["error"]["message"] and result["findings"] == []
+    assert "0.4.2" in result["error"]["message"] and result["findings"] == []
     assert "Traceback" not in err
