@@ -30,6 +30,10 @@ def _no_fields(target: Any) -> frozenset:
     return frozenset()
 
 
+def _never(path: tuple) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class StructShape:
     """The config a framework builds before it hands it to Hydra: what is there that the file may not say.
@@ -39,13 +43,15 @@ class StructShape:
     ``always_present``: top-level sections built whatever the file says; ``optional``: sections that are null
     unless set; ``known_field(section, name)``: a field of a section's class; ``field_default(section, name)``:
     that field's class default (called only for a known field); ``dataclass_fields(target)``: the fields of
-    the class a mapping's ``_target_`` names."""
+    the class a mapping's ``_target_`` names; ``dropped(path)``: a key the framework drops when it loads a file
+    (a field of another release), absent from the struct config whatever the file says."""
 
     always_present: frozenset = frozenset()
     optional: frozenset = frozenset()
     known_field: Any = _no_field
     field_default: Any = None
     dataclass_fields: Any = _no_fields
+    dropped: Any = _never
 
 
 FILE_ONLY = StructShape()
@@ -317,6 +323,8 @@ def _exists_in_struct(cfg: Config, node: Any, path: tuple, shape: StructShape) -
     """Whether the struct-mode config has the key ``path[-1]`` under ``node`` (a container field the file
     leaves out counts: the framework's config has every one)."""
     part = path[-1]
+    if shape.dropped(path):
+        return False
     if isinstance(node, dict) and part in node and not _left_out(node[part], part):
         return True
     if _under_unknown(cfg, path):
@@ -392,7 +400,8 @@ def _update(cfg: Config, ov: Override, force: bool, bad, shape: StructShape) -> 
             return False
         _merge_struct(cfg, node, value, ov.path, struct=not force, bad=bad, refuse=refuse, shape=shape)
         return True
-    if isinstance(root, dict) and not force and (node is _NONE) and not _exists_in_struct(cfg, root, ov.path, shape):
+    if isinstance(root, dict) and not force and (node is _NONE or shape.dropped(ov.path)) and \
+            not _exists_in_struct(cfg, root, ov.path, shape):
         raise bad(_not_in_config(ov.path, ov.path, shape), refuse)
     if isinstance(root, list):
         root[int(leaf)] = value

@@ -34,7 +34,11 @@ def resolve(run, findings_for) -> Answer:
     from overlap_cli.frameworks.bridge.launch_env import effective_entries
     from overlap_cli.frameworks.bridge.unknowns import effective_and_findings, resolve_all
 
-    cfg, target = run.config, run.target
+    from overlap_cli.frameworks.bridge import releases
+    from overlap_cli.frameworks.bridge.release_fields import drop_absent
+
+    cfg, dropped = drop_absent(run.config, releases.of(run.target))  # keys the release lacks: dropped, as Bridge does
+    target = run.target
     _no_ddp(cfg)
     views, inputs = resolve_all(cfg, target)  # one view unless the run leaves inputs unknown
     world_note = None
@@ -49,7 +53,8 @@ def resolve(run, findings_for) -> Answer:
                 v.layer = cfg.label(("env_vars", key[len("env."):])) if v.source == "env_vars" else v.source
     shown = sorted(".".join(map(str, p)) or "the whole config" for p in cfg.unknown) if cfg.unknown else []
     dp = views[0].dp if len({v.dp for v in views}) == 1 else None  # a run whose TP/PP/CP is unknown has no known DP
-    return Answer(views[0], effective, findings, target, dp, depends=some, unknown=shown, world_note=world_note)
+    return Answer(views[0], effective, findings, target, dp, depends=some, unknown=shown, world_note=world_note,
+                  notes=dropped)
 
 
 def _no_ddp(cfg) -> None:

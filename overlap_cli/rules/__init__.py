@@ -69,7 +69,7 @@ def run_rules(view) -> list:
         watch = ReadWatch(view)
     try:
         for r in all_rules().values():
-            if framework not in r.frameworks:
+            if framework not in r.frameworks or (r.needs and not getattr(view.release, r.needs)):
                 continue
             if watch is not None:
                 watch.reads.clear()

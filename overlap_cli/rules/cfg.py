@@ -105,8 +105,8 @@ def unknown_key(view):
     for key in co:
         if key == "_target_" or key in view.release.COMM_OVERLAP_FIELDS:
             continue
-        if isinstance(key, str) and (key.isupper() or key in env_like):
-            continue  # launch variables are reported by the ENV family with a fix
+        if isinstance(key, str) and (key.isupper() or key in env_like) and view.release.HAS_ENV_VARS:
+            continue  # launch variables are reported by the ENV family with a fix (ENV507 moves them to env_vars)
         import difflib  # only for a typo: start-up time
 
         close = difflib.get_close_matches(str(key), list(view.release.COMM_OVERLAP_FIELDS), n=1)

@@ -79,10 +79,41 @@ def _precision_param(kind: str, flag: str):
     return fails
 
 
+def _both_halves(section: str):
+    def fails(view):
+        bf16, fp16 = value(view, section, "bf16"), value(view, section, "fp16")
+        return {} if bf16 is True and fp16 is True else None
+    return fails
+
+
+def _precision_aware_mismatch(view):
+    """_validate_mixed_precision_consistency with the precision-aware optimizer (config.py:2006-2023): the
+    optimizer's bf16 / fp16 must follow the model's, both off for an fp32 model."""
+    if value(view, "optimizer", "use_precision_aware_optimizer") is not True:
+        return None
+    model = {k: value(view, "model", k) for k in ("bf16", "fp16")}
+    opt = {k: value(view, "optimizer", k) for k in ("bf16", "fp16")}
+    if UNKNOWN in model.values() or UNKNOWN in opt.values():
+        return None
+    for half in ("bf16", "fp16"):
+        if model[half] is True and opt[half] is not True:
+            return {"message": f"optimizer.{half}=True must be set when model.{half}=True and "
+                               "use_precision_aware_optimizer=True."}
+    if model["bf16"] is not True and model["fp16"] is not True and (opt["bf16"] is True or opt["fp16"] is True):
+        return {"message": "optimizer.bf16 and optimizer.fp16 must both be False when model is using fp32 precision "
+                           "(model.bf16=False, model.fp16=False) and use_precision_aware_optimizer=True."}
+    return None
+
+
 def _seq_length(view):
     if _dataset_target(view) not in (_GPT_DATASET,) + _SFT_DATASETS:
         return None
-    model, data = _int(value(view, "model", "seq_length")), _int(value(view, "dataset", "seq_length"))
+    data = value(view, "dataset", "seq_length")
+    if data is UNKNOWN or data is None:
+        # before 0.6.0 GPTDatasetConfig's field is megatron-core's sequence_length (seq_length a property over
+        # it, config.py:409-416 of 0.5.1), which its dump writes
+        data = value(view, "dataset", "sequence_length")
+    model, data = _int(value(view, "model", "seq_length")), _int(data)
     return {"model": model, "data": data} if model is not None and data is not None and model != data else None
 
 
@@ -116,7 +147,7 @@ def _ddp_null(view):
 def _ddp_null_delayed_wgrad(view):
     """comm_overlap's setup reads ``ddp_config.overlap_grad_reduce`` when delayed wgrad is asked for
     (comm_overlap.py:520-521), before validate()."""
-    return _ddp_null(view) if view.cfg.get(("comm_overlap", "delay_wgrad_compute")) is True else None
+    return _ddp_null(view) if view.requested("delay_wgrad_compute") is True else None
 
 
 # comm_overlap's setup first (runtime_config_update, config.py:1885), then validate()
@@ -138,6 +169,12 @@ CHECKS = (
           message="num_moe_experts must be non None to use expert-parallel.", key="model.expert_model_parallel_size"),
     Raise(at="megatron/bridge/training/config.py:1345", fails=_ddp_null, kind="AttributeError",
           message="'NoneType' object has no attribute 'use_megatron_fsdp'", key="ddp"),
+    Raise(at="megatron/bridge/training/config.py:1998", fails=_both_halves("model"), key="model.bf16",
+          message="Model config cannot have both bf16=True and fp16=True. Please set only one precision mode."),
+    Raise(at="megatron/bridge/training/config.py:2001", fails=_both_halves("optimizer"), key="optimizer.bf16",
+          message="Optimizer config cannot have both bf16=True and fp16=True. Please set only one precision mode."),
+    Raise(at="megatron/bridge/training/config.py:2009", fails=_precision_aware_mismatch, message="{message}",
+          key="optimizer.use_precision_aware_optimizer"),
     Raise(at="megatron/bridge/training/config.py:1452", fails=_cp_finetuning(average=False),
           message="When finetuning with CP>1, calculate_per_token_loss must be True", key="model.calculate_per_token_loss"),
     Raise(at="megatron/bridge/training/config.py:1455", fails=_cp_finetuning(average=True),
@@ -163,6 +200,9 @@ def validate_rejects(view):
     - with CP > 1 and an SFT dataset, `calculate_per_token_loss` true and `ddp.average_in_collective` false
       (config.py:1452-1457);
     - `model.seq_length` equal to `dataset.seq_length` for the GPT / SFT dataset configs (config.py:1505);
+    - not both `bf16` and `fp16` on the model or on the optimizer, and with
+      `optimizer.use_precision_aware_optimizer` the optimizer's `bf16` / `fp16` following the model's (both
+      off for an fp32 model) — after mixed precision wrote them (config.py:1984-2023);
     - `dataset.fast_cache_load` needs `dataset.path_to_cache` (blended_megatron_dataset_config.py:103);
     - `ddp: null` (a saved `run_config.yaml` may hold it): `from_yaml` builds the container with `ddp=None`,
       mixed precision and comm_overlap pass it over, and validate() reads `self.ddp.use_megatron_fsdp`:

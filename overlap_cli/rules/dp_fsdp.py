@@ -53,7 +53,8 @@ def fsdp_forces(view):
     if not view.megatron_fsdp:
         return
     forced = []
-    for section in ("ddp", "optimizer"):
+    forces_distopt = view.release.FSDP_FORCES_DISTRIBUTED_OPTIMIZER  # not 0.4.2's validate() (config.py:1115-1139)
+    for section in ("ddp", "optimizer") if forces_distopt else ():
         if view.cfg.has((section, "use_distributed_optimizer")) and view.cfg.get((section, "use_distributed_optimizer")) is not True:
             forced.append(f"{section}.use_distributed_optimizer: false -> true")
     for section in ("ddp", "optimizer"):
@@ -61,7 +62,7 @@ def fsdp_forces(view):
             forced.append(f"{section}.reuse_grad_buf_for_mxfp8_param_ag: true -> false")
     if view.cfg.get(("ddp", "average_in_collective")) is True and view.cfg.get(("ddp", "disable_symmetric_registration")) is not True:
         forced.append("ddp.average_in_collective: true -> false")
-    skipped = view.comm_overlap_present and not view.distopt_at_setup
+    skipped = forces_distopt and view.comm_overlap_present and not view.distopt_at_setup
     if not forced and not skipped:
         return
     msg = "Megatron-FSDP overrides " + ("; ".join(forced) if forced else "the distributed-optimizer flags")

@@ -3,6 +3,8 @@
 What the target needs comes from launch_env (a pure function of the view); these rules compare it with
 what the process gets: the config's ``env_vars`` or, with ``--env-from-shell``, the exported shell value
 (Bridge installs ``env_vars`` with ``os.environ.setdefault``, config.py:1832-1850 in megatron-bridge 0.6.2).
+A release without ``env_vars`` (before 0.6.0: release.HAS_ENV_VARS) drops the section with a note; the
+rules about it (``needs="HAS_ENV_VARS"``) do not apply there, and the environment is what the launcher exports.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def _effective_string(e):
     return e.shell_value if e.shell_value is not None else e.file_value
 
 
-@rule("ENV501", "max-connections-missing", "warning", "CUDA_DEVICE_MAX_CONNECTIONS is not set, and the target needs it", fix="overlap/unsafe")
+@rule("ENV501", "max-connections-missing", "warning", "CUDA_DEVICE_MAX_CONNECTIONS is not set, and the target needs it", fix="overlap/unsafe", needs="HAS_ENV_VARS")
 def max_connections_missing(view):
     """
     ## What it does
@@ -131,7 +133,7 @@ def max_connections_missing(view):
     )
 
 
-@rule("ENV502", "max-connections-mismatch", "warning", "env_vars sets CUDA_DEVICE_MAX_CONNECTIONS to a value the target does not want", fix="unsafe")
+@rule("ENV502", "max-connections-mismatch", "warning", "env_vars sets CUDA_DEVICE_MAX_CONNECTIONS to a value the target does not want", fix="unsafe", needs="HAS_ENV_VARS")
 def max_connections_mismatch(view):
     """
     ## What it does
@@ -282,7 +284,7 @@ def max_connections_one_dp(view):
     )
 
 
-@rule("ENV505", "layernorm-sm-margin-missing", "info", "LayerNorm SM margins are not set while DP or TP overlap is on", fix="unsafe")
+@rule("ENV505", "layernorm-sm-margin-missing", "info", "LayerNorm SM margins are not set while DP or TP overlap is on", fix="unsafe", needs="HAS_ENV_VARS")
 def layernorm_margin(view):
     """
     ## What it does
@@ -332,7 +334,7 @@ def layernorm_margin(view):
     )
 
 
-@rule("ENV506", "nccl-high-priority-missing", "info", "TORCH_NCCL_HIGH_PRIORITY is not set while overlap is on", fix="unsafe")
+@rule("ENV506", "nccl-high-priority-missing", "info", "TORCH_NCCL_HIGH_PRIORITY is not set while overlap is on", fix="unsafe", needs="HAS_ENV_VARS")
 def high_priority(view):
     """
     ## What it does

@@ -8,8 +8,9 @@ UCC_MESSAGE = "UCC-backend requires CUDA_DEVICE_MAX_CONNECTIONS > 1"  # megatron
 
 
 def one_is_fatal(view, f) -> str | None:
-    """The assertion that CUDA_DEVICE_MAX_CONNECTIONS=1 trips with this config, if any."""
-    if f.fsdp:
+    """The assertion that CUDA_DEVICE_MAX_CONNECTIONS=1 trips with this config, if any. Megatron-FSDP's is
+    Bridge's validate() of the releases that make it (FSDP_MAX_CONNECTIONS_ASSERT_AT; 0.4.2 does not)."""
+    if f.fsdp and view.release.FSDP_MAX_CONNECTIONS_ASSERT_AT is not None:
         return FSDP_MESSAGE
     if f.ucc:
         return UCC_MESSAGE

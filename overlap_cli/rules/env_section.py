@@ -11,7 +11,7 @@ from overlap_cli.rules.common import finding
 from overlap_cli.rules.env_common import one_is_fatal, one_serialises_dp, shorten
 
 
-@rule("ENV507", "launch-variable-misplaced", "error", "A launch variable is written under comm_overlap, ddp or model", fix="crash/unsafe")
+@rule("ENV507", "launch-variable-misplaced", "error", "A launch variable is written under comm_overlap, ddp or model", fix="crash/unsafe", needs="HAS_ENV_VARS")
 def misplaced(view):
     """
     ## What it does
@@ -66,7 +66,7 @@ def misplaced(view):
         )
 
 
-@rule("ENV508", "env-value-not-scalar", "error", "An env_vars value is not a string, number or boolean")
+@rule("ENV508", "env-value-not-scalar", "error", "An env_vars value is not a string, number or boolean", needs="HAS_ENV_VARS")
 def not_scalar(view):
     """
     ## What it does
@@ -102,7 +102,7 @@ def not_scalar(view):
             )
 
 
-@rule("ENV509", "env-name-invalid", "error", "An env_vars name is empty or not a string")
+@rule("ENV509", "env-name-invalid", "error", "An env_vars name is empty or not a string", needs="HAS_ENV_VARS")
 def bad_name(view):
     """
     ## What it does
@@ -136,7 +136,7 @@ def bad_name(view):
             )
 
 
-@rule("ENV510", "shell-overrides-env-vars", "warning", "A variable exported in the shell overrides env_vars (--env-from-shell)")
+@rule("ENV510", "shell-overrides-env-vars", "warning", "A variable exported in the shell overrides env_vars (--env-from-shell)", needs="HAS_ENV_VARS")
 def shell_overrides(view):
     """
     ## What it does

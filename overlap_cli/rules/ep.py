@@ -29,7 +29,7 @@ def ep_overlap_path(view):
     reset to false — CFG004 / EP705 report that).
     """
     if view.comm_overlap_present:
-        return "bridge" if view.cfg.get(("comm_overlap", "overlap_moe_expert_parallel_comm")) is True else None
+        return "bridge" if view.requested("overlap_moe_expert_parallel_comm") is True else None
     return "mcore" if view.get_final("model", "overlap_moe_expert_parallel_comm") is True else None
 
 
@@ -42,7 +42,7 @@ def _drop_request(view, path: str):
     """Safe fix when EP overlap can never apply: withdraw it (and delayed wgrad, which needs it)."""
     if path == "bridge":
         edits = [set_(_REQUEST, False)]
-        if view.cfg.get(("comm_overlap", "delay_wgrad_compute")) is True:
+        if view.requested("delay_wgrad_compute") is True:
             edits.append(set_("comm_overlap.delay_wgrad_compute", False))
     else:
         edits = [set_(_MODEL_FLAG, False)]
@@ -82,6 +82,12 @@ def ep_overlap_prerequisites(view):
     | 11 | `moe_shared_expert_overlap` false | `disable moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm` |
     | 12 | `mtp_num_layers` is null, 0 or 1 | `MTP supports at most one layer when enabling overlap_moe_expert_parallel_comm.` |
 
+    The checks, their order and lines are those of the release checked against
+    (`frameworks/bridge/releases/`): Megatron-Bridge 0.4.2 and 0.5.1 accept MTP only at None or 1
+    (`MTP layernum only supports 1 when enabling overlap_moe_expert_parallel_comm.`, comm_overlap.py:503) and
+    leave `moe` in `recompute_modules` to Megatron-Core's copy; megatron-core 0.17.1 (0.4.2) also needs
+    PP > 1 for an MTP layer (`transformer_config.py:2138`).
+
     Without a `comm_overlap` section, `model.overlap_moe_expert_parallel_comm: true` reaches
     Megatron-Core's copy instead (megatron-core 0.19.2, `transformer_config.py:2669-2716`, at
     `model.finalize()`), in its order: torch, VPP, EP size (`… is only supported with expert model
@@ -119,7 +125,8 @@ def ep_overlap_prerequisites(view):
     ask = _EPAsk(view, path)
     where = _REQUEST if path == "bridge" else _MODEL_FLAG
     who = "Bridge's EP-overlap pre-check asserts" if path == "bridge" else "Megatron-Core asserts at model finalize"
-    for check, fields in failing(BRIDGE_PRECHECK if path == "bridge" else MCORE_COPY, ask):
+    precheck, core_copy = ep_tables(ep_release(view))
+    for check, fields in failing(precheck if path == "bridge" else core_copy, ask):
         quote = check.text(fields)
         if check.id == "torch" and ask.torch_status != "too-old":  # the target does not say its torch
             yield finding(
@@ -130,7 +137,8 @@ def ep_overlap_prerequisites(view):
             )
             continue
         lead, fix = _LEADS[check.id](view, ask)
-        yield finding(view, "EP701", "error", f"{lead}; {who} \"{quote}\"", where, fix)
+        says = who if check.at.startswith(_CO) or path != "bridge" else "Megatron-Core asserts at model finalize"
+        yield finding(view, "EP701", "error", f"{lead}; {says} \"{quote}\"", where, fix)
 
 
 class _EPAsk:
@@ -180,7 +188,7 @@ _EP_SIZE, _DISPATCHER, _HALF = _when(lambda a: a.ep <= 1), "moe_token_dispatcher
 _FULL, _METHOD = _when(lambda a: a.granularity == "full"), _when(lambda a: a.method is not None)
 _NUM_LAYERS, _MOE = _when(lambda a: a.num_layers is not None), _when(
     lambda a: isinstance(a.modules, (list, tuple)) and "moe" in a.modules)
-_SHARED, _MTP = _when(lambda a: a.shared), _when(lambda a: a.mtp not in (None, 0, 1))
+_SHARED = _when(lambda a: a.shared)
 _TORCH_OLD, _VPP_MISSING = _when(lambda a: a.torch_status != "ok"), _when(_vpp_missing)
 
 
@@ -188,51 +196,99 @@ def _bad_dispatcher(a):
     return {"type": a.dispatcher} if a.dispatcher not in ("alltoall", "flex") else None
 
 
-# Bridge's pre-check (comm_overlap.py:478-518, comm_overlap setup in runtime_config_update), in its order.
-BRIDGE_PRECHECK = (
-    Raise(id="ep", at=f"{_CO}:479", fails=_EP_SIZE,
-          message="overlap_moe_expert_parallel_comm is only supported when expert_model_parallel_size > 1"),
-    Raise(id="experts-null", at=f"{_CO}:482", kind="TypeError", fails=_when(lambda a: a.experts is None),
-          message="TypeError: '>' not supported between instances of 'NoneType' and 'int'"),
-    Raise(id="experts", at=f"{_CO}:482",
-          fails=lambda a: {"n": a.experts} if as_int(a.experts) is not None and a.experts <= 1 else None,
-          message="overlap_moe_expert_parallel_comm is only supported when num_moe_experts > 1, ... but got {n}"),
-    Raise(id="dispatcher", at=f"{_CO}:486", fails=_bad_dispatcher,
-          message="overlap_moe_expert_parallel_comm is only supported when moe_token_dispatcher_type == 'alltoall' or "
-                  "'flex', ... but got {type}"),
-    Raise(id="half", at=f"{_CO}:490", fails=_HALF,
-          message="overlap_moe_expert_parallel_comm is only supported when using bf16 or fp16 models"),
-    Raise(id="torch", at=f"{_CO}:493", fails=_TORCH_OLD, message=_TORCH),
-    Raise(id="vpp", at=f"{_CO}:495", fails=_VPP_MISSING, message=_VPP),
-    Raise(id="full", at=f"{_CO}:499", fails=_FULL, message=f"disable full recomputation {_ON}"),
-    Raise(id="method", at=f"{_CO}:502", fails=_METHOD, message=f"disable recomputation method {_ON}"),
-    Raise(id="num-layers", at=f"{_CO}:505", fails=_NUM_LAYERS, message=f"recompute_num_layers must be None {_ON}"),
-    Raise(id="moe-module", at=f"{_CO}:510", fails=_MOE, message=f"disable moe in recompute_modules {_ON}"),
-    Raise(id="shared", at=f"{_CO}:513", fails=_SHARED, message=f"disable moe_shared_expert_overlap {_ON}"),
-    Raise(id="mtp", at=f"{_CO}:516", fails=_MTP, message=f"MTP supports at most one layer {_ON}."),
+# Bridge's pre-check (comm_overlap.py, comm_overlap setup in runtime_config_update) and Megatron-Core's copy
+# (transformer_config.py, at model finalize), each in its order: (id, kind, fails, message) — the line of each
+# and which checks a release has are that release's data (EP_PRECHECK_LINES, EP_CORE_LINES, EP_MTP_*).
+_BRIDGE_ORDER = (
+    ("ep", "AssertionError", _EP_SIZE,
+     "overlap_moe_expert_parallel_comm is only supported when expert_model_parallel_size > 1"),
+    ("experts-null", "TypeError", _when(lambda a: a.experts is None),
+     "TypeError: '>' not supported between instances of 'NoneType' and 'int'"),
+    ("experts", "AssertionError",
+     lambda a: {"n": a.experts} if as_int(a.experts) is not None and a.experts <= 1 else None,
+     "overlap_moe_expert_parallel_comm is only supported when num_moe_experts > 1, ... but got {n}"),
+    ("dispatcher", "AssertionError", _bad_dispatcher,
+     "overlap_moe_expert_parallel_comm is only supported when moe_token_dispatcher_type == 'alltoall' or "
+     "'flex', ... but got {type}"),
+    ("half", "AssertionError", _HALF, "overlap_moe_expert_parallel_comm is only supported when using bf16 or fp16 models"),
+    ("torch", "AssertionError", _TORCH_OLD, _TORCH),
+    ("vpp", "AssertionError", _VPP_MISSING, _VPP),
+    ("full", "AssertionError", _FULL, f"disable full recomputation {_ON}"),
+    ("method", "AssertionError", _METHOD, f"disable recomputation method {_ON}"),
+    ("num-layers", "AssertionError", _NUM_LAYERS, f"recompute_num_layers must be None {_ON}"),
+    ("moe-module", "AssertionError", _MOE, f"disable moe in recompute_modules {_ON}"),
+    ("shared", "AssertionError", _SHARED, f"disable moe_shared_expert_overlap {_ON}"),
+    ("mtp", "AssertionError", None, None),  # the release's accepted depths and message
 )
+_CORE_ORDER = (
+    ("experts-null", "ValueError", _when(lambda a: a.ep > 1 and a.experts is None),
+     "num_moe_experts must be non None to use expert-parallel."),
+    ("torch", "AssertionError", _TORCH_OLD, _TORCH),
+    ("vpp", "AssertionError", _VPP_MISSING, _VPP),
+    ("ep", "AssertionError", _EP_SIZE, "overlap_moe_expert_parallel_comm is only supported with expert model parallelism"),
+    ("dispatcher", "AssertionError", _bad_dispatcher, "overlap_moe_expert_parallel_comm is supported with alltoall/flex token dispatcher"),
+    ("full", "AssertionError", _FULL, f"disable full recomputation {_ON}"),
+    ("method", "AssertionError", _METHOD, f"disable recomputation method {_ON}"),
+    ("num-layers", "AssertionError", _NUM_LAYERS, f"recompute_num_layers must be None {_ON}"),
+    ("moe-module", "AssertionError", _MOE, f"disable moe in recompute_modules {_ON}"),
+    ("half", "AssertionError", _HALF, "overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model"),
+    ("shared", "AssertionError", _SHARED, f"disable moe_shared_expert_overlap {_ON}"),
+    ("mtp", "AssertionError", None, None),
+)
+_MTP_NEEDS_PP = ("Pipeline model parallel size must be larger than 1 when enabling overlap_moe_expert_parallel_comm "
+                 "with MTP layer.")
 
-# Megatron-Core's copy (transformer_config.py:2669-2716, at model finalize), in its order; EP > 1 without
-# experts raises earlier in the same __post_init__ (transformer_config.py:1469).
-MCORE_COPY = (
-    Raise(id="experts-null", at=f"{_TCF}:1469", kind="ValueError",
-          fails=_when(lambda a: a.ep > 1 and a.experts is None),
-          message="num_moe_experts must be non None to use expert-parallel."),
-    Raise(id="torch", at=f"{_TCF}:2671", fails=_TORCH_OLD, message=_TORCH),
-    Raise(id="vpp", at=f"{_TCF}:2675", fails=_VPP_MISSING, message=_VPP),
-    Raise(id="ep", at=f"{_TCF}:2680", fails=_EP_SIZE,
-          message="overlap_moe_expert_parallel_comm is only supported with expert model parallelism"),
-    Raise(id="dispatcher", at=f"{_TCF}:2683", fails=_bad_dispatcher,
-          message="overlap_moe_expert_parallel_comm is supported with alltoall/flex token dispatcher"),
-    Raise(id="full", at=f"{_TCF}:2688", fails=_FULL, message=f"disable full recomputation {_ON}"),
-    Raise(id="method", at=f"{_TCF}:2691", fails=_METHOD, message=f"disable recomputation method {_ON}"),
-    Raise(id="num-layers", at=f"{_TCF}:2694", fails=_NUM_LAYERS, message=f"recompute_num_layers must be None {_ON}"),
-    Raise(id="moe-module", at=f"{_TCF}:2697", fails=_MOE, message=f"disable moe in recompute_modules {_ON}"),
-    Raise(id="half", at=f"{_TCF}:2702", fails=_HALF,
-          message="overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model"),
-    Raise(id="shared", at=f"{_TCF}:2706", fails=_SHARED, message=f"disable moe_shared_expert_overlap {_ON}"),
-    Raise(id="mtp", at=f"{_TCF}:2709", fails=_MTP, message=f"MTP supports at most one layer {_ON}."),
-)
+
+def _table(release, order, lines: dict, at: str) -> tuple:
+    out = []
+    for check, kind, fails, message in order:
+        if check not in lines:
+            continue  # this release has no such check there
+        if check == "mtp":
+            allowed = release.EP_MTP_LAYERS
+            fails, message = _when(lambda a: a.mtp not in allowed), release.EP_MTP_MESSAGE
+        out.append(Raise(id=check, at=f"{at}:{lines[check]}", kind=kind, fails=fails, message=message))
+    return tuple(out)
+
+
+_TABLES: dict = {}
+
+
+def ep_tables(release) -> tuple:
+    """(Bridge's pre-check, Megatron-Core's copy) of ``release`` (a frameworks.bridge.releases module) as
+    Raise tables in the order each meets its checks. A check Bridge's pre-check lacks but the core copy
+    has (0.5.1's "moe" in recompute_modules) still stops a run Bridge's path lets through: it follows the
+    pre-check's table, cited at the core's line. Megatron-Core 0.17's MTP check also needs PP > 1."""
+    tables = _TABLES.get(release.BRIDGE_VERSION)
+    if tables is None:
+        core = list(_table(release, _CORE_ORDER, release.EP_CORE_LINES, _TCF))
+        if release.EP_CORE_MTP_NEEDS_PP_LINE is not None:
+            core.append(Raise(id="mtp-pp", at=f"{_TCF}:{release.EP_CORE_MTP_NEEDS_PP_LINE}", message=_MTP_NEEDS_PP,
+                              fails=_when(lambda a: a.mtp == 1 and a.pp_known and a.pp <= 1)))
+        bridge = list(_table(release, _BRIDGE_ORDER, release.EP_PRECHECK_LINES, _CO))
+        bridge += [r for r in core if r.id not in release.EP_PRECHECK_LINES and r.id != "experts-null"]
+        tables = _TABLES[release.BRIDGE_VERSION] = (tuple(bridge), tuple(core))
+    return tables
+
+
+def ep_release(view):
+    """The release data whose EP-overlap checks the run meets: a Bridge run's own release; for a Megatron-LM
+    launch, the newest Bridge release that pins the launch's megatron-core (the core's checks are the same
+    code whichever framework built the config)."""
+    if getattr(view, "framework", "bridge") == "bridge":
+        return view.release
+    from overlap_cli.frameworks.bridge.releases import BRIDGE
+    from overlap_cli.frameworks.megatron_lm import releases as core_releases
+    from overlap_cli.frameworks.releases import is_release
+
+    core = core_releases.of(view.target).CORE_VERSION
+    pinning = [v for v in BRIDGE.versions() if is_release(v) and BRIDGE.get(v).CORE_VERSION == core]
+    if not pinning:
+        from overlap_cli.problems import InputError, InputProblem
+
+        raise InputError(InputProblem("<target>", f"core_version {core}: overlap-cli holds no EP-overlap checks of "
+                                      "that megatron-core release", key="core_version"))
+    return BRIDGE.get(pinning[-1])
 
 
 def _no_full(view):
@@ -285,6 +341,7 @@ _LEADS = {
         "set model.moe_shared_expert_overlap: false (EP overlap schedules the shared expert itself)",
         set_("model.moe_shared_expert_overlap", False))),
     "mtp": lambda view, a: (f"mtp_num_layers={fmt(a.mtp)}", None),
+    "mtp-pp": lambda view, a: (f"mtp_num_layers=1 with PP={a.pp}", None),
 }
 
 
@@ -327,10 +384,21 @@ def ep_overlap_mcore_only(view):
     if not ep_overlap_effective(view):
         return
     where = _REQUEST if ep_overlap_path(view) == "bridge" else _MODEL_FLAG
-    if model_value(view, "cuda_graph_impl") == "transformer_engine":
+    release = ep_release(view)
+    graphs = release.EP_CORE_CUDA_GRAPH  # which fields the release's check reads, and whether it refuses other impls
+    impl = model_value(view, "cuda_graph_impl")
+    if impl not in (None, "none", "transformer_engine") and graphs["other_impls_refused"]:
+        yield finding(
+            view, "EP702", "error",
+            f"cuda_graph_impl {fmt(impl)} with EP overlap on: Megatron-Core {release.CORE_VERSION} accepts only "
+            "'transformer_engine' there and asserts \"CUDA graph scope on moe and mlp is not supported with "
+            f"overlap_moe_expert_parallel_comm\" ({_TCF}:{graphs['line']})",
+            model_key(view, "cuda_graph_impl", where),
+        )
+    if impl == "transformer_engine":
         from overlap_cli.rules.common import graph_module_names
 
-        for key in ("cuda_graph_modules", "cuda_graph_scope"):
+        for key in graphs["fields"]:
             value = model_value(view, key)
             names = graph_module_names(value)
             hit = sorted(names & {"moe", "mlp"})
@@ -345,7 +413,8 @@ def ep_overlap_mcore_only(view):
                 )
     modules = model_value(view, "offload_modules") or []
     if (
-        model_value(view, "moe_token_dispatcher_type") == "flex"
+        release.EP_CORE_NCCLEP
+        and model_value(view, "moe_token_dispatcher_type") == "flex"
         and model_value(view, "moe_flex_dispatcher_backend") == "ncclep"
         and model_value(view, "fine_grained_activation_offloading") is True
         and isinstance(modules, list)
@@ -387,7 +456,7 @@ def ncclep_dynamic_shape(view):
     None offered: `moe_ncclep_static_shape: true` needs the fused operator on sm100+ GPUs, which the file
     cannot tell. Set it yourself on such GPUs, or accept the serialized path (or drop EP overlap).
     """
-    if not ep_overlap_effective(view):
+    if not ep_overlap_effective(view) or not ep_release(view).EP_CORE_NCCLEP:
         return
     if (
         model_value(view, "moe_token_dispatcher_type") == "flex"

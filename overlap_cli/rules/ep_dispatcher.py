@@ -47,6 +47,10 @@ def conflicting_sm_knobs(view):
     **Safe (a) — removes a launch crash**: the config cannot start, and the dispatcher in use keeps the SM
     count the file gave it. With the `ncclep` backend neither knob is the backend's own: no fix is offered.
     """
+    from overlap_cli.rules.ep import ep_release
+
+    if ("model", "moe_flex_dispatcher_num_sms") in ep_release(view).ABSENT_FIELDS:
+        return  # a Megatron-Core before the unified knob (0.17, 0.18): each backend reads its own, no check
     values = {name: model_value(view, name) for name in _SM_KNOBS}
     given = {name: v for name, v in values.items() if v is not None}
     if len(given) < 2 or len(set(given.values())) < 2 or model_value(view, "moe_flex_dispatcher_num_sms") is not None:

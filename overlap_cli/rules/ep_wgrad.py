@@ -19,7 +19,7 @@ _EP = "overlap_moe_expert_parallel_comm"
 
 
 def _delay_in_comm_overlap(view) -> bool:
-    return view.comm_overlap_present and view.cfg.get(("comm_overlap", "delay_wgrad_compute")) is True
+    return view.comm_overlap_present and view.requested("delay_wgrad_compute") is True
 
 
 def _delay_effective(view) -> bool:

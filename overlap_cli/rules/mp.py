@@ -240,7 +240,8 @@ def mxfp8_gather_without_reuse(view):
     `reuse_grad_buf_for_mxfp8_param_ag` false, without Megatron-FSDP.
 
     ## Why it matters
-    Bridge's `validate()` asserts (megatron-bridge 0.6.2, `megatron/bridge/training/config.py:1356`):
+    Bridge's `validate()` asserts (megatron-bridge 0.6.2, `megatron/bridge/training/config.py:1356`; 0.4.2
+    asserts it in `MixedPrecisionConfig.finalize`, `mixed_precision.py:108`, under Megatron-FSDP too):
     `When fp8_param_gather=True and fp8_recipe='mxfp8', reuse_grad_buf_for_mxfp8_param_ag must be set to True`.
     Only the mixed-precision object is read, so setting the flag on ddp or optimizer does not help. The
     `*_with_mxfp8_mixed` recipes already set it.
@@ -255,7 +256,8 @@ def mxfp8_gather_without_reuse(view):
     requires and lowers memory (the gradient buffer holds the MXFP8 parameter all-gather). Not offered when
     `overlap_param_gather_with_optimizer_step` is on, which cannot be combined with the reuse (DP308).
     """
-    if view.mp is None or view.megatron_fsdp:
+    assert_at = view.release.MXFP8_REUSE_ASSERT  # validate()'s, skipped under FSDP; 0.4.2: MixedPrecisionConfig.finalize's
+    if view.mp is None or (view.megatron_fsdp and not assert_at["under_fsdp"]):
         return
     if not (view.mp.get("fp8_param_gather") and view.mp.get("fp8_recipe") == "mxfp8"):
         return
@@ -270,7 +272,8 @@ def mxfp8_gather_without_reuse(view):
     yield finding(
         view, "MP406", "error",
         "MXFP8 with fp8_param_gather but without reuse_grad_buf_for_mxfp8_param_ag: Bridge asserts \"When "
-        "fp8_param_gather=True and fp8_recipe='mxfp8', reuse_grad_buf_for_mxfp8_param_ag must be set to True\"",
+        "fp8_param_gather=True and fp8_recipe='mxfp8', reuse_grad_buf_for_mxfp8_param_ag must be set to True\" "
+        f"({assert_at['at']})",
         _mp_key(view, "reuse_grad_buf_for_mxfp8_param_ag"),
         fix,
     )

@@ -55,7 +55,7 @@ def vpp_implied_by_layout(view):
     # Unsafe: once comm_overlap sees VPP > 1 it picks the interleaved p2p mode instead of batched p2p.
     fix = unsafe(message, edit)
     stages = f"the layout has {view.layout.stages} stages for PP={view.pp}, i.e. VPP={vpp}"
-    if view.cfg.get(("comm_overlap", "overlap_moe_expert_parallel_comm")) is True:
+    if view.comm_overlap_present and view.requested("overlap_moe_expert_parallel_comm") is True:
         yield finding(
             view,
             "PP207",

@@ -42,6 +42,10 @@ class Rule:
     # What its fixes are (see FIX_CLASSES): "none", or classes joined by "/" in FIX_CLASSES order.
     fix: str = "none"
     frameworks: tuple = (BRIDGE,)  # the inputs it checks: BRIDGE, MEGATRON_LM or both
+    # A fact of the Bridge release a run is checked against (a name in frameworks/bridge/releases/) that must
+    # be true for the rule to apply: ``HAS_ENV_VARS`` for the rules about env_vars, which releases before
+    # 0.6.0 do not have. "" for every release.
+    needs: str = ""
 
     @property
     def doc(self) -> str:
@@ -81,7 +85,8 @@ RULES: dict[str, Rule] = {}  # code -> rule, filled as each rule module is impor
 _DOCS: dict[str, str] = {}
 
 
-def rule(code: str, name: str, severity: str, title: str, fix: str = "none", frameworks: tuple = (BRIDGE,)):
+def rule(code: str, name: str, severity: str, title: str, fix: str = "none", frameworks: tuple = (BRIDGE,),
+         needs: str = ""):
     """Register ``func`` as the check of rule ``code``; its docstring is the rule's documentation. A check of
     this package must be the one codes.py names for its code (a check registered from elsewhere, a test's
     throw-away rule, is not one of the shipped codes)."""
@@ -93,7 +98,7 @@ def rule(code: str, name: str, severity: str, title: str, fix: str = "none", fra
             problem = table_problem(code, func.__module__[len(_PACKAGE):], func.__name__)
             if problem:
                 raise RuntimeError(problem)
-        RULES[code] = Rule(code, name, severity, title, func, fix, tuple(frameworks))
+        RULES[code] = Rule(code, name, severity, title, func, fix, tuple(frameworks), needs)
         return func
 
     return deco

@@ -29,10 +29,20 @@ def field_default(release, section: str, name: str) -> Any:
     return release.OTHER_FIELD_DEFAULTS[(section, name)]
 
 
-def dataclass_fields(target: Any) -> frozenset:
+def dataclass_fields(target: Any, absent: frozenset = frozenset()) -> frozenset:
+    """The fields of the dataclass ``target`` names, less the names the release lacks (``absent``: the field
+    names of release.ABSENT_FIELDS; the table of fields is the newest release's)."""
     from overlap_cli.frameworks.bridge.recipes import config_fields
 
-    return config_fields(target)
+    return config_fields(target) - absent if absent else config_fields(target)
+
+
+def dropped(release, path: tuple) -> bool:
+    """Whether ``release`` drops the key at ``path`` when it loads a file (frameworks/bridge/release_fields.py):
+    a field it lacks, or anything under ``env_vars`` before the release that has it."""
+    if path[:1] == ("env_vars",):
+        return not release.HAS_ENV_VARS
+    return tuple(path[:2]) in release.ABSENT_FIELDS
 
 
 _SHAPES: dict = {}
@@ -50,7 +60,8 @@ def shape_of(release) -> StructShape:
             optional=frozenset(OPTIONAL_SECTIONS),
             known_field=functools.partial(known_field, release),
             field_default=functools.partial(field_default, release),
-            dataclass_fields=dataclass_fields,
+            dataclass_fields=functools.partial(dataclass_fields, absent=frozenset(k for _, k in release.ABSENT_FIELDS)),
+            dropped=functools.partial(dropped, release),
         )
     return shape
 

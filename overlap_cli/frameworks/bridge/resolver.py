@@ -116,14 +116,18 @@ def resolve(cfg: Config, target: Target) -> Resolved:
     r.model_at_setup, r.ddp_at_setup = dict(model), dict(ddp)
     co = cfg.data.get("comm_overlap")
     r.comm_overlap_present = isinstance(co, dict)
+    co = _energon_packing_clears(r, release, co, model)
     if r.comm_overlap_present:
         setup_comm_overlap(r, co, prov)
+    for key in r.energon_cleared:
+        prov[f"model.{key}"] = Value(False, FORCED_OFF, "Bridge clears it for Energon sequence packing before "
+                                     f"comm_overlap runs ({release.ENERGON_PACKING_CLEARS_EP_OVERLAP['at']})")
 
     # -- 5. validate(): Megatron-FSDP forcing (config.py:1345 -> 1065-1116), then the distributed-
     # optimizer and overlap_param_gather sync. FSDP runs after comm_overlap, so its distopt comes too late
     # for Bridge's DP defaults.
     r.megatron_fsdp = cfg.get(("dist", "use_megatron_fsdp")) is True or ddp.get("use_megatron_fsdp") is True
-    if r.megatron_fsdp:
+    if r.megatron_fsdp and release.FSDP_FORCES_DISTRIBUTED_OPTIMIZER:
         for section in ("ddp", "optimizer"):
             if final[section]["use_distributed_optimizer"] is not True:
                 final[section]["use_distributed_optimizer"] = True
@@ -146,7 +150,7 @@ def resolve(cfg: Config, target: Target) -> Resolved:
                     "validate() turns the distributed optimizer on in ddp because optimizer.use_distributed_optimizer "
                     "is true — after comm_overlap ran, so Bridge's DP defaults were skipped",
                 )
-    if ddp["overlap_param_gather"] is True or opt["overlap_param_gather"] is True:
+    if release.SYNCS_OVERLAP_PARAM_GATHER and (ddp["overlap_param_gather"] is True or opt["overlap_param_gather"] is True):
         for section, other in (("ddp", "optimizer"), ("optimizer", "ddp")):
             if final[section]["overlap_param_gather"] is not True:
                 final[section]["overlap_param_gather"] = True
@@ -184,6 +188,24 @@ def resolve(cfg: Config, target: Target) -> Resolved:
     _describe_ub_cfg(r, prov)
     r.effective = prov
     return r
+
+
+def _energon_packing_clears(r: Resolved, release, co, model: dict):
+    """The comm_overlap mapping setup reads. A release whose runtime_config_update clears EP overlap and
+    delayed wgrad for an Energon dataset that packs sequences (release.ENERGON_PACKING_CLEARS_EP_OVERLAP:
+    main's config.py:1218-1253, before comm_overlap's setup at 2024) sets them false on the model and on
+    comm_overlap; otherwise ``co`` as it is."""
+    clears = release.ENERGON_PACKING_CLEARS_EP_OVERLAP
+    dataset = r.cfg.section("dataset") or {}
+    if not clears or dataset.get("_target_") != clears["dataset"] or dataset.get("packing_buffer_size") is None:
+        return co
+    asked = [k for k in clears["fields"] if model.get(k) is True or (isinstance(co, dict) and co.get(k) is True)]
+    if not asked:
+        return co
+    r.energon_cleared = tuple(clears["fields"])
+    for key in clears["fields"]:
+        model[key] = False
+    return {**co, **{k: False for k in clears["fields"] if k in co}} if isinstance(co, dict) else co
 
 
 def _gradient_accumulation_fusion(r: Resolved, cfg: Config, target: Target, model: dict) -> None:

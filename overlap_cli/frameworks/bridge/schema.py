@@ -125,7 +125,10 @@ OPTIONAL_SECTIONS = ("comm_overlap", "mixed_precision")
 
 def known_field(release, section: str, key: str) -> bool:
     """Whether ``section.key`` is a field this tool knows of Bridge's config class for that section in
-    ``release`` (a frameworks.bridge.releases module)."""
+    ``release`` (a frameworks.bridge.releases module). A field of another release that this one lacks
+    (release.ABSENT_FIELDS) is none."""
+    if (section, key) in release.ABSENT_FIELDS:
+        return False
     if section in ALWAYS_PRESENT_SECTIONS:
         return key in release.SECTION_DEFAULTS.get(section, {}) or (section, key) in KEY_TYPES
     if section == "comm_overlap":

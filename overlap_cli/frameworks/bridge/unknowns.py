@@ -62,7 +62,9 @@ def _inputs(cfg, release) -> list:
                 out.append((("comm_overlap", key), _COMM_OVERLAP_CANDIDATES.get(key, [None])))
     if unknown(("mixed_precision",)):
         out.append((("mixed_precision",), ["bf16_mixed", None, "bf16_with_fp8_current_scaling_mixed"]))
-    if unknown(("env_vars",)):
+    if not release.HAS_ENV_VARS:
+        pass  # the release drops env_vars (release_fields): no value of it reaches the run
+    elif unknown(("env_vars",)):
         out.append((("env_vars",), [{}, {"CUDA_DEVICE_MAX_CONNECTIONS": 1}, {"CUDA_DEVICE_MAX_CONNECTIONS": 32}]))
     elif unknown(("env_vars", "CUDA_DEVICE_MAX_CONNECTIONS")):
         out.append((("env_vars", "CUDA_DEVICE_MAX_CONNECTIONS"), [1, 32]))

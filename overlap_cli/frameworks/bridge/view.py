@@ -57,6 +57,7 @@ class Resolved:
     vpp_final: Optional[int] = None  # VPP after Megatron-Core's model finalize (layout-derived when null)
     ub: Optional[Any] = None  # preset_fit.UbConfig: the userbuffers config, recognised against the presets
     megatron_fsdp: bool = False  # dist.use_megatron_fsdp or ddp.use_megatron_fsdp
+    energon_cleared: tuple = ()  # model fields a release's Energon-packing switch cleared before comm_overlap
     # launch_env.plan's EnvEntry list, computed on first use: a pure function of the fields above.
     launch_env_plan: Optional[list] = field(default=None, repr=False, compare=False)
     # launch_env.misplaced's list, computed on first use (three rules read it): a pure function of cfg.
@@ -79,6 +80,13 @@ class Resolved:
         from overlap_cli.frameworks.bridge.launch_env import misplaced_names
 
         return misplaced_names(self.cfg)
+
+    def requested(self, key: str) -> Any:
+        """``comm_overlap.<key>`` as comm_overlap's setup reads it: the file's value, unless the release
+        cleared it before setup (``energon_cleared``: main's Energon-packing switch); None without the section."""
+        if not self.comm_overlap_present:
+            return None
+        return False if key in self.energon_cleared else self.cfg.get(("comm_overlap", key))
 
     def value(self, key: str) -> Any:
         v = self.effective.get(key)

@@ -17,7 +17,9 @@ one that raised):
    override file in turn, the dotlists with the last one — as Bridge's entry points merge a
    ``--config-file`` and the command line's overrides.
 3. ``runtime_config_update``'s steps (training/config.py:1853-1888), each its own stage:
-   ``apply_environment_variables``, ``mixed_precision`` (resolve, finalize, setup), ``set_data_parallel_size``
+   ``apply_environment_variables`` (from 0.6.0; the installed release's own steps: before 0.6.0 there is none,
+   main clears EP overlap for Energon packing before comm_overlap), ``mixed_precision`` (resolve, finalize,
+   setup), ``set_data_parallel_size``
    (WORLD_SIZE), ``comm_overlap`` (finalize, setup), and all of ``validate()`` (training/config.py:1136),
    which runs on this CPU machine given the answers below;
 4. ``initialize_distributed``: Bridge's ``_initialize_distributed`` (training/initialize.py:693-840, called
@@ -332,7 +334,8 @@ def run(case: dict) -> dict:
                 for i, f in enumerate(files):
                     cfg = process_config_with_overrides(cfg, f, case["dotlists"] if i == len(files) - 1 else None)
             stage = "apply_environment_variables"
-            bconfig.apply_environment_variables(cfg)
+            if hasattr(bconfig, "apply_environment_variables"):  # from 0.6.0 (config.py:1832 in 0.6.2)
+                bconfig.apply_environment_variables(cfg)
             stage = "mixed_precision"
             if cfg.mixed_precision is not None:
                 if isinstance(cfg.mixed_precision, str):
@@ -342,6 +345,8 @@ def run(case: dict) -> dict:
             stage = "set_data_parallel_size"
             cfg.set_data_parallel_size()
             stage = "comm_overlap"
+            if hasattr(cfg, "_disable_native_energon_packing_moe_overlap"):  # main: config.py:2024
+                cfg._disable_native_energon_packing_moe_overlap()
             if cfg.comm_overlap is not None:
                 cfg.comm_overlap.finalize()
                 cfg.comm_overlap.setup(cfg.model, cfg.optimizer, cfg.ddp)

@@ -1,6 +1,9 @@
 """Megatron-Bridge 0.6.2 (with megatron-core 0.19.2, the release it pins): the facts of this release the
 code reads through ``frameworks.bridge.releases.of(target)``. Lines are those of NVIDIA-NeMo/Megatron-Bridge@067f987
-(the source facts.py is checked against); co.py = src/megatron/bridge/training/comm_overlap.py."""
+(the source facts.py is checked against) where that file is the same in 0.6.2; the behaviour tables at the end
+cite the 0.6.2 wheel; co.py = src/megatron/bridge/training/comm_overlap.py. The other release modules import
+from here what their own source holds unchanged (tests/frameworks/bridge/test_release_sources.py proves each
+table against each release's source)."""
 
 BRIDGE_VERSION = "0.6.2"
 CORE_VERSION = "0.19.2"
@@ -304,3 +307,55 @@ MP_RECIPES["nemotron_3_super_bf16_with_nvfp4_mixed"] = _recipe(
 MP_RECIPES["nemotron_3_ultra_bf16_with_nvfp4_mixed"] = _recipe(
     "bf16_with_nvfp4_mixed", first_last_layers_bf16=True, num_layers_at_start_in_bf16=0, num_layers_at_end_in_bf16=16
 )
+
+
+# ----------------------------------------------------------------------------------------------
+# Behaviour that differs between releases: read by the resolver and the rules (never a version test)
+# ----------------------------------------------------------------------------------------------
+
+# ConfigContainer.env_vars (config.py:965) and apply_environment_variables (config.py:1832-1850), called
+# first in runtime_config_update (config.py:1870).
+HAS_ENV_VARS = True
+
+# Where a YAML key the release's config class lacks is dropped: _apply_overrides logs "Key '...' in
+# overrides not found in config object ...  Skipping." (utils/omegaconf_utils.py:470-474).
+UNKNOWN_KEY_SKIPPED_AT = "megatron/bridge/training/utils/omegaconf_utils.py:470-474"
+
+# (section, key) of fields the tool reads that this release's config classes do not have (a file's key is
+# dropped as UNKNOWN_KEY_SKIPPED_AT says; a dotlist on it is refused by Hydra's struct mode).
+ABSENT_FIELDS: frozenset = frozenset()
+
+# Bridge's EP-overlap pre-check (co.py:478-518), each check's id and assert line; Megatron-Core's copy at
+# model finalize (megatron-core 0.19.2 transformer_config.py:2669-2716; 1469: EP > 1 without experts).
+EP_PRECHECK_LINES = {"ep": 479, "experts-null": 482, "experts": 482, "dispatcher": 486, "half": 490, "torch": 493,
+                     "vpp": 495, "full": 499, "method": 502, "num-layers": 505, "moe-module": 510, "shared": 513,
+                     "mtp": 516}
+EP_CORE_LINES = {"experts-null": 1469, "torch": 2671, "vpp": 2675, "ep": 2680, "dispatcher": 2683, "full": 2688,
+                 "method": 2691, "num-layers": 2694, "moe-module": 2697, "half": 2702, "shared": 2706, "mtp": 2709}
+# The mtp_num_layers both copies accept with EP overlap, and their message (co.py:516, tc:2709).
+EP_MTP_LAYERS = (None, 0, 1)
+EP_MTP_MESSAGE = "MTP supports at most one layer when enabling overlap_moe_expert_parallel_comm."
+# Megatron-Core 0.17's "MTP layer needs PP > 1" with EP overlap: not in this core.
+EP_CORE_MTP_NEEDS_PP_LINE = None
+# Megatron-Core's CUDA-graph check with EP overlap (tc:2737-2744): with cuda_graph_impl transformer_engine,
+# neither moe nor mlp in the fields named (cuda_graph_scope: the deprecated spelling the tool also reads);
+# other implementations pass.
+EP_CORE_CUDA_GRAPH = {"line": 2740, "fields": ("cuda_graph_modules", "cuda_graph_scope"), "other_impls_refused": False}
+# Megatron-Core's ncclep checks with EP overlap (tc:2719-2735): the flex dispatcher's ncclep backend exists.
+EP_CORE_NCCLEP = True
+
+# validate() -> _validate_and_sync_distributed_optimizer_settings turns overlap_param_gather on in both ddp and
+# optimizer when either has it (config.py:1969-1981).
+SYNCS_OVERLAP_PARAM_GATHER = True
+# Megatron-FSDP in validate() (config.py:1346 -> 1065-1116): forces the distributed optimizer on in ddp and
+# optimizer (1074-1077) and asserts CUDA_DEVICE_MAX_CONNECTIONS != "1" (config.py:1102).
+FSDP_FORCES_DISTRIBUTED_OPTIMIZER = True
+FSDP_MAX_CONNECTIONS_ASSERT_AT = "megatron/bridge/training/config.py:1102"
+# The MXFP8 fp8_param_gather assert: in validate(), skipped under Megatron-FSDP (config.py:1349-1359).
+MXFP8_REUSE_ASSERT = {"at": "megatron/bridge/training/config.py:1356", "under_fsdp": False}
+# validate()'s evaluation batch check (config.py:1294-1339): its data-parallel size honours
+# dist.eval_context_parallel_size.
+EVAL_BATCH_CHECK = {"at": "megatron/bridge/training/config.py:1335", "eval_context_parallel": True,
+                    "dp_name": "eval_data_parallel_size"}
+# main's _disable_native_energon_packing_moe_overlap: not in this release.
+ENERGON_PACKING_CLEARS_EP_OVERLAP = None
