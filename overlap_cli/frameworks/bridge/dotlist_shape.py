@@ -29,10 +29,11 @@ def field_default(release, section: str, name: str) -> Any:
     return release.OTHER_FIELD_DEFAULTS[(section, name)]
 
 
-def dataclass_fields(target: Any) -> frozenset:
+def dataclass_fields(release, target: Any) -> frozenset:
+    """The fields of the dataclass ``target`` names, in the catalog of ``release`` (a releases module)."""
     from overlap_cli.frameworks.bridge.recipes import config_fields
 
-    return config_fields(target)
+    return config_fields(release.BRIDGE_VERSION, target)
 
 
 _SHAPES: dict = {}
@@ -50,7 +51,7 @@ def shape_of(release) -> StructShape:
             optional=frozenset(OPTIONAL_SECTIONS),
             known_field=functools.partial(known_field, release),
             field_default=functools.partial(field_default, release),
-            dataclass_fields=dataclass_fields,
+            dataclass_fields=functools.partial(dataclass_fields, release),
         )
     return shape
 

@@ -1,4 +1,4 @@
-"""Run with an environment's Python that has megatron-bridge 0.6.2: calls every recipe named on stdin (JSON
+"""Run with an environment's Python that has megatron-bridge (any release): calls every recipe named on stdin (JSON
 [catalog key, ...]: a function of ``megatron.bridge.recipes``, or ``perf__NAME`` for the performance recipe
 named like one) and prints {key: dump | {"error": ...}} as JSON.
 
@@ -48,6 +48,8 @@ auto_bridge.AutoBridge.from_hf_pretrained = classmethod(lambda cls, *a, **k: _No
 # so that each recipe module imports only what it needs.
 for package in ("megatron.bridge.recipes", "megatron.bridge.perf_recipes"):
     spec = importlib.util.find_spec(package)
+    if spec is None:
+        continue  # perf_recipes exists from 0.6 on
     root = types.ModuleType(package)
     root.__path__ = list(spec.submodule_search_locations)
     sys.modules[package] = root
@@ -64,6 +66,8 @@ def _defining_modules() -> dict:
 
     out: dict = {}
     for package in ("megatron.bridge.recipes", "megatron.bridge.perf_recipes"):
+        if package not in sys.modules:
+            continue
         base = Path(sys.modules[package].__path__[0])
         for path in sorted(base.rglob("*.py")):
             rel = path.relative_to(base).with_suffix("").parts
