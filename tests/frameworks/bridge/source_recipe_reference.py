@@ -7,7 +7,8 @@ The recipes the catalog reads from source are those that ask Hugging Face for th
 Here that call returns a plain ``GPTModelProvider()`` instead: everything the recipe then writes is Bridge's
 own doing, and what the model itself would hold is what the catalog leaves unknown. The output folders
 Bridge puts under ``os.getcwd()`` (recipes/common.py) are built with "." there, as the catalog's are.
-Nothing else is replaced; a recipe that needs more (a local file, the model's vocabulary) is an error."""
+Nothing else is replaced; a recipe that needs more (a local file, the model's vocabulary) is an error. A dump
+built with the stand-in says so (``"__hf_stand_in__": true``)."""
 
 import importlib
 import importlib.util
@@ -37,8 +38,12 @@ from megatron.bridge.models.conversion import auto_bridge  # noqa: E402
 from megatron.bridge.models.gpt_provider import GPTModelProvider  # noqa: E402
 
 
+STOOD_IN = []  # the recipes of this run that asked Hugging Face: their model is the stand-in's
+
+
 class _NoHub:
     def to_megatron_provider(self, *args, **kwargs):
+        STOOD_IN.append(True)
         return GPTModelProvider()
 
 
@@ -90,6 +95,7 @@ def main() -> None:
             continue
         module = modules[0]
         real_getcwd = os.getcwd
+        STOOD_IN.clear()
         signal.signal(signal.SIGALRM, _timeout)
         signal.alarm(60)
         try:
@@ -100,6 +106,8 @@ def main() -> None:
             with tempfile.NamedTemporaryFile("r", suffix=".yaml") as fh:
                 cfg.to_yaml(fh.name)
                 out[key] = yaml.safe_load(open(fh.name, encoding="utf-8"))
+            if STOOD_IN:  # said beside the dump: a catalog entry built with the real model config differs there
+                out[key]["__hf_stand_in__"] = True
         except BaseException as exc:  # noqa: BLE001 -- every failure is reported, none stops the others
             out[key] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
         finally:
