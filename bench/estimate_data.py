@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data"
+RELEASE = "0.6.2"  # the catalog the rows are joined to (Bridge 0.6.2, as the module docstring says)
 
 MODEL_PREFIX = {
     "DeepSeekV3": "deepseek_v3",
@@ -54,7 +55,7 @@ def _catalog() -> list:
     from overlap_cli.frameworks.bridge.recipes import names
 
     out = []
-    for name in names():
+    for name in names(RELEASE):
         m = _NAME.match(name)
         if m:
             out.append((name, m.groupdict()))
@@ -65,8 +66,8 @@ def base_recipe(row: dict, catalog: list):
     """(recipe name, exact?) for a row, or (None, False)."""
     from overlap_cli.frameworks.bridge.recipes import canonical
 
-    if row.get("bridge_recipe") and canonical(row["bridge_recipe"]):
-        return canonical(row["bridge_recipe"]), True
+    if row.get("bridge_recipe") and canonical(RELEASE, row["bridge_recipe"]):
+        return canonical(RELEASE, row["bridge_recipe"]), True
     prefix = MODEL_PREFIX.get(row["model"])
     token = PRECISION_TOKEN.get(row.get("precision") or "")
     if prefix is None or token is None:
@@ -230,10 +231,10 @@ def joined(verbose: bool = False) -> tuple:
         # The resolver alone (no rules): calibration needs the effective settings, not the findings.
         base_prec = _NAME.match(name).group("prec") if _NAME.match(name) else None
         rel_name, rel_fields, rel_exact = release_config(row, releases)
-        words = overrides_for(row, exact, base_prec) + release_overrides(rel_fields, text(name))
+        words = overrides_for(row, exact, base_prec) + release_overrides(rel_fields, text(RELEASE, name))
         row = dict(row, release_config=rel_name, release_config_layout=rel_exact)
         try:
-            cfg = load_config(f"{name}.yaml", parse_overrides(words), text=text(name))
+            cfg = load_config(f"{name}.yaml", parse_overrides(words), text=text(RELEASE, name))
             view = resolve(cfg, target)
         except InputError as exc:
             key = f"input error: {exc.problem.one_line()}"

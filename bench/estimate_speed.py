@@ -30,10 +30,10 @@ def recipe_on_its_target(folder: str, name: str):
     from overlap_cli.frameworks.bridge import recipes as R
     from overlap_cli.launch_profile.profile import Target
 
-    info = R.info(name)
+    info = R.info("0.6.2", name)
     path = os.path.join(folder, name + ".yaml")
     with open(path, "w") as fh:
-        fh.write(R.text(name))
+        fh.write(R.text("0.6.2", name))
     target = Target(world_size=info["world_size"])
     target.set("world_size", info["world_size"], "flag")
     if info["gpu"]:
@@ -51,7 +51,7 @@ def main() -> None:
     from overlap_cli.frameworks.bridge import recipes as R
 
     folder = tempfile.mkdtemp()
-    names = [n for n in R.names() if R.info(n)["gpu"] not in (None, "vr200", "r100")]
+    names = [n for n in R.names("0.6.2") if R.info("0.6.2", n)["gpu"] not in (None, "vr200", "r100")]
     names = names[:: max(1, len(names) // args.n)][: args.n]
     est_t, model_t, tune_t, cands = [], [], [], []
     for name in names:

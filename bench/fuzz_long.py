@@ -149,7 +149,7 @@ def worker(args) -> tuple[int, dict, dict, dict]:
 
     launches = corpus_seeds()
     sources = seeds() + sorted(launches)  # real Bridge dumps outnumber the small cases when present
-    recipes = names()
+    recipes = names("0.6.2")  # the catalog the fuzzed recipes come from
     rng = random.Random(seed * 1_000_003 + start)
     groups: dict = collections.defaultdict(int)
     examples: dict = {}

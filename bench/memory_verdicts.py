@@ -30,10 +30,10 @@ def main() -> None:
     from overlap_cli.launch_profile.profile import build_target
 
     counts, listed = collections.Counter(), []
-    for name in R.names():
+    for name in R.names("0.6.2"):
         flags = {"recipe": name}
         if args.stated:
-            info = R.info(name)
+            info = R.info("0.6.2", name)
             flags.update(world_size=info["world_size"], gpu=info["gpu"])
         checked = check(None, build_target(flags), [])
         try:

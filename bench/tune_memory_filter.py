@@ -29,7 +29,7 @@ def main() -> None:
 
     folder = tempfile.mkdtemp()
     n = evaluated = dropped = with_drop = proposing = weak = skipped = 0
-    for name in R.names():
+    for name in R.names("0.6.2"):
         path, target = recipe_on_its_target(folder, name)
         checked = check(path, target, [])
         if checked.view is None:

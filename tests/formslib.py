@@ -98,13 +98,13 @@ def _catalog() -> list:
     from overlap_cli.frameworks.bridge import recipes
 
     rows = []
-    for name in recipes.names():
+    for name in recipes.names("0.6.2"):
         if name.startswith("perf__"):  # a catalog-internal name: no script can call it
             continue
-        info = recipes.info(name)
+        info = recipes.info("0.6.2", name)
         if info["gpu"] is None or info["world_size"] is None:
             continue
-        values, unknown = recipes.data(name)
+        values, unknown = recipes.data("0.6.2", name)
         moe = bool((values.get("model") or {}).get("num_moe_experts"))
         sections = frozenset(k for k, v in values.items() if isinstance(v, dict))
         lengths = [(values.get(s) or {}).get("seq_length") for s in ("model", "dataset")]

@@ -1,6 +1,6 @@
 """Write the field names of every config class a catalog recipe holds (``config_fields.json.xz``).
 
-    python tools/build_config_fields.py          # with the Python that has megatron-bridge installed
+    python tools/build_config_fields.py [--release R]  # with the Python of release R's megatron-bridge
 
 A dotlist override of a key the recipe's values lack is refused by Bridge only when the key is no field of
 the dataclass there: ``create_omegaconf_dict_config`` (omegaconf_utils.py:195-290) writes every dataclass
@@ -18,11 +18,10 @@ import importlib
 import json
 import lzma
 import sys
-import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "overlap_cli" / "frameworks" / "bridge" / "recipe_catalog" / "config_fields.json.xz"
+CATALOGS = ROOT / "overlap_cli" / "frameworks" / "bridge" / "recipe_catalog"
 
 
 def _targets(value, out: set) -> None:
@@ -54,18 +53,23 @@ def _resolve(target: str):
 
 
 def main() -> int:
-    # recipes' imports reach TensorBoard through the training state; its writer is never used here
-    board = types.ModuleType("torch.utils.tensorboard")
-    writer = types.ModuleType("torch.utils.tensorboard.writer")
-    board.SummaryWriter = writer.SummaryWriter = object
-    sys.modules.setdefault("torch.utils.tensorboard", board)
-    sys.modules.setdefault("torch.utils.tensorboard.writer", writer)
+    import argparse
+    from importlib import metadata
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--release", help="the catalog folder (recipe_catalog/RELEASE) whose recipes name the classes; "
+                    "default: the installed megatron-bridge version (Bridge main ahead on sys.path: main)")
+    release = ap.parse_args().release or metadata.version("megatron-bridge")
+    out = CATALOGS / release / "config_fields.json.xz"
+    from build_recipe_catalog import stand_in_tensorboard  # tools/ is this script's folder: first on sys.path
+
+    stand_in_tensorboard()  # recipes' imports reach TensorBoard through the training state; its writer is never used here
     sys.path.insert(0, str(ROOT))
     from overlap_cli.frameworks.bridge import recipes
 
     targets: set = set()
-    for name in recipes.index()["recipes"]:
-        _targets(recipes.data(name)[0], targets)
+    for name in recipes.index(release)["recipes"]:
+        _targets(recipes.data(release, name)[0], targets)
     fields, skipped = {}, []
     for target in sorted(targets):
         cls = _resolve(target)
@@ -73,12 +77,10 @@ def main() -> int:
             fields[target] = [f.name for f in dataclasses.fields(cls)]
         else:
             skipped.append(target)
-    from importlib import metadata
-
-    versions = {"megatron-bridge": metadata.version("megatron-bridge"), "megatron-core": metadata.version("megatron-core")}
+    versions = {"megatron-bridge": release, "megatron-core": metadata.version("megatron-core")}
     blob = json.dumps({"versions": versions, "fields": fields}, sort_keys=True).encode("utf-8")
-    OUT.write_bytes(lzma.compress(blob, preset=9 | lzma.PRESET_EXTREME))
-    print(f"{len(fields)} dataclasses, {sum(map(len, fields.values()))} fields -> {OUT} ({OUT.stat().st_size:,} bytes); "
+    out.write_bytes(lzma.compress(blob, preset=9 | lzma.PRESET_EXTREME))
+    print(f"{len(fields)} dataclasses, {sum(map(len, fields.values()))} fields -> {out} ({out.stat().st_size:,} bytes); "
           f"not a dataclass here: {len(skipped)}")
     for target in skipped:
         print(f"  {target}")

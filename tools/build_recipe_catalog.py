@@ -1,11 +1,19 @@
-"""Build the recipe catalog overlap-cli ships: every flat recipe of Megatron-Bridge as Bridge writes it.
+"""Build the recipe catalogs overlap-cli ships: every flat recipe of a Megatron-Bridge release as that
+release writes it, one folder per release (recipe_catalog/RELEASE/), each built with the release's own code.
 
-    # from Bridge's own code (a Python environment where megatron-bridge is importable):
-    python tools/build_recipe_catalog.py --from-bridge
+    # one release, in its own environment (HF_HUB_OFFLINE=1: the recipes that ask Hugging Face fail fast):
+    $ENV/bin/python tools/build_recipe_catalog.py --from-bridge --release 0.5.1
+    $ENV/bin/python tools/build_recipe_catalog.py --from-source --release 0.5.1
+    $ENV/bin/python tools/build_config_fields.py --release 0.5.1
+    # Bridge's main branch: its source ahead of an installed release on sys.path
+    $ENV/bin/python tools/build_recipe_catalog.py --from-bridge --release main --source 067f987
     # from a folder of dumps written by Bridge (NAME.yaml + manifest.jsonl with world_size / gpu):
     python tools/build_recipe_catalog.py --from-dumps DIR --bridge-version 0.6.2 --core-version 0.19.2
-    # complete the shipped catalog from Bridge's recipe source (run with the Python that has megatron-bridge):
-    python tools/build_recipe_catalog.py --from-source
+
+``--release`` names the folder (default: the installed megatron-bridge version). What the Python reader
+needs to know of the release while reading its source (CommOverlapConfig's and MixedPrecisionConfig's
+fields, the registered mixed-precision recipes) is read from the Bridge imported here (reader_release), so
+a release's entries read from source are that release's.
 
 --from-source keeps every entry already built, adds Bridge's public aliases (a compatibility name a recipe
 module imports under another name, resolved to the function it names), and reads every recipe function
@@ -23,7 +31,7 @@ is printed, and each disagreement.
 serializer behind every checkpoint's run_config.yaml. The launch each recipe is tuned for is read from its
 name, as Bridge names them (``..._64gpu_h100_...``); a name without a GPU count gets TP·PP·CP·8.
 
-Output (overlap_cli/frameworks/bridge/recipe_catalog/): ``recipes.xz``, groups of recipes compressed as
+Output (overlap_cli/frameworks/bridge/recipe_catalog/RELEASE/): ``recipes.xz``, groups of recipes compressed as
 independent xz streams one after another, and ``index.json`` with each recipe's stream, offset and length
 in that stream's text, its launch and the Bridge / Megatron-Core versions. One recipe loads by reading and
 decompressing its group only (~2 ms), not the whole catalog.
@@ -33,7 +41,7 @@ needs the values but not the text's lines: a few base recipes in full, and every
 its nearest base, in small xz streams of JSON. Loading one recipe's values takes ~1 ms without PyYAML, where
 reading its text takes ~20 ms with it. It is derived from the texts alone; regenerate it after editing them:
 
-    python tools/build_recipe_catalog.py --values-only
+    python tools/build_recipe_catalog.py --values-only --release R
 """
 
 from __future__ import annotations
@@ -47,11 +55,18 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "overlap_cli" / "frameworks" / "bridge" / "recipe_catalog"
+CATALOGS = ROOT / "overlap_cli" / "frameworks" / "bridge" / "recipe_catalog"
+OUT = CATALOGS / "0.6.2"  # one folder per release; main() sets it from --release
 GROUP = 64  # recipes per xz stream: 83 KB in all for Bridge 0.6.2's 456, ~3 ms to decompress one group
 VALUE_BASES = 8  # base recipes of values.xz: 8 bring the changes of all 727 recipes to ~2 MB of JSON (1 base: ~6 MB)
 VALUE_GROUP = 32  # recipes per values.xz stream: ~100 KB of JSON, well under 1 ms to decompress and read
 GPUS = ("h100", "h200", "a100", "b200", "b300", "gb200", "gb300", "vr200", "r100")
+
+
+def _installed(package: str) -> str:
+    from importlib import metadata
+
+    return metadata.version(package)
 
 
 def launch_from_name(name: str, text: str) -> dict:
@@ -68,14 +83,49 @@ def launch_from_name(name: str, text: str) -> dict:
     return {"world_size": size * 8, "world_size_from": "TP*PP*CP*8 (no GPU count in the name)", "gpu": gpu}
 
 
-def from_bridge() -> tuple[dict, dict]:
+def stand_in_tensorboard() -> None:
+    """Bridge's training state imports TensorBoard's writer at module level (training/state.py), and from 0.6
+    every recipe module reaches it: an environment without TensorBoard would import no recipe. Its writer is
+    never used while a recipe is built, so an empty stand-in serves (only where TensorBoard is missing)."""
+    import importlib.util
+    import types
+
+    if importlib.util.find_spec("tensorboard") is not None:
+        return
+    board = types.ModuleType("torch.utils.tensorboard")
+    writer = types.ModuleType("torch.utils.tensorboard.writer")
+    board.SummaryWriter = writer.SummaryWriter = object
+    sys.modules.setdefault("torch.utils.tensorboard", board)
+    sys.modules.setdefault("torch.utils.tensorboard.writer", writer)
+
+
+def _no_retry_wait() -> None:
+    """Offline, a recipe that reads a Hugging Face config fails after its retries: Bridge's loader sleeps
+    1 + 2 + 4 s between them (safe_config_loader.py, safe_load_config_with_retry), ~7 s for each of ~280
+    recipes. Its sleep is skipped here; the recipe fails the same way, only sooner."""
     import importlib
+    import time
+    import types
+
+    try:
+        loader = importlib.import_module("megatron.bridge.models.hf_pretrained.safe_config_loader")
+    except Exception:
+        return
+    loader.time = types.SimpleNamespace(**{**vars(time), "sleep": lambda seconds: None})
+
+
+def from_bridge(release: str) -> tuple[dict, dict]:
+    import importlib
+    import os
     from importlib import metadata
 
     import pkgutil
     import tempfile
 
+    stand_in_tensorboard()
+    _no_retry_wait()
     texts: dict = {}
+    not_built: dict = {}  # name -> why: a recipe function enumerated here that could not be built offline
     for package in ("megatron.bridge.recipes", "megatron.bridge.perf_recipes"):
         try:
             root = importlib.import_module(package)
@@ -107,18 +157,24 @@ def from_bridge() -> tuple[dict, dict]:
                     continue
                 if name in texts or name.startswith("_"):
                     continue
+                real_getcwd = os.getcwd
+                os.getcwd = lambda: "."  # the output folders Bridge puts under the working directory, as _helper_bases
                 try:
                     cfg = func()
                 except Exception as exc:  # a recipe that needs arguments or a GPU: say so, keep going
                     print(f"note: {name}: not built ({type(exc).__name__}: {exc})"[:200], file=sys.stderr)
+                    not_built[name] = type(exc).__name__
                     continue
+                finally:
+                    os.getcwd = real_getcwd
                 if not hasattr(cfg, "to_yaml"):
                     continue
                 with tempfile.NamedTemporaryFile("r", suffix=".yaml") as fh:
                     cfg.to_yaml(fh.name)
                     texts[name] = Path(fh.name).read_text(encoding="utf-8")
-    versions = {"megatron-bridge": metadata.version("megatron-bridge"), "megatron-core": metadata.version("megatron-core")}
-    return texts, versions
+    versions = {"megatron-bridge": release, "megatron-core": metadata.version("megatron-core")}
+    enumerated = {"built": len(texts), "not_built": dict(sorted(not_built.items()))}
+    return texts, versions, enumerated
 
 
 def from_dumps(folder: Path) -> tuple[dict, dict]:
@@ -290,6 +346,51 @@ def _helper_bases() -> dict:
     return out
 
 
+def _dumped(value):
+    """A field value as Bridge's serializer writes it: a torch dtype is ``{_call_: false, _target_: torch.X}``."""
+    if type(value).__name__ == "dtype" and str(value).startswith("torch."):
+        return {"_call_": False, "_target_": str(value)}
+    return value
+
+
+def _field_defaults(cls) -> dict:
+    import dataclasses
+
+    out = {}
+    for f in dataclasses.fields(cls):
+        if not f.init or f.name.startswith("_"):
+            continue
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = _dumped(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = _dumped(f.default_factory())
+        else:
+            out[f.name] = "<required>"
+    return out
+
+
+def reader_release(release: str):
+    """The facts of this release the Python reader consults (python_values: CommOverlapConfig's and
+    MixedPrecisionConfig's fields and defaults, the registered mixed-precision recipes), read from the Bridge
+    installed here: the entries read from source are this release's, whether or not overlap-cli holds a
+    data module for it."""
+    import dataclasses
+    import types
+
+    from megatron.bridge.training import mixed_precision as mp
+    from megatron.bridge.training.comm_overlap import CommOverlapConfig
+
+    recipes = {}
+    for name, factory in mp.MIXED_PRECISION_RECIPES.items():
+        if "-" in name:
+            continue  # the hyphen spelling registered beside each name (mixed_precision.py, register)
+        made = factory()
+        recipes[name] = {f.name: _dumped(getattr(made, f.name)) for f in dataclasses.fields(made)
+                         if f.init and not f.name.startswith("_")}
+    return types.SimpleNamespace(BRIDGE_VERSION=release, COMM_OVERLAP_FIELDS=_field_defaults(CommOverlapConfig),
+                                 MP_DEFAULTS=_field_defaults(mp.MixedPrecisionConfig), MP_RECIPES=recipes)
+
+
 def from_source(texts: dict, launches: dict, how: dict, base_texts: dict) -> tuple:
     """Complete ``texts`` from Bridge's source; returns (texts, launches, how, unknown, aliases, report)."""
     import yaml
@@ -300,6 +401,7 @@ def from_source(texts: dict, launches: dict, how: dict, base_texts: dict) -> tup
     for name in [n for n, h in how.items() if h != "built"]:  # read again, from this source
         texts.pop(name), launches.pop(name), how.pop(name)
     root = _bridge_root()
+    release = reader_release(OUT.name)
     modules = _recipe_modules(root)
     functions, aliases, bindings, function_names = recipe_functions_and_aliases(modules)
     bases = {n: yaml.safe_load(t) for n, t in base_texts.items()}
@@ -338,7 +440,7 @@ def from_source(texts: dict, launches: dict, how: dict, base_texts: dict) -> tup
             return (n, copy.deepcopy(bases[n]), {}) if n in bases else None
 
         ctx = pr.Context(recipe=recipe, is_recipe=lambda n, module=None: resolve_name(n, module) in known or n in bases,
-                         sources=sources, module=mod)
+                         sources=sources, module=mod, release=release)
         pr._READERS.clear()
         run = pr.read_runs(text, f"megatron/bridge/{path.relative_to(root)}", ctx, function_names[key])[0]
         return run
@@ -360,7 +462,7 @@ def from_source(texts: dict, launches: dict, how: dict, base_texts: dict) -> tup
                 continue
             data[name] = run.data
             unknown[name] = run.unknown
-            texts[name] = yaml.safe_dump(run.data, sort_keys=True, default_flow_style=False)
+            texts[name] = yaml.safe_dump(_plain(run.data), sort_keys=True, default_flow_style=False)
             launches[name] = launch_from_name(name, texts[name])
             how[name] = "source"
             report["source_read"].append(name)
@@ -395,6 +497,16 @@ def from_source(texts: dict, launches: dict, how: dict, base_texts: dict) -> tup
     report["helpers"] = _helper_sources(modules, consulted)
     report["bindings"] = {m: {n: k for n, k in b.items() if k in texts} for m, b in bindings.items()}
     return texts, launches, how, unknown, alias_ok, report, functions, aliases
+
+
+def _plain(value):
+    """The reader's values as plain mappings and lists (an object of a class the recipe module defines is a
+    dict subclass there, python_abstract.Instance), so that PyYAML writes them."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _helper_sources(modules: dict, consulted: dict) -> dict:
@@ -437,7 +549,8 @@ def _compare(read: dict, built: dict, unknown: dict, path: tuple = ()) -> list:
 
 
 def read_catalog() -> tuple:
-    """(texts, launches, how, versions) of the catalog shipped now."""
+    """(texts, launches, how, versions, extra) of the catalog shipped now (``extra``: what the builds
+    recorded, EXTRA_KEYS)."""
     index = json.loads((OUT / "index.json").read_text(encoding="utf-8"))
     blob = (OUT / "recipes.xz").read_bytes()
     texts, launches, how = {}, {}, {}
@@ -447,7 +560,7 @@ def read_catalog() -> tuple:
         texts[name] = raw[row["offset"] : row["offset"] + row["length"]].decode("utf-8")
         launches[name] = {k: row[k] for k in ("world_size", "world_size_from", "gpu")}
         how[name] = row.get("how", "built")
-    return texts, launches, how, index["versions"]
+    return texts, launches, how, index["versions"], {k: index[k] for k in EXTRA_KEYS if k in index}
 
 
 def write_helpers(helpers: dict, versions: dict) -> None:
@@ -456,8 +569,15 @@ def write_helpers(helpers: dict, versions: dict) -> None:
     (OUT / "helpers.json.xz").write_bytes(lzma.compress(blob, preset=9 | lzma.PRESET_EXTREME))
 
 
+# What each build records in the index beside the recipes: ``from_bridge`` the recipe functions --from-bridge
+# enumerated here (the count built, and those it could not build offline, with the exception's type; from
+# dumps Bridge wrote elsewhere: their count and folder, ``dumps``);
+# ``from_source`` the recipe functions of the release's source and those the reader could not read.
+EXTRA_KEYS = ("from_bridge", "from_source")
+
+
 def write_catalog(texts: dict, versions: dict, launches: dict, how: dict | None = None, unknown: dict | None = None,
-                  aliases: dict | None = None, bindings: dict | None = None) -> None:
+                  aliases: dict | None = None, bindings: dict | None = None, extra: dict | None = None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     names = sorted(texts)
     blob = bytearray()
@@ -480,7 +600,7 @@ def write_catalog(texts: dict, versions: dict, launches: dict, how: dict | None 
     (OUT / "unknown.json.xz").write_bytes(lzma.compress(json.dumps(unknown_rows, sort_keys=True).encode("utf-8"),
                                                        preset=9 | lzma.PRESET_EXTREME))
     index = {"format": 1, "versions": versions, "streams": streams, "recipes": recipes, "aliases": aliases or {},
-             "bindings": {m: b for m, b in (bindings or {}).items() if b}}
+             "bindings": {m: b for m, b in (bindings or {}).items() if b}, **(extra or {})}
     index["values"] = write_values(texts)
     for name, stream in index["values"]["of"].items():
         recipes[name]["values"] = stream
@@ -506,7 +626,7 @@ def write_index(index: dict) -> None:
         "},",
         '"bindings": {',
         ",\n".join(f"{json.dumps(m)}: {json.dumps(b, sort_keys=True)}" for m, b in sorted(index.get("bindings", {}).items())),
-        "}}",
+        "}" + "".join(f',\n"{k}": {json.dumps(index[k], sort_keys=True)}' for k in EXTRA_KEYS if k in index) + "}",
     ]
     (OUT / "index.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -595,12 +715,19 @@ def main() -> int:
     src.add_argument("--values-only", action="store_true", help="rewrite values.xz from the shipped texts")
     ap.add_argument("--bridge-version")
     ap.add_argument("--core-version")
+    ap.add_argument("--release", help="the catalog folder to write (recipe_catalog/RELEASE); default: the installed "
+                    "megatron-bridge version. A branch snapshot (Bridge main ahead on sys.path) names itself: main")
+    ap.add_argument("--source", help="with --from-bridge: the snapshot of Bridge's source imported (a branch's "
+                    "commit, e.g. 067f987 for main), recorded in the index's versions")
     a = ap.parse_args()
+    global OUT
+    OUT = CATALOGS / (a.release or a.bridge_version or _installed("megatron-bridge"))
     if a.values_only:
         refresh_values()
         return 0
     if a.from_source:
-        texts, launches, how, versions = read_catalog()
+        texts, launches, how, versions, extra = read_catalog()
+        stand_in_tensorboard()
         try:
             bases = _helper_bases()
         except ImportError as exc:
@@ -611,7 +738,10 @@ def main() -> int:
             print(f"note: the base helpers cannot be called here ({type(exc).__name__}: {exc}); using the "
                   f"{len(bases)} the catalog ships", file=sys.stderr)
         texts, launches, how, unknown, aliases, report, functions, all_aliases = from_source(texts, launches, how, bases)
-        write_catalog(texts, versions, launches, how, unknown, aliases, report["bindings"])
+        extra["from_source"] = {"functions": len(functions), "not_read": {n: why.split(":")[0] for n, why in sorted(report["not_read"].items())}}
+        if "from_bridge" in extra:  # of the *_config callables --from-bridge met, the recipe functions (returning a ConfigContainer)
+            extra["from_bridge"]["not_built"] = {n: why for n, why in extra["from_bridge"]["not_built"].items() if n in functions}
+        write_catalog(texts, versions, launches, how, unknown, aliases, report["bindings"], extra)
         write_helpers(report["helpers"], versions)
         print(f"functions: {len(functions)} in Bridge's source, {sum(1 for f in functions if f in texts)} in the catalog "
               f"({sum(1 for f in functions if how.get(f) == 'built')} built, {len(report['source_read'])} read from source); "
@@ -624,14 +754,18 @@ def main() -> int:
             print(f"  not read {name}: {why}"[:300])
         return 0
     if a.from_bridge:
-        texts, versions = from_bridge()
+        texts, versions, enumerated = from_bridge(OUT.name)
         launches = {n: launch_from_name(n, t) for n, t in texts.items()}
+        extra = {"from_bridge": enumerated}
+        if a.source:
+            versions["megatron-bridge-source"] = a.source
     else:
         if not (a.bridge_version and a.core_version):
             ap.error("--from-dumps needs --bridge-version and --core-version (the versions that wrote them)")
         texts, manifest = from_dumps(a.from_dumps)
         versions = {"megatron-bridge": a.bridge_version, "megatron-core": a.core_version}
         launches = {}
+        extra = {"from_bridge": {"built": len(texts), "not_built": {}, "dumps": str(a.from_dumps.name)}}
         for name, text in texts.items():
             row = manifest.get(name)
             launches[name] = (
@@ -640,7 +774,7 @@ def main() -> int:
     if not texts:
         print("no recipes found", file=sys.stderr)
         return 1
-    write_catalog(texts, versions, launches)
+    write_catalog(texts, versions, launches, extra=extra)
     return 0
 
 

@@ -88,9 +88,9 @@ app = typer.Typer(
 
 def _version(value: bool):
     if value:
-        from overlap_cli.frameworks.bridge.recipes import versions
+        from overlap_cli.frameworks.bridge.recipes import release_of, versions
 
-        v = versions()
+        v = versions(release_of(None))  # the newest release: the default target
         typer.echo(f"overlap-cli {__version__} (Megatron-Bridge {v['megatron-bridge']}, Megatron-Core {v['megatron-core']})")
         raise typer.Exit()
 

@@ -239,7 +239,11 @@ PRESETS_SUGGEST = (
 # overlap rules | explain
 # ---------------------------------------------------------------------------------------------
 
+_RECIPES_RELEASE = Param("bridge_version", "--bridge-version", kind=TEXT, metavar="RELEASE",
+                         help="The Megatron-Bridge release whose recipes to read (default: the newest the tool mirrors).")
+
 RECIPES_LIST = (
+    _RECIPES_RELEASE,
     Param("gpu", "--gpu", kind=TEXT, help="Only recipes tuned for this GPU (h100|b200|b300|gb200|gb300|vr200|r100)."),
     Param("format", "--format", "-f", **_choices("text", "json"), help="Output format."),
 )
@@ -248,6 +252,7 @@ RECIPES_SHOW = (
     Param("name", kind=ARGUMENT, metavar="NAME", help="Bridge's recipe function name, e.g. llama3_70b_pretrain_64gpu_h100_bf16_config (the _config may be left out)."),
     Param("te", "--te/--no-te", kind=SWITCH, help="Print the recipe as Bridge builds it on a target with (default) or without Transformer Engine."),
     Param("as_dumped", "--as-dumped", kind=FLAG, help="Print Bridge's own dump unchanged (written on a machine without Transformer Engine, before the runtime update)."),
+    _RECIPES_RELEASE,
 )
 
 RULES = (Param("format", "--format", "-f", **_choices("text", "json", "markdown"), help="text, json or markdown (docs/rules.md)."),)

@@ -44,10 +44,11 @@ def label(target: Target) -> str:
     recipe, base = target.get("recipe"), target.get("base")
     if base:
         return base
+    from overlap_cli.frameworks.bridge.recipes import release_of
     from overlap_cli.frameworks.bridge.runs import recipe_name
 
     try:
-        return f"recipe {recipe_name(recipe)}"
+        return f"recipe {recipe_name(release_of(target), recipe)}"
     except InputError:
         return f"recipe {recipe}"
 
@@ -81,7 +82,7 @@ def load(path: Optional[str], text: Optional[str], target: Target, overrides, lo
         # The file's own target: its directive, its per-file-target entry, its pyproject's [tool.overlap].
         target = target.for_file(path, text)
     if target.get("recipe") and not target.get("base"):  # the recipe's own launch, ranked (launch_profile)
-        launch = recipe_launch(target.get("recipe"))
+        launch = recipe_launch(target.get("recipe"), target)
         target = for_run(target, recipe=launch) if launch is not None else target
     if not layered(target):
         if path is None:

@@ -65,11 +65,12 @@ def _load(spec: str, text: Optional[str], target: Target, overrides, invocation,
                                             "ConfigContainer.from_yaml): --recipe / --base apply to YAML override files"))
     cfg = load_python(spec, text, list(overrides or ()) or None, invocation or invocation_of(target), target)[0]
     start = cfg.python_run.start
-    own = recipes.canonical(cfg.python_run.function) if cfg.python_run.function else None
-    if own is not None and recipes.how(own) != "helper":  # Bridge's own recipe function: its name is its launch
+    release = recipes.release_of(target)
+    own = recipes.canonical(release, cfg.python_run.function) if cfg.python_run.function else None
+    if own is not None and recipes.how(release, own) != "helper":  # Bridge's own recipe function: its name is its launch
         start = type(start)("recipe", own)
     if start.kind == "recipe":
-        launch = recipe_launch(target.get("recipe") or start.name)
+        launch = recipe_launch(target.get("recipe") or start.name, target)
         if launch is not None:
             target = for_run(target, recipe=launch)
     return Run(form=FORM, file=spec, text=cfg.text, target=target, config=cfg, notes=bridge_run.config_notes(cfg),

@@ -39,11 +39,11 @@ def recognise(path, head) -> bool:
     return False  # handed over by forms.launch_script
 
 
-def lookup_recipe(name: str):
-    """The catalog's name of the recipe a launch names (None: not in the catalog)."""
+def lookup_recipe(release: str, name: str):
+    """The catalog's name of the recipe a launch names (None: not in the catalog of ``release``)."""
     from overlap_cli.frameworks.bridge import recipes
 
-    return recipes.canonical(name)
+    return recipes.canonical(release, name)
 
 
 def load(path: str, text, target, overrides, lower) -> Run:
@@ -65,7 +65,7 @@ def load_found(path: str, text: str, found, target, overrides) -> Run:
     """The Bridge run of a launch already read by config/shell.py (``found``)."""
     from overlap_cli.config.layers import COMMAND_LINE
     from overlap_cli.config.overrides import parse_override
-    from overlap_cli.frameworks.bridge import run_recipe
+    from overlap_cli.frameworks.bridge import recipes, run_recipe
     from overlap_cli.frameworks.bridge.runs import recipe_run
     from overlap_cli.frameworks.bridge.recipe_launch import recipe_launch
     from overlap_cli.launch_profile.profile import RecipeLaunch, for_run
@@ -74,9 +74,10 @@ def load_found(path: str, text: str, found, target, overrides) -> Run:
     if read.recipe is None:
         raise InputError(InputProblem(path, f"{run_recipe.RUNNER}: the recipe it runs is not known statically",
                                       line=read.recipe_line))
-    name = lookup_recipe(read.recipe)
+    release = recipes.release_of(target)
+    name = lookup_recipe(release, read.recipe)
     if name is None:
-        raise InputError(InputProblem(path, _not_in_catalog(read.recipe), line=read.recipe_line))
+        raise InputError(InputProblem(path, _not_in_catalog(release, read.recipe), line=read.recipe_line))
     dotlist = []
     for raw, line in read.overrides:
         try:
@@ -85,7 +86,7 @@ def load_found(path: str, text: str, found, target, overrides) -> Run:
             raise InputError(InputProblem(path, exc.problem.message, line=line)) from None
     exported = {n: e.value for n, e in found.env.items() if e.how in ("export", "prefix") and isinstance(e.value, str)}
     # what the launch exports is the process's environment: it wins over env_vars (setdefault)
-    target = for_run(target, recipe=recipe_launch(name) or RecipeLaunch(name), launch_world_size=found.world_size,
+    target = for_run(target, recipe=recipe_launch(name, target) or RecipeLaunch(name), launch_world_size=found.world_size,
                      launch_env=exported)
     cfg = recipe_run(name, None, [o for o, _ in dotlist] + list(overrides or ()), target=target).load()
     for layer in cfg.layer_list:  # the launch's words are the command line: name the script's lines
@@ -137,17 +138,16 @@ def _launch_env(run: Run, key: str):
     return run.detail.found.env.get(key[len("env."):])
 
 
-def _not_in_catalog(name: str) -> str:
-    """A launch names a recipe the catalog does not hold. The catalog holds the recipes of Megatron-Bridge that
-    could be built offline, under their function names: an alias, a recipe that reads a Hugging Face config
-    or one newer than the release may be real, so the line says what is known — it is not in the catalog."""
-    from overlap_cli.frameworks.bridge.recipes import closest, versions
+def _not_in_catalog(release: str, name: str) -> str:
+    """A launch names a recipe the catalog of ``release`` does not hold. The catalog holds that release's recipe
+    functions and public aliases (built, or read from its source); a name it lacks is no recipe of that
+    release, or one its source reader could not read, so the line says what is known — it is not in the catalog."""
+    from overlap_cli.frameworks.bridge.recipes import closest
 
-    near = closest(name)
+    near = closest(release, name)
     hint = f"; closest: {', '.join(near)}" if near else " (overlap recipes list shows them all)"
     return (f"scripts/training/run_recipe.py --recipe {name}: not in overlap-cli's catalog of Megatron-Bridge "
-            f"{versions().get('megatron-bridge', '?')} recipes (which lacks Bridge's aliases and the recipes that read a "
-            f"Hugging Face config){hint}")
+            f"{release} recipes{hint}")
 
 
 def _unknown_overrides(cfg, unknown_keys: list) -> None:

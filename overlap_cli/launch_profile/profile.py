@@ -329,7 +329,7 @@ def build_target(
     ``flags`` keys: world_size, nodes, gpus_per_node, transformer_engine, gpu, te_version, torch_version,
     env_from_shell. Raises ValueError for a value that is not acceptable (SettingError names the key; the
     caller names where it came from). World size from ``nodes * gpus_per_node`` counts as the source that
-    gave both. ``recipe_launch``: name -> RecipeLaunch or None, the framework's catalog lookup
+    gave both. ``recipe_launch``: (name, target) -> RecipeLaunch or None, the framework's catalog lookup
     (frameworks.bridge.recipe_launch) that gives a named recipe's own launch; without it the recipe's launch
     is left to the run (for_run).
     """
@@ -377,7 +377,7 @@ def build_target(
     for name in ("recipe", "base"):
         if flags.get(name) is not None:
             t.set(name, flags[name], FLAG)
-    launch = recipe_launch(t.recipe) if recipe_launch is not None and t.recipe and not t.base else None
+    launch = recipe_launch(t.recipe, t) if recipe_launch is not None and t.recipe and not t.base else None
     if launch is not None:
         apply_recipe(t, launch)
     if flags.get("set_vars"):

@@ -121,7 +121,7 @@ def test_the_sample_is_varied(observed):
     runs, _, _ = observed
     from overlap_cli.frameworks.bridge import recipes
 
-    moe = sum(1 for r in runs if (recipes.data(r.recipe)[0].get("model") or {}).get("num_moe_experts"))
+    moe = sum(1 for r in runs if (recipes.data("0.6.2", r.recipe)[0].get("model") or {}).get("num_moe_experts"))
     assert len(runs) >= min(COUNT, 60)
     assert 0.3 * len(runs) <= moe <= 0.7 * len(runs), moe
     assert len({r.gpu for r in runs}) >= 4

@@ -223,7 +223,7 @@ def test_run_recipe_launch_is_a_bridge_run(run_cli, tmp_path):
 def test_run_recipe_alias_of_the_upstream_script():
     from overlap_cli.frameworks.bridge import recipes
 
-    if recipes.canonical("qwen3_600m_sft_128k_config") is None:
+    if recipes.canonical("0.6.2", "qwen3_600m_sft_128k_config") is None:
         pytest.skip("the catalog has no aliases of Bridge's recipes yet")
     from conftest import run_entry_point
 

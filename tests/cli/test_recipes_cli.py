@@ -90,7 +90,7 @@ def test_a_saved_copy_of_the_shown_recipe_launches_like_the_recipe(run_cli, tmp_
 def _target_flags(name: str) -> list:
     from overlap_cli.frameworks.bridge import recipes
 
-    row = recipes.info(name)
+    row = recipes.info("0.6.2", name)
     return ["--world-size", row["world_size"], "--gpu", row["gpu"]]
 
 

@@ -22,7 +22,7 @@ def _effective(run_cli, *args):
 def test_the_recipe_leaves_model_unknown():
     from overlap_cli.frameworks.bridge import recipes
 
-    assert ("model",) in recipes.unknown(RECIPE)
+    assert ("model",) in recipes.unknown("0.6.2", RECIPE)
 
 
 def test_a_file_merged_into_an_unknown_section_keeps_it_unknown(tmp_path, run_cli):
@@ -48,7 +48,7 @@ def test_a_file_writing_where_the_catalog_holds_nothing_keeps_the_unknown(tmp_pa
     from overlap_cli.frameworks.bridge import recipes
 
     recipe = "qwen3_next_80b_a3b_sft_16gpu_h100_bf16_config"
-    assert ("model",) in recipes.unknown(recipe)
+    assert ("model",) in recipes.unknown("0.6.2", recipe)
     over = tmp_path / "over.yaml"
     over.write_text("model:\n  pipeline_model_parallel_size: 2\n")
     outs = []

@@ -12,7 +12,7 @@ def recipe_file(tmp_path):
 
     def write(name: str) -> str:
         path = tmp_path / f"{name}.yaml"
-        path.write_text(catalog.text(name))
+        path.write_text(catalog.text("0.6.2", name))
         return str(path)
 
     return write

@@ -11,7 +11,7 @@ from overlap_cli.frameworks.bridge import recipes as catalog
 
 # Bridge's dumps (how: built); an entry read from source holds only the keys it knows (its model dimensions
 # come from a Hugging Face config), so its text alone is no full config to estimate.
-BUILT = [n for n in catalog.names() if catalog.how(n) == "built"]
+BUILT = [n for n in catalog.names("0.6.2") if catalog.how("0.6.2", n) == "built"]
 
 PARTS = {"compute", "tp_exposed", "cp_exposed", "ep_exposed", "dp_exposed", "pp_bubble", "p2p_exposed"}
 # What the model says it cannot model, and only that (each a precise sentence, no traceback).
@@ -24,9 +24,9 @@ def corpus_results(tmp_path, run_cli):
     folder = tmp_path
     groups = collections.defaultdict(list)
     for name in BUILT:
-        info = catalog.info(name)
+        info = catalog.info("0.6.2", name)
         path = folder / f"{name}.yaml"
-        path.write_text(catalog.text(name))
+        path.write_text(catalog.text("0.6.2", name))
         groups[(info["world_size"], info["gpu"])].append(str(path))
     results = []
     for (world, gpu), files in groups.items():
@@ -101,7 +101,7 @@ def test_no_recipe_comes_out_as_not_fitting_at_the_world_size_its_name_states(ru
     from overlap_cli.launch_profile.profile import build_target
 
     verdicts = collections.Counter()
-    for name in catalog.names():
+    for name in catalog.names("0.6.2"):
         checked = check(None, build_target({"recipe": name}), [])
         try:
             m = estimate_memory(shape_from_view(checked.view, step_time=False))

@@ -41,7 +41,7 @@ def test_tune_never_proposes_a_crashing_candidate(tmp_path, run_cli, name, resha
 
 def test_tune_finds_the_dp_overlap_a_config_turned_off(tmp_path, run_cli):
     path = tmp_path / "cfg.yaml"
-    text = catalog.text("llama3_8b_pretrain_8gpu_h100_fp8cs_config")
+    text = catalog.text("0.6.2", "llama3_8b_pretrain_8gpu_h100_fp8cs_config")
     path.write_text(text)
     flags = ["--world-size", "64", "--gpu", "h100"]
     code, out, err = run_cli("tune", str(path), "comm_overlap.overlap_grad_reduce=false", *flags, "--format", "json")

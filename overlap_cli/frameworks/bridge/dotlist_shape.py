@@ -29,12 +29,12 @@ def field_default(release, section: str, name: str) -> Any:
     return release.OTHER_FIELD_DEFAULTS[(section, name)]
 
 
-def dataclass_fields(target: Any, absent: frozenset = frozenset()) -> frozenset:
-    """The fields of the dataclass ``target`` names, less the names the release lacks (``absent``: the field
-    names of release.ABSENT_FIELDS; the table of fields is the newest release's)."""
+def dataclass_fields(release, target: Any) -> frozenset:
+    """The fields of the dataclass ``target`` names, in the catalog of ``release`` (a releases module): the
+    fields that release's own classes have."""
     from overlap_cli.frameworks.bridge.recipes import config_fields
 
-    return config_fields(target) - absent if absent else config_fields(target)
+    return config_fields(release.BRIDGE_VERSION, target)
 
 
 def dropped(release, path: tuple) -> bool:
@@ -60,7 +60,7 @@ def shape_of(release) -> StructShape:
             optional=frozenset(OPTIONAL_SECTIONS),
             known_field=functools.partial(known_field, release),
             field_default=functools.partial(field_default, release),
-            dataclass_fields=functools.partial(dataclass_fields, absent=frozenset(k for _, k in release.ABSENT_FIELDS)),
+            dataclass_fields=functools.partial(dataclass_fields, release),
             dropped=functools.partial(dropped, release),
         )
     return shape

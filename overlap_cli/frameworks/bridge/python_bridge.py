@@ -64,6 +64,22 @@ def names_a_recipe_module(bound: Import) -> bool:
 class ContainerState(ConfigState):
     """A ConfigContainer a run builds."""
 
+    def _stored(self, path: tuple) -> tuple:
+        # GPTDatasetConfig of Bridge 0.4 / 0.5 keeps Megatron-Core's field sequence_length and spells
+        # seq_length as a property over it (training/config.py:384-390 in 0.4.2, 410-416 in 0.5.1): its
+        # dump holds sequence_length alone, and cfg.dataset.seq_length reads and writes that field.
+        if path == ("dataset", "seq_length"):
+            dataset = self.data.get("dataset")
+            if isinstance(dataset, dict) and "sequence_length" in dataset and "seq_length" not in dataset:
+                return ("dataset", "sequence_length")
+        return path
+
+    def read(self, path: tuple, missing=None):
+        return super().read(self._stored(path), missing)
+
+    def write(self, path: tuple, value, site: Optional[Site]) -> None:
+        super().write(self._stored(path), value, site)
+
     def twin(self, path: tuple) -> Optional[tuple]:
         # MixedPrecisionConfig.__setattr__ keeps fp8_param == fp8_param_gather, fp4 likewise
         # (training/mixed_precision.py:81-95).

@@ -29,18 +29,23 @@ def context(file: str, invocation=None, target=None):
     to the file's folder or the working directory; ``invocation`` (python_stdlib.Invocation) how the script
     is run (None: by itself, without words, in the environment nobody states); ``target``: where it runs (its
     release decides Bridge's classes' fields and defaults)."""
+    import functools
+
     from overlap_cli.frameworks.bridge import recipes, releases
     from overlap_cli.frameworks.bridge.python_reader import Context
 
+    release = releases.of(target)
+    catalog = release.BRIDGE_VERSION  # the recipes, aliases and helper code of that release alone
+
     def recipe(name: str, module: Optional[str] = None):
-        key = recipes.canonical(name, module)
+        key = recipes.canonical(catalog, name, module)
         if key is None:
             return None
-        data, unknown = recipes.data(key)
+        data, unknown = recipes.data(catalog, key)
         return key, data, unknown
 
     def is_recipe(name: str, module: Optional[str] = None) -> bool:
-        return recipes.canonical(name, module) is not None
+        return recipes.canonical(catalog, name, module) is not None
 
     def from_yaml(path: str, line: int):
         import os
@@ -54,11 +59,11 @@ def context(file: str, invocation=None, target=None):
         return None
 
     def sources(module: str, name: str):
-        text = recipes.helper_source(module)
+        text = recipes.helper_source(catalog, module)
         return (module, text) if text is not None else None
 
-    return Context(recipe=recipe, is_recipe=is_recipe, from_yaml=from_yaml, closest=recipes.closest, sources=sources,
-                   invocation=invocation, release=releases.of(target))
+    return Context(recipe=recipe, is_recipe=is_recipe, from_yaml=from_yaml, closest=functools.partial(recipes.closest, catalog),
+                   sources=sources, invocation=invocation, release=release)
 
 
 def list_runs(path: str, text: str) -> list:

@@ -13,14 +13,14 @@ if TYPE_CHECKING:
     from overlap_cli.launch_profile.profile import RecipeLaunch
 
 
-def recipe_launch(name: str) -> Optional[RecipeLaunch]:
-    """The launch recipe ``name`` is tuned for, under the catalog's spelling of the name; None for a name the
-    catalog does not hold (the loader reports it)."""
+def recipe_launch(name: str, target) -> Optional[RecipeLaunch]:
+    """The launch recipe ``name`` is tuned for, under the catalog's spelling of the name, in the catalog of
+    the release ``target`` names; None for a name that catalog does not hold (the loader reports it)."""
     from overlap_cli.frameworks.bridge import recipes
     from overlap_cli.launch_profile.profile import GPUS, RecipeLaunch
 
     try:
-        row = recipes.info(name)
+        row = recipes.info(recipes.release_of(target), name)
     except KeyError:
         return None
     gpu = row.get("gpu")

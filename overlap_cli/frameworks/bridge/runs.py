@@ -52,12 +52,13 @@ class BridgeRun:
             return load_python(self.python, text, overrides, target=self.target)[0]
         from overlap_cli.config.layers import Stack, load_layered
         from overlap_cli.frameworks.bridge.dotlist_shape import bridge_config
+        from overlap_cli.frameworks.bridge.recipes import release_of
 
         shape = bridge_config(self.target)
 
         top = self.files[-1] if self.files else None
         stack = Stack(recipe=None if self.base else self.recipe, base=self.base, lower=tuple(self.files[:-1]),
-                      recipe_layer=None if self.base or not self.recipe else recipe_layer(self.recipe))
+                      recipe_layer=None if self.base or not self.recipe else recipe_layer(release_of(self.target), self.recipe))
         if not self.recipe and not self.base:
             if top is None:
                 raise InputError(InputProblem("<command line>", "no config file given"))
@@ -67,40 +68,41 @@ class BridgeRun:
         return load_layered(top, stack, overrides, text if top is not None else None, shape)
 
 
-def unknown_recipe(name: str, where: str = "--recipe") -> InputProblem:
-    from overlap_cli.frameworks.bridge.recipes import closest, versions
+def unknown_recipe(release: str, name: str, where: str = "--recipe") -> InputProblem:
+    """An unknown recipe of ``release``, with the closest names of that release's catalog."""
+    from overlap_cli.frameworks.bridge.recipes import closest
 
-    near = closest(name)
+    near = closest(release, name)
     hint = f"; did you mean {', '.join(near)}?" if near else " (overlap recipes list shows them all)"
-    bridge = versions().get("megatron-bridge", "?")
-    return InputProblem(where, f"unknown recipe {name!r}: not a recipe of Megatron-Bridge {bridge}{hint}")
+    return InputProblem(where, f"unknown recipe {name!r}: not a recipe of Megatron-Bridge {release}{hint}")
 
 
 @functools.lru_cache(maxsize=4)
-def _recipe_layer(key: str):
+def _recipe_layer(release: str, key: str):
     from overlap_cli.config.layers import BaseLayer
     from overlap_cli.config.yamlnodes import parse_nodes
     from overlap_cli.frameworks.bridge import recipes
 
-    text = recipes.text(key)
+    text = recipes.text(release, key)
     data, positions, _interpolations = parse_nodes(text, f"recipe {key}")
-    return BaseLayer(key, data, positions, text, tuple(sorted(recipes.unknown(key).items())))
+    return BaseLayer(key, data, positions, text, tuple(sorted(recipes.unknown(release, key).items())))
 
 
-def recipe_layer(name: str):
-    """The catalog recipe ``name`` (a function name or an alias) as a base layer, parsed once per process
-    (config.layers copies its data); InputError with the closest names when there is none."""
+def recipe_layer(release: str, name: str):
+    """The recipe ``name`` (a function name or an alias) of the catalog of ``release`` as a base layer, parsed
+    once per process (config.layers copies its data); InputError with that release's closest names when it
+    has none."""
     from overlap_cli.frameworks.bridge import recipes
 
-    key = recipes.canonical(name)
+    key = recipes.canonical(release, name)
     if key is None:
-        raise InputError(unknown_recipe(name))
-    return _recipe_layer(key)
+        raise InputError(unknown_recipe(release, name))
+    return _recipe_layer(release, key)
 
 
-def recipe_name(name: str) -> str:
-    """The catalog's spelling of ``name``; InputError with the closest names when there is none."""
-    return recipe_layer(name).name
+def recipe_name(release: str, name: str) -> str:
+    """The catalog's spelling of ``name`` in ``release``; InputError with the closest names when there is none."""
+    return recipe_layer(release, name).name
 
 
 def recipe_run(name: str, override_file: Optional[str] = None, dotlist=(), target=None) -> BridgeRun:
@@ -108,7 +110,8 @@ def recipe_run(name: str, override_file: Optional[str] = None, dotlist=(), targe
     function name or a public alias), the override file merged onto it, then the dotlist words (strings
     as written, or parsed overrides). ``.load()`` gives its Config; InputError for an unknown recipe."""
     from overlap_cli.config.overrides import parse_override
+    from overlap_cli.frameworks.bridge.recipes import release_of
 
     parsed = tuple(parse_override(w) if isinstance(w, str) else w for w in dotlist)
-    return BridgeRun(recipe=recipe_name(name), files=(override_file,) if override_file else (), dotlist=parsed,
+    return BridgeRun(recipe=recipe_name(release_of(target), name), files=(override_file,) if override_file else (), dotlist=parsed,
                      target=target)

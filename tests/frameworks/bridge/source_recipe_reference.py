@@ -1,4 +1,4 @@
-"""Run with an environment's Python that has megatron-bridge 0.6.2: calls every recipe named on stdin (JSON
+"""Run with an environment's Python that has megatron-bridge (any release): calls every recipe named on stdin (JSON
 [catalog key, ...]: a function of ``megatron.bridge.recipes``, or ``perf__NAME`` for the performance recipe
 named like one) and prints {key: dump | {"error": ...}} as JSON.
 
@@ -7,7 +7,8 @@ The recipes the catalog reads from source are those that ask Hugging Face for th
 Here that call returns a plain ``GPTModelProvider()`` instead: everything the recipe then writes is Bridge's
 own doing, and what the model itself would hold is what the catalog leaves unknown. The output folders
 Bridge puts under ``os.getcwd()`` (recipes/common.py) are built with "." there, as the catalog's are.
-Nothing else is replaced; a recipe that needs more (a local file, the model's vocabulary) is an error."""
+Nothing else is replaced; a recipe that needs more (a local file, the model's vocabulary) is an error. A dump
+built with the stand-in says so (``"__hf_stand_in__": true``)."""
 
 import importlib
 import importlib.util
@@ -37,8 +38,12 @@ from megatron.bridge.models.conversion import auto_bridge  # noqa: E402
 from megatron.bridge.models.gpt_provider import GPTModelProvider  # noqa: E402
 
 
+STOOD_IN = []  # the recipes of this run that asked Hugging Face: their model is the stand-in's
+
+
 class _NoHub:
     def to_megatron_provider(self, *args, **kwargs):
+        STOOD_IN.append(True)
         return GPTModelProvider()
 
 
@@ -48,6 +53,8 @@ auto_bridge.AutoBridge.from_hf_pretrained = classmethod(lambda cls, *a, **k: _No
 # so that each recipe module imports only what it needs.
 for package in ("megatron.bridge.recipes", "megatron.bridge.perf_recipes"):
     spec = importlib.util.find_spec(package)
+    if spec is None:
+        continue  # perf_recipes exists from 0.6 on
     root = types.ModuleType(package)
     root.__path__ = list(spec.submodule_search_locations)
     sys.modules[package] = root
@@ -64,6 +71,8 @@ def _defining_modules() -> dict:
 
     out: dict = {}
     for package in ("megatron.bridge.recipes", "megatron.bridge.perf_recipes"):
+        if package not in sys.modules:
+            continue
         base = Path(sys.modules[package].__path__[0])
         for path in sorted(base.rglob("*.py")):
             rel = path.relative_to(base).with_suffix("").parts
@@ -86,6 +95,7 @@ def main() -> None:
             continue
         module = modules[0]
         real_getcwd = os.getcwd
+        STOOD_IN.clear()
         signal.signal(signal.SIGALRM, _timeout)
         signal.alarm(60)
         try:
@@ -96,6 +106,8 @@ def main() -> None:
             with tempfile.NamedTemporaryFile("r", suffix=".yaml") as fh:
                 cfg.to_yaml(fh.name)
                 out[key] = yaml.safe_load(open(fh.name, encoding="utf-8"))
+            if STOOD_IN:  # said beside the dump: a catalog entry built with the real model config differs there
+                out[key]["__hf_stand_in__"] = True
         except BaseException as exc:  # noqa: BLE001 -- every failure is reported, none stops the others
             out[key] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
         finally:

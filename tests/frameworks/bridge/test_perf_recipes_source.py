@@ -47,8 +47,8 @@ def test_each_read_equals_the_built_catalog_recipe_of_the_same_name(read, run_cl
     compared = agreed_keys = 0
     for name, r in sorted(read.items()):
         # A perf recipe named like a model recipe of recipes.* is in the catalog as perf__NAME.
-        entry = "perf__" + name if recipes.canonical("perf__" + name) else name
-        if recipes.canonical(entry) != entry or recipes.how(entry) != "built":
+        entry = "perf__" + name if recipes.canonical("0.6.2", "perf__" + name) else name
+        if recipes.canonical("0.6.2", entry) != entry or recipes.how("0.6.2", entry) != "built":
             continue
         code, out, err = run_cli_module("check", "--recipe", entry, "--format", "json", *TARGET)
         built = json.loads(out)["results"][0]

@@ -16,33 +16,9 @@ from pathlib import Path
 import pytest
 
 from differential import reference_python
+from dump_values import at, leaves, same
 
 HERE = Path(__file__).resolve().parent
-
-
-def _leaves(data, path=()):
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if key != "_target_":
-                yield from _leaves(value, path + (key,))
-    else:
-        yield path, data
-
-
-def _at(data, path):
-    for part in path:
-        if not isinstance(data, dict) or part not in data:
-            return KeyError
-        data = data[part]
-    return data
-
-
-def _same(a, b) -> bool:
-    if a == b:
-        return True
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-        return float(a) == float(b)
-    return str(a) == str(b)  # torch dtypes and enums: the dump writes them as text
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +29,8 @@ def built():
     from overlap_cli.frameworks.bridge import recipes
 
     todo = []
-    for key in recipes.names():
-        if recipes.how(key) != "source":
+    for key in recipes.names("0.6.2"):
+        if recipes.how("0.6.2", key) != "source":
             continue
         todo.append(key)
     proc = subprocess.run([str(python), str(HERE / "source_recipe_reference.py")], input=json.dumps(todo),
@@ -74,13 +50,13 @@ def test_every_known_value_of_a_source_read_recipe_is_what_bridge_builds(built):
         if not isinstance(dump, dict) or "error" in dump:
             continue  # needs more than the model's config (a local file, the vocabulary): nothing to compare
         compared += 1
-        data, _unknown = recipes.data(key)
-        for path, value in _leaves(data):
-            other = _at(dump, path)
+        data, _unknown = recipes.data("0.6.2", key)
+        for path, value in leaves(data):
+            other = at(dump, path)
             if other is KeyError:
                 continue  # an attribute set on an object whose class does not declare it: never dumped
             values += 1
-            if not _same(value, other):
+            if not same(value, other):
                 wrong.append((key, ".".join(map(str, path)), value, other))
     assert compared >= 150, (compared, len(todo))  # 191 of 280 build in the reference environment
     assert not wrong, (len(wrong), wrong[:8])
