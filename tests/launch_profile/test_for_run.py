@@ -103,10 +103,10 @@ def test_the_launch_env_is_over_the_shell_env():
 def test_build_target_takes_the_recipe_lookup_it_is_given():
     seen = []
 
-    def lookup(name):
-        seen.append(name)
+    def lookup(name, target):  # the target: its release's catalog is the one to look in
+        seen.append((name, target.bridge_version))
         return RECIPE
 
-    t = build_target({"recipe": "llama3_8b"}, recipe_launch=lookup)
-    assert seen == ["llama3_8b"] and (t.recipe, t.world_size, t.source("world_size")) == (RECIPE.name, 64, "recipe")
+    t = build_target({"recipe": "llama3_8b", "bridge_version": "0.5.1"}, recipe_launch=lookup)
+    assert seen == [("llama3_8b", "0.5.1")] and (t.recipe, t.world_size, t.source("world_size")) == (RECIPE.name, 64, "recipe")
     assert build_target({"recipe": "llama3_8b"}).world_size is None  # no lookup: the run applies it (for_run)
