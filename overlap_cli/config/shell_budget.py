@@ -107,18 +107,18 @@ def skim(rd, item, end: int, st: State) -> list:
     ``SKIM_BELOW`` steps while the reserve lasts; any other is given up unread, what it assigns unknown."""
     from overlap_cli.config.shell_inner import LAUNCH_WORDS
 
-    if item.__class__ is tree.Simple and not _calls(item, st):
-        rd.limit = rd.steps + 1
-        return rd.exec(item, st)
     last = total_steps() + skim_reserve()
     if rd.steps < last and LAUNCH_WORDS.search(rd.text, item.start, end):
         rd.limit = min(rd.steps + SKIM_BELOW, last)
-        entering = [(st, st.positional, len(st.frames))]
-        try:
-            return rd.exec(item, st)
-        except OverBudget:
-            return [abandon(rd, item, entering)]
-    return [give_up(rd, item, st)]
+    elif item.__class__ is tree.Simple and not _calls(item, st):
+        rd.limit = rd.steps + 1  # the command itself: a bash -c string it runs is given up with it
+    else:
+        return [give_up(rd, item, st)]
+    entering = [(st, st.positional, len(st.frames))]
+    try:
+        return rd.exec(item, st)
+    except OverBudget:
+        return [abandon(rd, item, entering)]
 
 
 def _unknown(rd, st: State, name: str, var, offset: int, why: str) -> None:
