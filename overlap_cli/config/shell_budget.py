@@ -7,9 +7,10 @@ variable it may assign as written (with the functions it may call) is unknown wi
 ``source``, ``eval`` or a command whose name is not written, every variable, and a variable the script never
 set may be what it set (``State.sourced``, as after a ``source`` of a file that is not read). The rest of the
 script is read with half the allowance before (never under ``SKIM_BELOW``), and the whole reading within
-twice ``STEP_LIMIT`` steps (``total_steps``): past that the rest is skimmed — a top-level simple command that calls no function
-of the script runs (one step), a command whose text holds a launch (``torchrun``, ``pretrain_*.py``) runs
-within ``SKIM_BELOW`` steps while the reserve (half of ``STEP_LIMIT``) lasts, any other is given up unread in the same way.
+twice ``STEP_LIMIT`` steps (``total_steps``): past that the rest is skimmed. A top-level command whose text
+holds a launch (``torchrun``, ``pretrain_*.py``) runs within ``SKIM_BELOW`` steps while the reserve (half of
+``STEP_LIMIT``) lasts, a simple command that calls no function of the script runs (one step), any other is
+given up unread in the same way.
 """
 
 from __future__ import annotations
