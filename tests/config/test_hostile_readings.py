@@ -8,21 +8,17 @@ import pytest
 
 from bench.hostile_shell import LAUNCH
 from overlap_cli.config import shell
-from overlap_cli.config.shell_eval import Reader
 
 
 @pytest.fixture
 def runs(monkeypatch) -> list:
-    calls: list = []
-    real = Reader.run_script
-
-    def counted(self, start=None):
-        calls.append(self.take_defaults)
-        return real(self, start)
-
-    monkeypatch.setattr(Reader, "run_script", counted)
+    """The take_defaults of each reading config.shell makes (its ``_run``), in order."""
+    made: list = []
+    real = shell._run
+    monkeypatch.setattr(shell, "_run", lambda path, text, take_defaults=True, env=None: made.append(take_defaults)
+                        or real(path, text, take_defaults, env))
     shell._READINGS.clear()
-    return calls
+    return made
 
 
 def test_a_script_whose_launch_ends_it_is_read_once_for_discovery_and_the_check(run_cli, tmp_path, runs):
