@@ -101,25 +101,22 @@ def _start(env: Optional[dict]) -> State:
     return st
 
 
-_READINGS: dict = {}  # (text, take_defaults, env, first launch only) -> Reader: the last readings, newest last
+_READINGS: dict = {}  # (text, take_defaults, env) -> Reader: the last readings, newest last
 _KEEP = 8
 
 
-def _read(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None,
-          first_only: bool = False) -> Reader:
+def _read(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None) -> Reader:
     """The script run as bash would, once per text and options: discovery, the check and the fix each ask for
     the same reading (a reading that looked for a sourced file by the script's path is kept for that path
     only). A reading is not changed by what is made of it (``shell_launch`` works on copies of its paths).
-    ``first_only``: the reading may end at the first launch bash reaches (``Reader.first_only``); a whole
-    reading answers that too, and one that reached the end of the script is a whole reading."""
+    Discovery reads the whole script too: the check that follows reads it whole anyway, and a reading that
+    stopped at the first launch was read again (a launch reached on two paths, after an ``if``)."""
     key = (text, take_defaults, tuple(sorted((env or {}).items())), getattr(env, "complete", False))
-    reader = _READINGS.pop(key + (False,), None)
-    if reader is None and first_only:
-        reader = _READINGS.pop(key + (True,), None)
+    reader = _READINGS.pop(key, None)
     if reader is None or (reader.path != path and reader.path_read[0]):
-        reader = _run(path, text, take_defaults, env, first_only)
+        reader = _run(path, text, take_defaults, env)
     _rebase(reader, path)
-    _READINGS[key + (reader.first_only,)] = reader
+    _READINGS[key] = reader
     while len(_READINGS) > _KEEP:
         del _READINGS[next(iter(_READINGS))]
     return reader
@@ -136,20 +133,18 @@ def _rebase(reader: Reader, path: str) -> None:
         _rebase(record[4], path)
 
 
-def _run(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None,
-         first_only: bool = False) -> Reader:
+def _run(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None) -> Reader:
     """The script run as bash would; a template whose every path stops before its launch (``[ -z
     "$CONTAINER_IMAGE" ] && exit 1`` after ``CONTAINER_IMAGE=""``) is read again with its empty values as
-    placeholders, so the launch it is written for is read, the values that use them unknown. ``first_only``:
-    the reading stops at the first launch bash would reach (``Reader.first_only``)."""
+    placeholders, so the launch it is written for is read, the values that use them unknown."""
     with _NoCyclicGC():
         reader = Reader(path, text)
-        reader.take_defaults, reader.first_only = take_defaults, first_only
+        reader.take_defaults = take_defaults
         reader.run_script(_start(env))
         if reader.records or reader.inner or reader.given_up or not LAUNCH_WORDS.search(text):
             return reader
         again = Reader(path, text)
-        again.take_defaults, again.empty_placeholders, again.first_only = take_defaults, True, first_only
+        again.take_defaults, again.empty_placeholders = take_defaults, True
         try:
             again.run_script(_start(env))
         except InputError:
@@ -238,7 +233,7 @@ def launch_summary(text: str) -> tuple:
     if not LAUNCH_WORDS.search(text):
         return "none", None
     try:
-        reader = _read("<sniff>", text, first_only=True)
+        reader = _read("<sniff>", text)
     except InputError as exc:
         return "error", exc.problem.message
     while not reader.records and reader.inner:  # a bash -c string or here-document, within one perhaps

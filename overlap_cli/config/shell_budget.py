@@ -7,9 +7,10 @@ variable it may assign as written (with the functions it may call) is unknown wi
 ``source``, ``eval`` or a command whose name is not written, every variable, and a variable the script never
 set may be what it set (``State.sourced``, as after a ``source`` of a file that is not read). The rest of the
 script is read with half the allowance before (never under ``SKIM_BELOW``), and the whole reading within
-twice ``STEP_LIMIT`` steps (``total_steps``): past that the rest is skimmed — a top-level simple command that calls no function
-of the script runs (one step), a command whose text holds a launch (``torchrun``, ``pretrain_*.py``) runs
-within ``SKIM_BELOW`` steps while the reserve (half of ``STEP_LIMIT``) lasts, any other is given up unread in the same way.
+twice ``STEP_LIMIT`` steps (``total_steps``): past that the rest is skimmed. A top-level command whose text
+holds a launch (``torchrun``, ``pretrain_*.py``) runs within ``SKIM_BELOW`` steps while the reserve (half of
+``STEP_LIMIT``) lasts, a simple command that calls no function of the script runs (one step), any other is
+given up unread in the same way.
 """
 
 from __future__ import annotations
@@ -107,18 +108,18 @@ def skim(rd, item, end: int, st: State) -> list:
     ``SKIM_BELOW`` steps while the reserve lasts; any other is given up unread, what it assigns unknown."""
     from overlap_cli.config.shell_inner import LAUNCH_WORDS
 
-    if item.__class__ is tree.Simple and not _calls(item, st):
-        rd.limit = rd.steps + 1
-        return rd.exec(item, st)
     last = total_steps() + skim_reserve()
     if rd.steps < last and LAUNCH_WORDS.search(rd.text, item.start, end):
         rd.limit = min(rd.steps + SKIM_BELOW, last)
-        entering = [(st, st.positional, len(st.frames))]
-        try:
-            return rd.exec(item, st)
-        except OverBudget:
-            return [abandon(rd, item, entering)]
-    return [give_up(rd, item, st)]
+    elif item.__class__ is tree.Simple and not _calls(item, st):
+        rd.limit = rd.steps + 1  # the command itself: a bash -c string it runs is given up with it
+    else:
+        return [give_up(rd, item, st)]
+    entering = [(st, st.positional, len(st.frames))]
+    try:
+        return rd.exec(item, st)
+    except OverBudget:
+        return [abandon(rd, item, entering)]
 
 
 def _unknown(rd, st: State, name: str, var, offset: int, why: str) -> None:

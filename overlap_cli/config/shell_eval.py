@@ -66,10 +66,6 @@ class Reader(Lexer):
         self.allowance = self.limit = shell_budget.STEP_LIMIT
         self.program = None  # the script's own top-level list (a sourced file's or a string's is not)
         self.given_up: list = []  # the lines of the top-level commands given up
-        # folder discovery asks what the first launch bash reaches starts: the reading ends there (a script that
-        # launches in a loop over configurations is not followed through every iteration); it becomes False
-        # when the reading reaches the end of the script all the same (a whole reading: config.shell's cache)
-        self.first_only = False
         # ``bash -c STRING`` commands whose string holds a launch: (command, path state, words, index of the
         # string, the reader of the string) — the launch when the script runs none itself (shell_inner)
         self.inner: list = []
@@ -106,16 +102,11 @@ class Reader(Lexer):
             program, _parser = parse_script(self.path, self.text)
             self.program = program
             self.exec(program, start if start is not None else State())
-            self.first_only = False
-        except _Reached:
-            pass
         except RecursionError:
             raise self.fail("commands nested too deeply to read") from None
 
     def exec(self, node, st: State) -> list:
         """The states after ``node`` runs in ``st`` (``st`` itself may be one of them, changed)."""
-        if self.first_only and (self.records or self.inner):
-            raise _Reached
         self.steps += 1
         if self.steps > self.limit:
             raise OverBudget
@@ -132,10 +123,6 @@ class Reader(Lexer):
                 text = text[:cut.start()]
         text = text.strip()
         return text if len(text) <= 60 else text[:57] + "..."
-
-
-class _Reached(Exception):
-    """A launch was reached: a reading with ``first_only`` reads no further."""
 
 
 def _nowhere(start: int, end: int) -> None:

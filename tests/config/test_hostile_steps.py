@@ -113,6 +113,14 @@ def test_the_whole_reading_stays_within_its_steps(seed, monkeypatch):
     assert _tp(found) in ("2", None)
 
 
+@pytest.mark.parametrize("tail, tp", [("bash -c '" + LAUNCH.strip().replace("$TP", "8") + "'\n", "8"),
+                                      ("A=1 bash -c 'echo x'\n" + LAUNCH, "2")])
+def test_a_bash_c_string_after_the_whole_budget_is_read_or_given_up_never_an_error(tail, tp):
+    loops = "for ((i=0;i<300;i++)); do for ((j=0;j<300;j++)); do X=$j; done; done\n" * 30
+    found, _text = _read(loops, tail)
+    assert _tp(found) == tp
+
+
 def test_a_script_that_spends_the_skimming_reserve_on_decoys_is_one_line_naming_the_budget():
     """Past the whole budget and the reserve, a launch in a compound command is not read: the input error
     says why (never a hang, never an internal error)."""

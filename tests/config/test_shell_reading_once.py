@@ -1,5 +1,5 @@
 """A launch script is run (statically) once per text and options: the check and the fix ask for the same
-reading (config/shell.py ``_read``); folder discovery's sniff reads only up to the first launch bash reaches. A reading that looked for a sourced file by the script's
+reading (config/shell.py ``_read``), and so does folder discovery's sniff. A reading that looked for a sourced file by the script's
 path is kept for that path only. Megatron-Bridge's qwen3_omni ``local_train_thinker_full.sh`` (489 lines,
 more than 64 ways through it) took 4.25 s before; its check now reads it twice (with and without the
 ``${VAR:-default}`` defaults), each reading a few hundred milliseconds at most."""
@@ -25,7 +25,7 @@ def _count_runs(monkeypatch) -> list:
     real = Reader.run_script
 
     def counted(self, start=None):
-        if type(self) is Reader:  # discovery's sniff (shell._FirstLaunch) stops at the first launch: not counted
+        if type(self) is Reader:
             calls.append(self.path)
         return real(self, start)
 
