@@ -5,7 +5,8 @@ Per release R: recipes of R are built and written by R's own code (bridge_releas
 environment), so each dump holds exactly R's fields; seeded runs edit them as users do (bridge_runs._edit:
 model, comm_overlap, ddp, optimizer, mixed precision, env_vars, sections nulled or replaced, batch sizes), and
 probes aim at what differs between releases (env_vars, MTP depth and "moe" recompute with EP overlap, the
-overlap_param_gather sync, Megatron-FSDP, MXFP8 reuse, the 0.6.2-only mixed-precision recipe, ddp.num_buckets).
+overlap_param_gather sync, Megatron-FSDP, MXFP8 reuse, the 0.6.2-only mixed-precision recipe, ddp.num_buckets,
+the evaluation batch check).
 R's environment runs each one (bridge_reference.py: from_yaml, R's runtime_config_update steps, validate()
 and the launch checks after it); the tool checks the same file with ``bridge_version = R`` in a pyproject
 beside it. differential.compare holds the tool to the outcome, the data-parallel size and every printed key.
@@ -28,7 +29,7 @@ from differential import cached, reference_python, run_tool
 
 HERE = Path(__file__).parent
 RELEASES = ("0.4.2", "0.5.1", "0.6.0", "main")
-RUNS_PER_RELEASE = 60
+RUNS_PER_RELEASE = 100
 SEED = 20261204
 
 # Recipes every release builds on CPU without a Hugging Face download (the others read a model's config from
@@ -78,6 +79,9 @@ PROBES = (
                                                              "fp8_param_gather": True})], 8),
     ("ultra-recipe", "nemotronh_8b_pretrain", [(("mixed_precision",), "nemotron_3_ultra_bf16_with_nvfp4_mixed")], 8),
     ("num-buckets", "nemotronh_8b_pretrain", [(("ddp", "num_buckets"), 4), (("ddp", "bucket_size"), None)], 8),
+    ("eval-batch", "nemotronh_8b_pretrain", [(("train", "global_batch_size"), 12), (("train", "micro_batch_size"), 1)], 16),
+    ("eval-batch-eval-cp", "nemotronh_8b_pretrain", [(("train", "global_batch_size"), 12), (("train", "micro_batch_size"), 1),
+                                                     (("dist", "eval_context_parallel_size"), 2)], 16),
 )
 
 
