@@ -161,10 +161,10 @@ def reference(python: Path, cases: list) -> list:
 
 def compared(release: str, folder: Path) -> tuple:
     """(runs, {run id: [disagreements]}, {run id: the real result}) of ``release``; skips without its environment."""
-    from overlap_cli.launch_profile.profile import check_version
+    from overlap_cli.launch_profile.profile import check_release
 
     try:
-        check_version(release, "bridge_version")
+        check_release(release, "bridge_version")
     except ValueError as exc:
         pytest.skip(f"the target settings do not take bridge_version {release}: {exc}")
     python = reference_python(release)
