@@ -230,7 +230,7 @@ class Context(Library):
         if name == "from_yaml" and func.module.endswith("ConfigContainer"):
             return self._from_yaml(interp, args, node)
         if name == "ConfigContainer" and is_bridge_module(func.module):
-            return _container(interp, args, kwargs, node)
+            return _container(interp, args, kwargs, node, self.release)
         if name == "MixedPrecisionConfig" and is_bridge_module(func.module):
             if args or "**" in kwargs or any(isinstance(v, Unknown) for v in kwargs.values()):
                 return Unknown(f"MixedPrecisionConfig(...) at {interp.at(node)} with arguments overlap-cli cannot read")
@@ -352,7 +352,7 @@ def _config_object(interp: Interpreter, func: Import, target: Optional[str], arg
     return ConfigObject(fields, sites, rest)
 
 
-def _container(interp: Interpreter, args: list, kwargs: dict, node) -> CfgRef:
+def _container(interp: Interpreter, args: list, kwargs: dict, node, release) -> CfgRef:
     """``ConfigContainer(model=..., train=TrainingConfig(...), ...)`` as a run's start: each section the
     value its keyword gives (a config object field by field, None, a recipe name...), each field at the
     line that wrote it; a section it leaves out keeps its class default (config.py:965-1003), which is
@@ -365,10 +365,15 @@ def _container(interp: Interpreter, args: list, kwargs: dict, node) -> CfgRef:
                       "megatron/bridge/training/config.py:961): Python raises TypeError", node.lineno, node.col_offset + 1)
     if "**" in kwargs:
         return start_unknown(f"{where} takes **arguments overlap-cli cannot read")
+    from overlap_cli.frameworks.bridge.recipes import config_fields
+
+    # the init fields of 0.6.2's class, less those the release's own class lacks (env_vars before 0.6.0)
+    held = config_fields(release.BRIDGE_VERSION, "megatron.bridge.training.config.ConfigContainer")
     for key in kwargs:
-        if key not in pv.CONTAINER_FIELDS:
+        if key not in pv.CONTAINER_FIELDS or key not in held:
             raise Refusal(f"ConfigContainer() got an unexpected keyword argument {key!r}: not a field of "
-                          "ConfigContainer (megatron/bridge/training/config.py:965-1003)", node.lineno, node.col_offset + 1)
+                          f"Megatron-Bridge {release.BRIDGE_VERSION}'s ConfigContainer (megatron/bridge/training/config.py)",
+                          node.lineno, node.col_offset + 1)
     missing = [f for f in pv.CONTAINER_REQUIRED if f not in kwargs]
     if missing:
         raise Refusal(f"ConfigContainer(...) without {', '.join(missing)}: the dataclass has no default for "
