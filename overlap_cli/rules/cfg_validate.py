@@ -152,8 +152,6 @@ def _ddp_null_delayed_wgrad(view):
 
 # comm_overlap's setup first (runtime_config_update, config.py:1885), then validate()
 # In the order the real code meets them: the dataset and model configs' own __post_init__ run again in
-# The release whose source the records' ``at`` lines are (megatron-core 0.19.2's for its files).
-CITED_RELEASE = "0.6.2"
 # validate() (config.py:1262-1284) before its FSDP, batch-size, CP and sequence-length checks.
 CHECKS = (
     Raise(at="megatron/bridge/training/comm_overlap.py:521", fails=_ddp_null_delayed_wgrad, kind="AttributeError",
@@ -226,10 +224,12 @@ def validate_rejects(view):
     ## Fix
     None offered: which batch size, precision field or dataset path is wrong is the run's choice.
     """
-    release = view.release
-    # each record's ``at`` is a line of Megatron-Bridge 0.6.2 / megatron-core 0.19.2; another release's source
-    # has the check elsewhere, so the cite then names the source it is a line of
-    source = "" if release.BRIDGE_VERSION == CITED_RELEASE else f" of Megatron-Bridge {CITED_RELEASE}'s source"
+    from overlap_cli.frameworks.bridge.releases import BRIDGE
+
+    # the records are written in the newest release's terms: each ``at`` is a line of its source (and of the
+    # megatron-core it pins); another release has the check elsewhere, so the cite then names the source
+    cited = BRIDGE.newest()
+    source = "" if view.release.BRIDGE_VERSION == cited else f" of Megatron-Bridge {cited}'s source"
     for check, fields in failing(CHECKS, view):
         yield finding(view, "CFG010", "error", f"Bridge refuses the run: \"{check.text(fields)}\" ({check.at}{source})",
                       check.key)
