@@ -41,7 +41,7 @@ def context(file: str, invocation=None, target=None):
         key = recipes.canonical(catalog, name, module)
         if key is None:
             return None
-        data, unknown = recipes.data(catalog, key)
+        data, unknown = recipes.shared_data(catalog, key)  # read only: the reader copies what the run writes into
         return key, data, unknown
 
     def is_recipe(name: str, module: Optional[str] = None) -> bool:
@@ -133,13 +133,12 @@ def read_run(spec: str, text: Optional[str] = None, invocation=None, target=None
 def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list] = None, invocation=None,
                 target=None):
     """(Config, PythonRun) of the run ``spec`` (``invocation``: how the script is run, python_stdlib)."""
-    import copy
-
     from overlap_cli.config.document import Config, Layer
 
     run, text = read_run(spec, text, invocation, target)
     path = run.file
-    data = copy.deepcopy(run.data)
+    # The run's own data (no copy: nothing reads run.data after this; its base, run.base_data, stays apart).
+    data = run.data
     if run.start.kind == "recipe":
         base = Layer("recipe", f"recipe {run.start.name}", None, {})
     elif run.start.kind == "yaml":
