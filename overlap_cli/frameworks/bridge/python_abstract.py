@@ -224,15 +224,18 @@ class ConfigState:
     ``base_data`` / ``base_unknown``: the start's own values. A library's config (python_bridge) subclasses
     it for fields its objects keep equal (``twin``) and values it reads per field (``put``)."""
 
-    def __init__(self, data: dict, unknown: dict, start: Optional[Start] = None):
+    def __init__(self, data: dict, unknown: dict, start: Optional[Start] = None, base_data: Optional[dict] = None):
         self.data, self.unknown, self.written = data, dict(unknown), {}
         self.start = start
-        self.base_data, self.base_unknown = copy.deepcopy(data), dict(unknown)
+        # ``base_data`` is read only (shared by the copies and merges of this state, and by a recipe's runs):
+        # given when the caller holds the start's values apart from ``data``, else a snapshot of ``data``.
+        self.base_data = base_data if base_data is not None else copy.deepcopy(data)
+        self.base_unknown = dict(unknown)
 
     def copy(self) -> "ConfigState":
-        s = type(self)(copy.deepcopy(self.data), self.unknown, self.start)
+        s = type(self)(copy.deepcopy(self.data), self.unknown, self.start, base_data=self.base_data)
         s.written = dict(self.written)
-        s.base_data, s.base_unknown = self.base_data, self.base_unknown
+        s.base_unknown = self.base_unknown
         return s
 
     def unknown_reason(self, path: tuple) -> Optional[str]:

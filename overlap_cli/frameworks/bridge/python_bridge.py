@@ -117,7 +117,7 @@ def _for_field(field_name: str, value):
 @dataclass
 class Context(Library):
     """``recipe(name)`` -> (catalog name, data, unknown) or None when ``name`` is no catalog recipe (``data``
-    a fresh copy: the run writes into it);
+    the catalog's own, read only: shared by every run that starts from it);
     ``from_yaml(path, line)`` -> data (InputError when unreadable); ``sources``: module name -> source
     text of Bridge modules (helpers read from Bridge itself); ``module``: this file's module name."""
 
@@ -314,8 +314,12 @@ def start_unknown(reason: str) -> CfgRef:
 
 
 def _recipe_start(interp: Interpreter, hit: tuple, kwargs: dict, node) -> CfgRef:
+    from overlap_cli.config.yamlnodes import copy_values
+
     name, data, unknown = hit
-    state = ContainerState(data, dict(unknown))  # Context.recipe hands a fresh copy
+    # Context.recipe hands the catalog's values, read only: the run writes into one copy of them, and keeps
+    # them unchanged as its base (what the recipe itself holds).
+    state = ContainerState(copy_values(data), unknown, base_data=data)
     if kwargs:
         # A recipe's keyword arguments change what it builds; the catalog holds the recipe as called
         # without them.

@@ -118,29 +118,54 @@ class ModuleReader:
         self._read_names()
 
     def _read_names(self) -> None:
-        for node in self.tree.body:
-            if isinstance(node, ast.ImportFrom):
-                module = _absolute(node, self.module)
-                for a in node.names:
-                    if a.name == "*":
-                        continue
-                    self.names[a.asname or a.name] = Import(module or "", a.name)
-            elif isinstance(node, ast.Import):
-                for a in node.names:
-                    self.names[a.asname or a.name.split(".")[0]] = Import(a.name if a.asname else a.name.split(".")[0], "")
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions[node.name] = Func(node, self)
-                self.names[node.name] = self.functions[node.name]
-            elif isinstance(node, ast.ClassDef):
-                self.names[node.name] = ClassValue(node, self)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not _mentions_call(node.value):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if node.value is None or not any(isinstance(t, ast.Name) for t in targets):
-                    continue  # only module constants are names of the module
-                value = Interpreter(self, None, {}).eval(node.value)
-                for t in targets:
+        # The module's top-level statements as a table read once per tree (a module of N run functions is
+        # read once per run: walking its whole body each time made the N readings quadratic); what depends
+        # on the reading -- the functions' reader, the constants' values -- is made here each time.
+        for kind, name, payload in _top_level(self.tree, self.module):
+            if kind == "import":
+                self.names[name] = Import(*payload)
+            elif kind == "function":
+                self.functions[name] = self.names[name] = Func(payload, self)
+            elif kind == "class":
+                self.names[name] = ClassValue(payload, self)
+            else:
+                value = Interpreter(self, None, {}).eval(payload.value)
+                for t in payload.targets if isinstance(payload, ast.Assign) else [payload.target]:
                     if isinstance(t, ast.Name):
                         self.names[t.id] = value
+
+
+_TOP_LEVEL: dict = {}  # (id(tree), module) -> (tree, its table), the last few, as _TREES
+
+
+def _top_level(tree, module: Optional[str]) -> list:
+    """(kind, name, payload) of each name the module's body binds, in order: ``import`` (the Import's
+    module and name), ``function`` / ``class`` (the node), ``constant`` (the assignment: only module
+    constants -- a value that makes no call -- are names of the module)."""
+    key = (id(tree), module)
+    hit = _TOP_LEVEL.get(key)
+    if hit is not None and hit[0] is tree:
+        return hit[1]
+    table: list = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            source = _absolute(node, module) or ""
+            table.extend(("import", a.asname or a.name, (source, a.name)) for a in node.names if a.name != "*")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                table.append(("import", a.asname or a.name.split(".")[0], (a.name if a.asname else a.name.split(".")[0], "")))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            table.append(("function", node.name, node))
+        elif isinstance(node, ast.ClassDef):
+            table.append(("class", node.name, node))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not _mentions_call(node.value):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if node.value is not None and any(isinstance(t, ast.Name) for t in targets):
+                table.append(("constant", None, node))
+    _TOP_LEVEL[key] = (tree, table)
+    while len(_TOP_LEVEL) > 8:
+        del _TOP_LEVEL[next(iter(_TOP_LEVEL))]
+    return table
 
 
 def _absolute(node: ast.ImportFrom, module: Optional[str]) -> Optional[str]:

@@ -41,7 +41,7 @@ def context(file: str, invocation=None, target=None):
         key = recipes.canonical(catalog, name, module)
         if key is None:
             return None
-        data, unknown = recipes.data(catalog, key)
+        data, unknown = recipes.shared_data(catalog, key)  # read only: the reader copies what the run writes into
         return key, data, unknown
 
     def is_recipe(name: str, module: Optional[str] = None) -> bool:
@@ -133,13 +133,12 @@ def read_run(spec: str, text: Optional[str] = None, invocation=None, target=None
 def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list] = None, invocation=None,
                 target=None):
     """(Config, PythonRun) of the run ``spec`` (``invocation``: how the script is run, python_stdlib)."""
-    import copy
-
     from overlap_cli.config.document import Config, Layer
 
     run, text = read_run(spec, text, invocation, target)
     path = run.file
-    data = copy.deepcopy(run.data)
+    # The run's own data (no copy: nothing reads run.data after this; its base, run.base_data, stays apart).
+    data = run.data
     if run.start.kind == "recipe":
         base = Layer("recipe", f"recipe {run.start.name}", None, {})
     elif run.start.kind == "yaml":
@@ -156,10 +155,8 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
     cfg.via = {p: f"the command line's {site.via}" for p, site in run.written.items() if site is not None and site.via}
     cfg.layer_list = [base, top]
     owner: dict = {}
-    _own(data, (), 0, owner)
+    _own(data, (), 0, owner, frozenset(run.written))  # a key at or under a path the file wrote is the file's
     for p in run.written:
-        for q in [q for q in owner if q[: len(p)] == p]:
-            owner[q] = 1
         owner[p] = 1
     cfg.layers, cfg.top = owner, 1
     cfg.lower_data = run.base_data  # read only (rules.cfg_layers, fix.loop), as the reader's states share it
@@ -185,9 +182,13 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
     return finish(cfg, 0, overrides), run
 
 
-def _own(value, path: tuple, index: int, owner: dict) -> None:
+def _own(value, path: tuple, index: int, owner: dict, written: frozenset = frozenset(), then: int = 1) -> None:
+    """``owner[path]`` = ``index`` for every key of ``value`` at and under ``path``; from a path in
+    ``written`` down, ``then`` instead (one walk, not one pass over every key per written path)."""
+    if path in written:
+        index = then
     if path:
         owner[path] = index
     if isinstance(value, dict):
         for k, v in value.items():
-            _own(v, path + (k,), index, owner)
+            _own(v, path + (k,), index, owner, written, then)

@@ -208,10 +208,16 @@ def config_fields(release: str, target) -> frozenset:
 def data(release: str, name: str) -> tuple:
     """(values, unknown) of a catalog recipe: the values as Bridge's dump (or the source reading) holds
     them -- a fresh copy -- and, for an entry read from source, path tuple -> why it is unknown."""
-    import copy
+    from overlap_cli.config.yamlnodes import copy_values
 
     values, unknown = _data(release, _key(release, name))
-    return copy.deepcopy(values), dict(unknown)
+    return copy_values(values), dict(unknown)
+
+
+def shared_data(release: str, name: str) -> tuple:
+    """``data`` without the copy: the catalog's own (values, unknown), shared by every caller -- read only.
+    A reader that writes copies first (the Python reader keeps these as the run's base, unchanged)."""
+    return _data(release, _key(release, name))
 
 
 def unknown(release: str, name: str) -> dict:
