@@ -62,14 +62,17 @@ class Releases:
     def __init__(self, product: str, key: str, loaders: dict):
         self.product, self.key = product, key
         self._loaders = {module_version(name): load for name, load in loaders.items()}
+        # the table is fixed once built: every run's target asks for the default, so it is worked out once
+        self._versions = sorted(self._loaders, key=_order)
+        self._newest = [v for v in self._versions if is_release(v)][-1]
 
     def versions(self) -> list:
         """The versions held, oldest first (a branch's snapshot, ``main``, last)."""
-        return sorted(self._loaders, key=_order)
+        return list(self._versions)
 
     def newest(self) -> str:
         """The newest numbered release held: the default. A branch's snapshot is chosen only by name."""
-        return [v for v in self.versions() if is_release(v)][-1]
+        return self._newest
 
     def holds(self, version: str) -> bool:
         return version in self._loaders
