@@ -172,8 +172,18 @@ def _run(argv: list) -> None:
     if argv[0] == "diff":
         from overlap_cli.cli.diff import diff as run_diff
 
-        sys.exit(guarded(run_diff, parsed))
-    sys.exit(guarded(run_check, parsed))
+        _exit(guarded(run_diff, parsed))
+    _exit(guarded(run_check, parsed))
+
+
+def _exit(code: int) -> None:
+    """Exit with ``code``. What the run made is moved out of the cyclic collector's reach first: the
+    collection at interpreter exit would otherwise walk every object still alive (a 40,000-line script's
+    reading: ~0.2 s) only to find nothing to free that exit does not free anyway."""
+    import gc
+
+    gc.freeze()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -102,7 +102,10 @@ def _start(env: Optional[dict]) -> State:
 
 
 _READINGS: dict = {}  # (text, take_defaults, env) -> Reader: the last readings, newest last
-_KEEP = 8
+_KEEP = 8  # readings that found no launch: nothing reads them again but the fix of the file just read
+# readings that found a launch: a folder's discovery reads every script before the check of each launch
+# asks for the same reading again, so these are kept for the whole run (a repository has a few hundred)
+_KEEP_LAUNCHES = 512
 
 
 def _read(path: str, text: str, take_defaults: bool = True, env: Optional[dict] = None) -> Reader:
@@ -117,9 +120,17 @@ def _read(path: str, text: str, take_defaults: bool = True, env: Optional[dict] 
         reader = _run(path, text, take_defaults, env)
     _rebase(reader, path)
     _READINGS[key] = reader
-    while len(_READINGS) > _KEEP:
-        del _READINGS[next(iter(_READINGS))]
+    _evict()
     return reader
+
+
+def _evict() -> None:
+    """The newest ``_KEEP`` readings without a launch and the newest ``_KEEP_LAUNCHES`` with one stay."""
+    without, with_launch = [], []
+    for k, r in _READINGS.items():
+        (with_launch if r.records or r.inner else without).append(k)
+    for key in without[:-_KEEP] + with_launch[:-_KEEP_LAUNCHES]:
+        del _READINGS[key]
 
 
 def _rebase(reader: Reader, path: str) -> None:

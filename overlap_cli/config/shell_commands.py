@@ -118,7 +118,7 @@ def exec_simple(rd, node, st: State) -> list:
 
 def builtin(rd, name: str, node, fields: list, st: State) -> list:
     """A command by its name: a builtin bash runs in the script's shell, a function, or another program."""
-    st.status = None
+    before, st.status = st.status, None
     if name in ("export", "declare", "typeset", "local", "readonly"):
         assigns.declare(rd, st, name, node.words[1:])
         st.status = True
@@ -139,6 +139,7 @@ def builtin(rd, name: str, node, fields: list, st: State) -> list:
     elif name == "return":
         if rd.depth:
             st.flow = ("return",)
+            st.status = return_status(fields, before)
         else:
             st.done = True
     elif name in ("break", "continue"):
@@ -184,6 +185,18 @@ def source(rd, name: str, node, fields: list, st: State) -> list:
     st.sourced = why
     st.memo = {}
     return [st]
+
+
+def return_status(fields: list, before) -> Optional[bool]:
+    """The status ``return [N]`` gives the call: N's (0 succeeds, any other fails, taken modulo 256), or
+    without N the last command's (bash's builtin return). Known, a caller's ``if ! f; then exit`` ends
+    the path that failed instead of carrying it on as a path that may have failed."""
+    if len(fields) < 2:
+        return before
+    n = fields[1].text
+    if n is None or not n.lstrip("-").isdigit():
+        return None
+    return int(n) % 256 == 0
 
 
 def call(rd, func, fields: list, st: State) -> list:

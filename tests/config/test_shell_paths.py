@@ -142,6 +142,30 @@ def test_loops_functions_and_arithmetic():
                  "global_batch_size": 16, "seq_length": 4, "hidden_size": 128}  # TMP was local to add()
 
 
+def test_return_gives_the_call_its_status():
+    # bash's return N: the call fails for N != 0, so `if ! run; then exit 1` ends the path that failed and the
+    # launch is reached only where every call succeeded; bare `return` keeps the last command's status
+    assert args('''
+        COUNT=0
+        run() {
+            if [[ -d /data/$1 ]]; then COUNT=$((COUNT + 1)); else return 1; fi
+            return 0
+        }
+        ok() { true; return; }
+        for c in a b c d; do
+            if ! run $c; then exit 1; fi
+        done
+        ok || exit 1
+        python pretrain_gpt.py --train-iters $COUNT
+        ''') == {"train_iters": 4}
+    assert args('''
+        run() { return $CODE; }
+        N=2
+        run || N=3
+        python pretrain_gpt.py --train-iters $N
+        ''')["train_iters"] is UNKNOWN  # return with a value not known statically: the status is not known
+
+
 def test_a_loop_with_an_unknown_condition_makes_what_it_changes_unknown():
     launch = launch_of('''
         N=1

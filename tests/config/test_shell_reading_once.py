@@ -6,6 +6,7 @@ more than 64 ways through it) took 4.25 s before; its check now reads it twice (
 
 from __future__ import annotations
 
+import json
 import time
 
 from conftest import ROOT
@@ -88,3 +89,25 @@ def test_many_paths_read_in_bounded_time():
     spent = time.process_time() - start
     assert found.launch_line == without.launch_line == 449
     assert spent < 1.0, spent
+
+
+def test_a_folder_check_reads_each_launch_once(run_cli, tmp_path, monkeypatch):
+    """Discovery reads every script of the folder before the check of each launch asks for the same reading:
+    the readings that found a launch outlive more than ``_KEEP`` scripts read in between."""
+    count = shell._KEEP + 4
+    for k in range(count):
+        (tmp_path / f"train_{k:02d}.sh").write_text(SCRIPT.replace("TP=2", f"TP={1 + k % 2}  # {k}"))
+        (tmp_path / f"util_{k:02d}.sh").write_text(f"#!/bin/bash\nX={k}\ntorchrun_helper() {{ echo; }}\n")
+    texts: list = []
+    real = Reader.run_script
+
+    def counted(self, start=None):
+        if type(self) is Reader and "pretrain_gpt.py" in self.text:
+            texts.append(self.text)
+        return real(self, start)
+
+    monkeypatch.setattr(Reader, "run_script", counted)
+    shell._READINGS.clear()
+    code, out, err = run_cli("check", str(tmp_path), "--format", "json")
+    assert code in (0, 1) and json.loads(out)["summary"]["files"] == count, out + err
+    assert len(texts) == len(set(texts)) == count  # each launch read once, by discovery: its check reads it no more
