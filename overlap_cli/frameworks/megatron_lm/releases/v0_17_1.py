@@ -7,35 +7,9 @@ CORE_VERSION = "0.17.1"
 # megatron-core 0.17.1, the optional groups from NVIDIA/Megatron-LM core_v0.17.1).
 ARGUMENTS = "arguments-0.17.1.json"
 
-# The keys of ``effective`` for a Megatron-LM launch: the Megatron-Core names Bridge's view reports too, plus
-# the two a launch states that Bridge's comm_overlap derives (expert parallelism, the optimizer's
-# distributed flag), less the TP bootstrap backend, which only Bridge's CommOverlapConfig carries.
-EFFECTIVE_KEYS = (
-    "model.tensor_model_parallel_size",
-    "model.pipeline_model_parallel_size",
-    "model.virtual_pipeline_model_parallel_size",
-    "model.context_parallel_size",
-    "model.expert_model_parallel_size",
-    "model.sequence_parallel",
-    "model.tp_comm_overlap",
-    "model.tp_comm_overlap_cfg",
-    "model.overlap_p2p_comm",
-    "model.batch_p2p_comm",
-    "model.defer_embedding_wgrad_compute",
-    "model.wgrad_deferral_limit",
-    "model.overlap_moe_expert_parallel_comm",
-    "model.delay_wgrad_compute",
-    "ddp.use_distributed_optimizer",
-    "ddp.overlap_grad_reduce",
-    "ddp.overlap_param_gather",
-    "ddp.align_param_gather",
-    "ddp.bucket_size",
-    "ddp.grad_reduce_in_fp32",
-    "ddp.fp8_param_gather",
-    "optimizer.use_distributed_optimizer",
-    "optimizer.overlap_param_gather",
-    "optimizer.overlap_param_gather_with_optimizer_step",
-)
+# The keys of ``effective`` are the JSON contract of a Megatron-LM result, the same for every release: the
+# newest release states them.
+from overlap_cli.frameworks.megatron_lm.releases.v0_19_2 import EFFECTIVE_KEYS  # noqa: E402
 
 # DistributedDataParallelConfig's defaults of the ddp keys ``effective`` reports, which a Torch-FSDP2 launch
 # keeps (get_megatron_ddp_config passes it only reshard_after_forward): megatron/core/distributed/
