@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
@@ -113,59 +114,119 @@ class ModuleReader:
 
     def __init__(self, tree, file: str, ctx: Library, module: Optional[str] = None):
         self.tree, self.file, self.ctx, self.module = tree, file, ctx, module
-        self.names: dict = {}
-        self.functions: dict = {}
-        self._read_names()
+        names_index, functions_index, constants = _top_level(tree, module)
+        made: dict = {}
+        self.names = _Names(self, names_index, made)
+        self.functions = _Names(self, functions_index, made)
+        # A module constant is evaluated in order, seeing the names bound above it (as Python runs the
+        # module's body); a function, class or import is made when first asked for.
+        for pos, node in constants:
+            self.names.limit = pos
+            made[pos] = Interpreter(self, None, {}).eval(node.value)
+        self.names.limit = None
 
-    def _read_names(self) -> None:
-        # The module's top-level statements as a table read once per tree (a module of N run functions is
-        # read once per run: walking its whole body each time made the N readings quadratic); what depends
-        # on the reading -- the functions' reader, the constants' values -- is made here each time.
-        for kind, name, payload in _top_level(self.tree, self.module):
+
+_MISSING = object()
+
+
+class _Names(Mapping):
+    """name -> value of a module's top level, each function, class and import made when it is first asked
+    for: a module of N run functions is read once per run, and making all N values each time made the N
+    readings quadratic. ``limit``: while the constants are evaluated, only the bindings above that
+    statement are names."""
+
+    __slots__ = ("reader", "index", "made", "limit")
+
+    def __init__(self, reader: "ModuleReader", index: dict, made: dict):
+        self.reader, self.index, self.made, self.limit = reader, index, made, None
+
+    def _entry(self, name):
+        entries = self.index.get(name)
+        if not entries:
+            return None
+        if self.limit is None:
+            return entries[-1]
+        for entry in reversed(entries):
+            if entry[0] < self.limit:
+                return entry
+        return None
+
+    def __getitem__(self, name):
+        entry = self._entry(name)
+        if entry is None:
+            raise KeyError(name)
+        pos, kind, payload = entry
+        key = pos if kind == "constant" else (pos, name)
+        value = self.made.get(key, _MISSING)
+        if value is _MISSING:
             if kind == "import":
-                self.names[name] = Import(*payload)
+                value = Import(*payload)
             elif kind == "function":
-                self.functions[name] = self.names[name] = Func(payload, self)
-            elif kind == "class":
-                self.names[name] = ClassValue(payload, self)
+                value = Func(payload, self.reader)
             else:
-                value = Interpreter(self, None, {}).eval(payload.value)
-                for t in payload.targets if isinstance(payload, ast.Assign) else [payload.target]:
-                    if isinstance(t, ast.Name):
-                        self.names[t.id] = value
+                value = ClassValue(payload, self.reader)
+            self.made[key] = value
+        return value
+
+    def get(self, name, default=None):
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name) -> bool:
+        return self._entry(name) is not None
+
+    def __iter__(self):
+        return (name for name in self.index if self._entry(name) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
-_TOP_LEVEL: dict = {}  # (id(tree), module) -> (tree, its table), the last few, as _TREES
+_TOP_LEVEL: dict = {}  # (id(tree), module) -> (tree, its tables), the last few, as _TREES
 
 
-def _top_level(tree, module: Optional[str]) -> list:
-    """(kind, name, payload) of each name the module's body binds, in order: ``import`` (the Import's
-    module and name), ``function`` / ``class`` (the node), ``constant`` (the assignment: only module
-    constants -- a value that makes no call -- are names of the module)."""
+def _top_level(tree, module: Optional[str]) -> tuple:
+    """The bindings of the module's body, read once per tree: (names, functions, constants). ``names``:
+    name -> [(statement number, kind, payload)] in order, ``kind`` ``import`` (payload: the Import's
+    module and name), ``function`` / ``class`` (the node) or ``constant`` (the assignment: only module
+    constants -- a value that makes no call -- are names of the module); ``functions`` the same for the
+    ``def``s alone; ``constants`` [(statement number, assignment)] in order."""
     key = (id(tree), module)
     hit = _TOP_LEVEL.get(key)
     if hit is not None and hit[0] is tree:
         return hit[1]
-    table: list = []
-    for node in tree.body:
+    names: dict = {}
+    functions: dict = {}
+    constants: list = []
+    for pos, node in enumerate(tree.body):
         if isinstance(node, ast.ImportFrom):
             source = _absolute(node, module) or ""
-            table.extend(("import", a.asname or a.name, (source, a.name)) for a in node.names if a.name != "*")
+            for a in node.names:
+                if a.name != "*":
+                    names.setdefault(a.asname or a.name, []).append((pos, "import", (source, a.name)))
         elif isinstance(node, ast.Import):
             for a in node.names:
-                table.append(("import", a.asname or a.name.split(".")[0], (a.name if a.asname else a.name.split(".")[0], "")))
+                payload = (a.name if a.asname else a.name.split(".")[0], "")
+                names.setdefault(a.asname or a.name.split(".")[0], []).append((pos, "import", payload))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            table.append(("function", node.name, node))
+            names.setdefault(node.name, []).append((pos, "function", node))
+            functions.setdefault(node.name, []).append((pos, "function", node))
         elif isinstance(node, ast.ClassDef):
-            table.append(("class", node.name, node))
+            names.setdefault(node.name, []).append((pos, "class", node))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not _mentions_call(node.value):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if node.value is not None and any(isinstance(t, ast.Name) for t in targets):
-                table.append(("constant", None, node))
-    _TOP_LEVEL[key] = (tree, table)
+                constants.append((pos, node))
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        names.setdefault(t.id, []).append((pos, "constant", node))
+    tables = (names, functions, constants)
+    _TOP_LEVEL[key] = (tree, tables)
     while len(_TOP_LEVEL) > 8:
         del _TOP_LEVEL[next(iter(_TOP_LEVEL))]
-    return table
+    return tables
 
 
 def _absolute(node: ast.ImportFrom, module: Optional[str]) -> Optional[str]:

@@ -106,8 +106,9 @@ def read_runs(text: str, file: str, ctx: Context, function: Optional[str] = None
     runs = []
     script = function is None and has_script_start(tree, reader)
     called = script_calls(tree, reader) if script else set()
-    for name, fn in reader.functions.items():
-        if function is not None and name != function or name in called:
+    named = reader.functions if function is None else {function: reader.functions[function]} if function in reader.functions else {}
+    for name, fn in named.items():
+        if name in called:
             continue  # a function the script's body calls is part of the script's run
         if is_run_function(fn.node, reader):
             runs.append(_read_function_run(reader, fn.node))
@@ -155,7 +156,24 @@ def _is_start_call(node, reader: ModuleReader) -> bool:
     return False
 
 
+_RUN_FUNCTIONS: dict = {}  # (id(node), module, release) -> (node, whether it is a run), the last many
+
+
 def is_run_function(node, reader: ModuleReader) -> bool:
+    """The function builds a config of its own: it returns a ConfigContainer (by its annotation) or makes a
+    start, and is not handed one. Decided once per function of a module (its runs are read one by one)."""
+    key = (id(node), reader.module, id(getattr(reader.ctx, "release", None)))
+    hit = _RUN_FUNCTIONS.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    found = _is_run_function(node, reader)
+    _RUN_FUNCTIONS[key] = (node, found)
+    while len(_RUN_FUNCTIONS) > 4096:
+        del _RUN_FUNCTIONS[next(iter(_RUN_FUNCTIONS))]
+    return found
+
+
+def _is_run_function(node, reader: ModuleReader) -> bool:
     args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
     if any(a.annotation is not None and ast.unparse(a.annotation).split(".")[-1].strip("'\"") == "ConfigContainer" for a in args):
         return False  # it is handed a config: a helper of the runs, not a run
@@ -272,11 +290,11 @@ def _read_script_run(reader: ModuleReader) -> PythonRun:
 
 def _finish(interp: Interpreter, function: Optional[str]) -> PythonRun:
     """The run as the interpreter leaves it; BadPython when it built no config."""
-    where = f"{interp.file}::{function}" if function else interp.file
+    where = f"{function}(): " if function else ""  # the message is placed in the file already
     if (interp.cfg is None or interp.cfg.start is None) and interp.raised:
-        raise BadPython(f"{where}: raises {interp.raised} before it builds a config")
+        raise BadPython(f"{where}raises {interp.raised} before it builds a config")
     if interp.cfg is None or interp.cfg.start is None:
-        raise BadPython(f"{where}: no config is built here (no recipe call, ConfigContainer(...) or ConfigContainer.from_yaml(...))")
+        raise BadPython(f"{where}no config is built here (no recipe call, ConfigContainer(...) or ConfigContainer.from_yaml(...))")
     c = interp.cfg
     environ = interp.reader.ctx.environ
     for name, value in (environ.set_here.items() if environ is not None else ()):
