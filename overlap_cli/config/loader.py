@@ -69,25 +69,50 @@ def load_config(path: str, overrides: Optional[list] = None, text: Optional[str]
     return finish(cfg, interpolations, overrides)
 
 
-def _refuse_targets_not_named(cfg: Config, node, path: tuple) -> None:
+def refuse_target(cfg: Config, node: dict, path: tuple) -> None:
     """A ``_target_`` that is not a class path (a list, a mapping, a number): ``instantiate`` raises
     "Expected a callable target" (megatron/training/config/instantiate_utils.py:525), so the run never
     starts — one input error naming the key, as for any other value Bridge refuses."""
-    if isinstance(node, dict):
-        target = node.get("_target_")
-        if target is not None and not isinstance(target, str):
-            key = path + ("_target_",)
-            line, col = cfg.positions.get(key, (None, None))
-            raise InputError(InputProblem(cfg.file, f"_target_ is a {type(target).__name__}, expected the class path "
-                                          "instantiate imports (megatron/training/config/instantiate_utils.py:525)",
-                                          key=".".join(map(str, key)), line=line, column=col))
-        for k, v in node.items():
-            if isinstance(v, (dict, list)):
-                _refuse_targets_not_named(cfg, v, path + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            if isinstance(v, (dict, list)):
-                _refuse_targets_not_named(cfg, v, path + (i,))
+    target = node.get("_target_")
+    if target is not None and not isinstance(target, str):
+        refuse_bad_target(cfg, path + ("_target_",), target)
+
+
+def refuse_bad_target(cfg: Config, key: tuple, target) -> None:
+    """The input error of ``refuse_target`` for the ``_target_`` at ``key`` (its value ``target``)."""
+    line, col = cfg.positions.get(key, (None, None))
+    raise InputError(InputProblem(cfg.file, f"_target_ is a {type(target).__name__}, expected the class path "
+                                  "instantiate imports (megatron/training/config/instantiate_utils.py:525)",
+                                  key=".".join(map(str, key)), line=line, column=col))
+
+
+def bad_target(node, path: tuple) -> Optional[tuple]:
+    """The path of the first ``_target_`` at or under ``node`` (lists included) that is no class path, depth
+    first in the file's order, or None."""
+    todo = [(node, path)]
+    while todo:
+        node, path = todo.pop()
+        if isinstance(node, dict):
+            target = node.get("_target_")
+            if target is not None and not isinstance(target, str):
+                return path + ("_target_",)
+            inner = [(v, path + (k,)) for k, v in node.items() if isinstance(v, (dict, list))]
+        elif isinstance(node, list):
+            inner = [(v, path + (i,)) for i, v in enumerate(node) if isinstance(v, (dict, list))]
+        else:
+            continue
+        todo.extend(reversed(inner))
+    return None
+
+
+def refuse_targets_not_named(cfg: Config, node, path: tuple) -> None:
+    """``refuse_target`` for every mapping at and under ``node``: the first such key is the one named."""
+    key = bad_target(node, path)
+    if key is not None:
+        value = node
+        for part in key[len(path):]:
+            value = value[part]
+        refuse_bad_target(cfg, key, value)
 
 
 def _keep_loaded_values(cfg: Config, overrides: list, data: dict, positions: dict) -> None:
@@ -115,9 +140,10 @@ def _related(a: tuple, b: tuple) -> bool:
     return a[:n] == b[:n]
 
 
-def finish(cfg: Config, interpolations: int, overrides: Optional[list] = None) -> Config:
+def finish(cfg: Config, interpolations: int, overrides: Optional[list] = None, targets_refused: bool = False) -> Config:
     """The steps after the data is complete (one file, or a merged run): ``${...}`` resolved over it,
-    as OmegaConf's ``to_container(resolve=True)`` does."""
+    as OmegaConf's ``to_container(resolve=True)`` does. ``targets_refused``: the caller's own walk over the
+    data already refused a ``_target_`` that is no class path (python_load's ownership walk)."""
     if overrides:
         interpolations += sum(1 for ov in overrides if has_interpolation(ov.value))
     if interpolations > MAX_INTERPOLATIONS:
@@ -126,7 +152,8 @@ def finish(cfg: Config, interpolations: int, overrides: Optional[list] = None) -
         from overlap_cli.config.interpolation import resolve_interpolations
 
         resolve_interpolations(cfg)
-    _refuse_targets_not_named(cfg, cfg.data, ())
+    if not targets_refused:
+        refuse_targets_not_named(cfg, cfg.data, ())
     model = cfg.data.get("model")
     if isinstance(model, dict) and "transformer" in model and not cfg.layered:
         from overlap_cli.config.model_form import lift

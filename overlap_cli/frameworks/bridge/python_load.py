@@ -52,10 +52,16 @@ def context(file: str, invocation=None, target=None):
 
         from overlap_cli.config.loader import load_config
 
+        from overlap_cli.frameworks.bridge.python_abstract import Refusal
+        from overlap_cli.problems import InputError
+
         here = os.path.join(os.path.dirname(file), path)
         for candidate in (path, here):
             if os.path.isfile(candidate):
-                return load_config(candidate).data
+                try:
+                    return load_config(candidate).data
+                except InputError as exc:  # the file the run starts from is one Bridge refuses to load
+                    raise Refusal(f"ConfigContainer.from_yaml: {exc.problem.one_line()}", line) from None
         return None
 
     def sources(module: str, name: str):
@@ -154,10 +160,8 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
     cfg = Config(file=path, data=data, positions=positions, text=text)
     cfg.via = {p: f"the command line's {site.via}" for p, site in run.written.items() if site is not None and site.via}
     cfg.layer_list = [base, top]
-    owner: dict = {}
-    _own(data, (), 0, owner, frozenset(run.written))  # a key at or under a path the file wrote is the file's
-    for p in run.written:
-        owner[p] = 1
+    # a key at or under a path the file wrote is the file's (and no _target_ is a list: finish need not walk again)
+    owner = owners(data, run.base_data, frozenset(run.written), cfg)
     cfg.layers, cfg.top = owner, 1
     cfg.lower_data = run.base_data  # read only (rules.cfg_layers, fix.loop), as the reader's states share it
     cfg.unknown = dict(run.unknown)
@@ -179,16 +183,127 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
                 owner[ov.path] = 2
     from overlap_cli.config.loader import finish
 
-    return finish(cfg, 0, overrides), run
+    return finish(cfg, 0, overrides, targets_refused=not overrides), run
 
 
-def _own(value, path: tuple, index: int, owner: dict, written: frozenset = frozenset(), then: int = 1) -> None:
+def owners(data, base, written: frozenset, cfg) -> dict:
+    """``cfg.layers`` of a Python run: 0 (its start) for every key at and under ``data``, 1 (the file) at and
+    under each path it ``written``, as ``_own`` over the whole data gives; a ``_target_`` that is no class path
+    refused on the way (config.loader). A run's values are mostly its start's (``base``), copied: the keys
+    a section holds as ``base`` does come from the base's skeleton (made once per base, which a recipe's
+    runs share), and only the keys that differ are walked."""
+    from overlap_cli.config.loader import refuse_bad_target, refuse_target
+
+    owner: dict = {}
+    if () in written or not isinstance(base, dict) or not isinstance(data, dict):
+        _own(data, (), 0, owner, written, cfg=cfg)
+    else:
+        refuse_target(cfg, data, ())
+        skeleton = _skeleton(base)
+        for sec, value in data.items():
+            hit = skeleton.get(sec)
+            if hit is None or not isinstance(value, dict):
+                _own(value, (sec,), 0, owner, cfg=cfg)
+                continue
+            held, entries, per_key, bad = hit
+            owner.update(entries)
+            refuse_target(cfg, value, (sec,))
+            if value == held:  # the base's keys (one comparison in C): nothing of this section is walked
+                changed, gone = (), ()
+            else:
+                changed = [k for k, v in value.items() if v is not held.get(k, _NONE) and (k not in held or v != held[k])]
+                gone = held.keys() - value.keys()
+            for k in set(gone).union(changed):
+                for p in per_key.get(k, ()):
+                    del owner[p]
+            for k in changed:
+                _own(value[k], (sec, k), 0, owner, cfg=cfg)
+            for k, key in bad.items():
+                if k not in gone and k not in changed:
+                    refuse_bad_target(cfg, key, _get(data, key))
+    for w in sorted(written, key=len):  # at and under a written path: the file's
+        node = _get(data, w, _NONE, lists=False)  # _own's walk enters no list
+        if node is not _NONE:
+            _own(node, w, 1, owner)
+        owner[w] = 1
+    return owner
+
+
+_NONE = object()
+_SKELETONS: list = []  # [(base, its skeleton)], the last few: the runs of one recipe share its values as base
+
+
+def _skeleton(base: dict) -> dict:
+    """section -> (its mapping in ``base``, ``_own``'s entries at and under it, key -> the paths at and under
+    ``(section, key)``, key -> the first ``_target_`` path under it that is no class path)."""
+    from overlap_cli.config.loader import bad_target
+
+    for held, skeleton in _SKELETONS:
+        if held is base:
+            return skeleton
+    skeleton: dict = {}
+    for sec, value in base.items():
+        if not isinstance(value, dict):
+            continue
+        entries: dict = {(sec,): 0}
+        per_key: dict = {}
+        bad: dict = {}
+        for k, v in value.items():
+            mine: dict = {}
+            _own(v, (sec, k), 0, mine)
+            per_key[k] = tuple(mine)
+            entries.update(mine)
+            found = bad_target(v, (sec, k)) if isinstance(v, (dict, list)) else None
+            if found is not None:
+                bad[k] = found
+        skeleton[sec] = (value, entries, per_key, bad)
+    _SKELETONS.append((base, skeleton))
+    while len(_SKELETONS) > 4:
+        del _SKELETONS[0]
+    return skeleton
+
+
+def _get(data, path: tuple, missing=None, lists: bool = True):
+    """The value at ``path`` (mapping keys, and list indices with ``lists``), or ``missing``."""
+    node = data
+    for part in path:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif lists and isinstance(node, list) and type(part) is int and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return missing
+    return node
+
+
+def _own(value, path: tuple, index: int, owner: dict, written: frozenset = frozenset(), then: int = 1,
+         cfg=None) -> None:
     """``owner[path]`` = ``index`` for every key of ``value`` at and under ``path``; from a path in
-    ``written`` down, ``then`` instead (one walk, not one pass over every key per written path)."""
+    ``written`` down, ``then`` instead (one walk, not one pass over every key per written path). With
+    ``cfg``, the same walk refuses a ``_target_`` that is not a class path (config.loader.refuse_target),
+    in the order the loader's own walk meets them."""
+    from overlap_cli.config.loader import refuse_target, refuse_targets_not_named
+
     if path in written:
         index = then
     if path:
         owner[path] = index
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _own(v, path + (k,), index, owner, written, then)
+    if not isinstance(value, dict):
+        if cfg is not None:
+            refuse_targets_not_named(cfg, value, path)
+        return
+    todo = [(value, path, index)]
+    while todo:  # depth first, in the mapping's order
+        node, at, i = todo.pop()
+        if cfg is not None:
+            refuse_target(cfg, node, at)
+        inner = []
+        for k, v in node.items():
+            p = at + (k,)
+            j = then if written and p in written else i
+            owner[p] = j
+            if isinstance(v, dict):
+                inner.append((v, p, j))
+            elif cfg is not None and isinstance(v, list):
+                refuse_targets_not_named(cfg, v, p)
+        todo.extend(reversed(inner))
