@@ -40,12 +40,16 @@ def resolve(run, findings_for) -> Answer:
     cfg, dropped = drop_absent(run.config, releases.of(run.target))  # keys the release lacks: dropped, as Bridge does
     target = run.target
     _no_ddp(cfg)
-    views, inputs = resolve_all(cfg, target)  # one view unless the run leaves inputs unknown
-    world_note = None
-    narrowed = recipe_world_does_not_hold(target, views)
-    if narrowed is not None:
-        target, world_note = narrowed
-        views, inputs = resolve_all(cfg, target)
+    views, world_note = _resolved_where_the_world_holds(cfg, target)
+    if views is not None:  # the run's own grid, read before resolving, does not fit its recipe's world
+        (views, inputs), target = views, world_note[0]
+        world_note = world_note[1]
+    else:
+        views, inputs = resolve_all(cfg, target)  # one view unless the run leaves inputs unknown
+        narrowed = recipe_world_does_not_hold(target, views)
+        if narrowed is not None:
+            target, world_note = narrowed
+            views, inputs = resolve_all(cfg, target)
     effective, findings, some = effective_and_findings(cfg, views, inputs, effective_entries, findings_for)
     if cfg.layered:  # every value names its layer: the resolver set the user's; the others name their source
         for key, v in effective.items():
@@ -85,10 +89,39 @@ def recipe_world_does_not_hold(target: Target, views: list):
         return None
     if len({(v.tp, v.pp, v.cp) for v in views}) > 1:
         return None  # the run's TP·PP·CP is unknown (sampled): what depends on it is unknown already
-    from overlap_cli.launch_profile.profile import for_run
 
     bad = next(v for v in views if v.dp_error)
+    return _world_note(target, bad.tp, bad.pp, bad.cp)
+
+
+def _world_note(target: Target, tp: int, pp: int, cp: int) -> tuple:
+    from overlap_cli.launch_profile.profile import for_run
+
     note = (f"world size unknown: recipe {target.get('recipe')} is written for {target.world_size} GPUs, which do not "
-            f"hold this run's TP*PP*CP = {bad.tp}*{bad.pp}*{bad.cp} = {bad.tp * bad.pp * bad.cp}; the "
+            f"hold this run's TP*PP*CP = {tp}*{pp}*{cp} = {tp * pp * cp}; the "
             "data-parallel-dependent values are unknown (give --world-size)")
     return for_run(target, recipe_world_holds=False), Note(note, "world-size")
+
+
+def _resolved_where_the_world_holds(cfg, target: Target) -> tuple:
+    """((views, inputs), (target, note)) of a run whose recipe's world size does not hold the TP*PP*CP its
+    model section gives (the resolver's step 1: the class defaults under the run's values), resolved once,
+    without that world size -- as ``recipe_world_does_not_hold`` finds after a first resolution, which is
+    then not made. (None, None) when that is not known before resolving (the run leaves keys unknown, a
+    size is no positive integer), or the resolution disagrees: the caller resolves as usual."""
+    from overlap_cli.frameworks.bridge import releases
+    from overlap_cli.frameworks.bridge.unknowns import resolve_all
+
+    ws = target.world_size
+    if cfg.unknown or ws is None or target.source("world_size") != "recipe":
+        return None, None
+    model = dict(releases.of(target).SECTION_DEFAULTS.get("model", {}))
+    model.update(cfg.section("model") or {})
+    grid = tuple(model.get(k) for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"))
+    if not all(type(v) is int and v > 0 for v in grid) or not ws % (grid[0] * grid[1] * grid[2]):
+        return None, None
+    narrowed = _world_note(target, *grid)
+    resolved = resolve_all(cfg, narrowed[0])
+    if any((v.tp, v.pp, v.cp) != grid for v in resolved[0]):
+        return None, None
+    return resolved, narrowed

@@ -23,8 +23,13 @@ _SORTED: Optional[dict] = None
 
 def all_rules() -> dict[str, Rule]:
     """Every rule by code, in code_sort_key order."""
+    return dict(_table())
+
+
+def _table() -> dict:
+    """The sorted table of every rule (shared: not to be changed), made again when RULES changes."""
     global _SORTED
-    if _SORTED is None or len(_SORTED) != len(RULES):  # imported and sorted once per process, not once per file
+    if _SORTED is None or _SORTED.keys() != RULES.keys():  # imported and sorted once per process, not once per file
         # Each import registers its module's rules. cfg_suppressions holds CFG009, which the selection
         # step (not a family check) reports.
         from overlap_cli.rules import cfg, cfg_layers, cfg_model, cfg_suppressions, cfg_validate, cp, dp, dp_eval, dp_fsdp, dp_grid  # noqa: F401
@@ -37,11 +42,11 @@ def all_rules() -> dict[str, Rule]:
         if missing:  # a code taken in codes.py whose rule no module registers
             raise RuntimeError(f"rules/codes.py lists {', '.join(missing)} but no rule module registers it")
         _SORTED = dict(sorted(RULES.items(), key=lambda kv: code_sort_key(kv[0])))
-    return dict(_SORTED)
+    return _SORTED
 
 
 def get_rule(code: str) -> Optional[Rule]:
-    return all_rules().get(code)
+    return _table().get(code)
 
 
 class RuleCrashed(Exception):
@@ -50,6 +55,27 @@ class RuleCrashed(Exception):
     def __init__(self, code: str, error: Exception):
         super().__init__(f"{code}: {error!r}")
         self.code, self.error = code, error
+
+
+_APPLICABLE: dict = {}  # framework / (framework, id(release)) -> (the rule table, the rules that run), in code order
+
+
+def _applicable(framework: str, view) -> tuple:
+    """The rules for ``framework``; of those with a release fact (``Rule.needs``), the ones whose fact the
+    view's release (``view.release``, asked only then) has. Made again when a rule is registered or removed."""
+    table = _table()
+    hit = _APPLICABLE.get(framework)
+    if hit is None or hit[0] is not table:
+        hit = _APPLICABLE[framework] = (table, tuple(r for r in table.values() if framework in r.frameworks))
+    rules = hit[1]
+    if not any(r.needs for r in rules):
+        return rules
+    release = view.release
+    hit = _APPLICABLE.get((framework, id(release)))
+    if hit is None or hit[0] is not table or hit[1] is not release:
+        hit = _APPLICABLE[(framework, id(release))] = (table, release, tuple(
+            r for r in rules if not (r.needs and not getattr(release, r.needs))))
+    return hit[2]
 
 
 def run_rules(view) -> list:
@@ -68,9 +94,7 @@ def run_rules(view) -> list:
 
         watch = ReadWatch(view)
     try:
-        for r in all_rules().values():
-            if framework not in r.frameworks or (r.needs and not getattr(view.release, r.needs)):
-                continue
+        for r in _applicable(framework, view):
             if watch is not None:
                 watch.reads.clear()
             try:

@@ -66,9 +66,12 @@ class Split:
             w in name for w in ("Mamba", "Hybrid", "NemotronH", "T5"))
 
 
+_READING: list = [None, None]  # (view, its Split) while pipeline_split walks the table: read once, not per record
+
+
 def _split(fn):
     def fails(view):
-        s = Split(view)
+        s = _READING[1] if _READING[0] is view else Split(view)
         return fn(s) if s.known else None
     return fails
 
@@ -234,6 +237,11 @@ def pipeline_split(view):
     None offered: which split the model should have (the VPP, uneven first / last stages, a layout) is the
     run's choice; PP201's VPP suggestion only offers a VPP that divides the layers.
     """
-    for check, fields in failing(TABLE, view):
+    _READING[:] = [view, Split(view)]
+    try:
+        failed = list(failing(TABLE, view))
+    finally:
+        _READING[:] = [None, None]
+    for check, fields in failed:
         yield finding(view, "PP209", "error",
                       f"{check.kind} {_WHEN[check.stage]}: \"{check.text(fields)}\" ({check.at})", check.key)

@@ -391,13 +391,24 @@ def _misplaced(view) -> list:
         sec = view.cfg.data.get(section)
         if not isinstance(sec, dict):
             continue
-        for key, value in sec.items():
-            if not isinstance(key, str):
-                continue
-            canonical = key.upper()
-            if key.isupper() or canonical in KNOWN_LAUNCH_VARIABLES:  # CFG003 skips exactly these
-                out.append((section, key, canonical if canonical in KNOWN_LAUNCH_VARIABLES else key, value))
+        for key, name in _launch_keys(tuple(sec)):
+            out.append((section, key, name, sec[key]))
     return out
+
+
+_LAUNCH_KEYS: dict = {}  # a section's keys -> its (key, variable name) pairs, the last few (runs share a recipe's keys)
+
+
+def _launch_keys(keys: tuple) -> tuple:
+    """(key, the variable it names) of each key that is a launch variable (CFG003 skips exactly these)."""
+    hit = _LAUNCH_KEYS.get(keys)
+    if hit is None:
+        hit = tuple((key, key.upper() if key.upper() in KNOWN_LAUNCH_VARIABLES else key) for key in keys
+                    if isinstance(key, str) and (key.isupper() or key.upper() in KNOWN_LAUNCH_VARIABLES))
+        _LAUNCH_KEYS[keys] = hit
+        while len(_LAUNCH_KEYS) > 16:
+            del _LAUNCH_KEYS[next(iter(_LAUNCH_KEYS))]
+    return hit
 
 
 def misplaced_names(cfg) -> tuple:

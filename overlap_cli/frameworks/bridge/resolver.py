@@ -37,18 +37,26 @@ def resolve(cfg: Config, target: Target) -> Resolved:
     for section, defaults in release.SECTION_DEFAULTS.items():
         sec = cfg.section(section) or {}
         merged = dict(defaults)
-        merged.update({k: v for k, v in sec.items() if k != "_target_"})
+        merged.update(sec)
+        if "_target_" in sec:  # the class, not a field: the default's (if any) stays
+            if "_target_" in defaults:
+                merged["_target_"] = defaults["_target_"]
+            else:
+                del merged["_target_"]
         final[section] = merged
     r.final = final
     prov: dict = {}  # dotted key -> Value
 
     def from_file(section: str, key: str) -> Value:
         if cfg.has((section, key)):
-            where, layer = cfg.where((section, key)), cfg.label((section, key))
+            if cfg.layered:  # Config.where of a merged run is its label, in words
+                layer = cfg.label((section, key))
+                where = "the command line" if layer == "command line" else layer
+            else:
+                where, layer = cfg.where((section, key)), None
             if (section, key) in cfg.interpolated_paths:
                 where += f" through the interpolation {cfg.raw_interpolations.get((section, key), '${...}')}"
-            return Value(final[section][key], USER, f"set {'on' if where == 'the command line' else 'in'} {where}",
-                         layer if cfg.layered else None)
+            return Value(final[section][key], USER, f"set {'on' if where == 'the command line' else 'in'} {where}", layer)
         default = release.SECTION_DEFAULTS[section].get(key)
         return Value(default, DEFAULT, "not in the file: Megatron-Core/Bridge class default")
 

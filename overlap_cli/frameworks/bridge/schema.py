@@ -100,6 +100,7 @@ KEY_TYPES: dict = {
     ("dist", "use_megatron_fsdp"): _BOOL,
     ("dist", "use_torch_fsdp2"): _BOOL,
 }
+assert all(len(p) == 2 for p in KEY_TYPES)  # validate_types reads each as (section, key)
 
 
 # The sizes of the parallel groups: only these are "parallel sizes" in an input error.
@@ -169,10 +170,11 @@ def validate_types(cfg: Config) -> None:
                 file, f"must be a recipe name or a mapping, got {_describe(mp)}", "mixed_precision", line, col
             )
         )
-    for path, kind in KEY_TYPES.items():
-        if not cfg.has(path):
+    for path, kind in KEY_TYPES.items():  # (section, key) pairs
+        sec = cfg.data.get(path[0])
+        if not isinstance(sec, dict) or path[1] not in sec:
             continue
-        value = cfg.get(path)
+        value = sec[path[1]]
         if not _type_ok(kind, value):
             file, line, col = cfg.locate(path)
             what = "a positive integer" if "positive" in kind else f"a {kind}"

@@ -62,6 +62,8 @@ class Resolved:
     launch_env_plan: Optional[list] = field(default=None, repr=False, compare=False)
     # launch_env.misplaced's list, computed on first use (three rules read it): a pure function of cfg.
     launch_env_misplaced: Optional[tuple] = field(default=None, repr=False, compare=False)
+    # releases.of(target), looked up on first use (the rules ask for it thousands of times per run).
+    release_data: Optional[Any] = field(default=None, repr=False, compare=False)
 
     @property
     def vp(self) -> int:
@@ -70,9 +72,12 @@ class Resolved:
     @property
     def release(self):
         """The data of the Megatron-Bridge release this run is checked against (frameworks.bridge.releases)."""
-        from overlap_cli.frameworks.bridge import releases
+        data = self.release_data
+        if data is None:
+            from overlap_cli.frameworks.bridge import releases
 
-        return releases.of(self.target)
+            data = self.release_data = releases.of(self.target)
+        return data
 
     @property
     def env_variable_names(self) -> tuple:
