@@ -35,7 +35,39 @@ def _check_chunk(paths: list) -> tuple:
     from overlap_cli.config.safe_read import files_read
 
     target, overrides, selection, lower = _shared
-    return [check_file(path, target, overrides, selection=selection, lower=lower) for path in paths], files_read()
+    text_of = module_texts(target)
+    return [check_file(path, target, overrides, text=text_of(path), selection=selection, lower=lower)
+            for path in paths], files_read()
+
+
+def module_texts(target) -> Callable:
+    """``text_of(spec)``: the text ``check_file`` is handed for ``spec`` -- the runs of one Python module
+    (``FILE.py::FUNCTION``, listed together) share one reading of it, where each run read the file again --,
+    None (the form reads the input itself) for anything else or a file that cannot be read (its run then
+    reads it, and says why). Scoped to one pass over the files: a later pass (after ``fix --write``) reads
+    again."""
+    from overlap_cli.frameworks.detect import MEGATRON_LM, split_spec
+
+    last: list = [None, None]
+
+    def text_of(spec) -> Optional[str]:
+        if not isinstance(spec, str) or "::" not in spec or target.get("framework") == MEGATRON_LM:
+            return None
+        file, function = split_spec(spec)
+        if function is None:
+            return None
+        if last[0] != file:
+            from overlap_cli.config.safe_read import read_text
+            from overlap_cli.problems import InputError
+
+            try:
+                text = read_text(file)
+            except InputError:
+                text = None
+            last[:] = [file, text]
+        return last[1]
+
+    return text_of
 
 
 def effective_jobs(jobs: int, n_files: int) -> int:
@@ -58,11 +90,12 @@ def check_files(
     overrides = overrides or []
     workers = effective_jobs(jobs, len(files))
     results = []
+    text_of = module_texts(target)
     for path in files[:1] if workers > 1 else files:
         # With workers, the first file is checked here before they start: the modules it imports and
         # the settings it reads (cached per folder) are then inherited by every forked worker, not
         # loaded again in each.
-        results.append(check_file(path, target, overrides, selection=selection, lower=lower))
+        results.append(check_file(path, target, overrides, text=text_of(path), selection=selection, lower=lower))
         if on_result:
             on_result(results[-1])
     if workers == 1:

@@ -25,6 +25,9 @@ from overlap_cli.records import dataclass, field  # not dataclasses: start-up ti
 DIRECTIVE = lazyre.compile(r"#\s*overlap\s*:\s*(ignore-file|ignore)(?![\w-])\s*(?:\[([^\]\n]*)\])?", re.IGNORECASE)
 
 
+_NONE_IN: list = [None]  # the last text found to hold no directive
+
+
 @dataclass
 class Directive:
     line: int  # where the comment is
@@ -35,8 +38,12 @@ class Directive:
 
 
 def parse_directives(text: str) -> list:
-    """Every ``# overlap: ignore...`` comment in ``text`` (none for most files: one substring test)."""
+    """Every ``# overlap: ignore...`` comment in ``text`` (none for most files: one substring test, once
+    for the runs of one module, which share its text)."""
+    if text is _NONE_IN[0]:
+        return []
     if "overlap" not in text or not DIRECTIVE.search(text):
+        _NONE_IN[0] = text
         return []
     spans = None
     lines = text.split("\n")

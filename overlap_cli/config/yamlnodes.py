@@ -243,11 +243,14 @@ def copy_values(value):
     the values is shared between two places (aliases are built as copies), so this is ``copy.deepcopy``'s
     result, without its per-object bookkeeping."""
     kind = type(value)
-    if kind is dict:
-        return {k: copy_values(v) for k, v in value.items()}
+    if kind is dict:  # a call only for a nested mapping or list (most values are scalars)
+        return {k: copy_values(v) if type(v) in _NESTED else v for k, v in value.items()}
     if kind is list:
-        return [copy_values(v) for v in value]
+        return [copy_values(v) if type(v) in _NESTED else v for v in value]
     return value
+
+
+_NESTED = frozenset((dict, list))
 
 
 def _parse_nodes(text: str, file: str) -> tuple[Any, dict, int]:

@@ -72,12 +72,17 @@ def _closest(key: str) -> str:
     return f" (did you mean {near[0]}?)" if near else f" (expected one of {', '.join(names)})"
 
 
+_NONE_IN: list = [None]  # the last text found to hold no directive
+
+
 def parse_directive(text: str, file: str) -> Optional[Directive]:
     """The ``# overlap: target ...`` directive of ``text``, or None. Several directive lines add up; a key
     given twice is an error. Raises model.InputError naming the line for anything it cannot read."""
-    if "overlap" not in text or ("target" not in text and "recipe" not in text):  # most files: substring tests
+    if text is _NONE_IN[0]:  # the runs of one module share its text: scanned once
         return None
-    if not _DIRECTIVE_HEAD.search(text):  # Bridge dumps say "overlap" and "_target_" everywhere: one cheap scan
+    if "overlap" not in text or ("target" not in text and "recipe" not in text) or not _DIRECTIVE_HEAD.search(text):
+        # most files: substring tests; Bridge dumps say "overlap" and "_target_" everywhere: one cheap scan
+        _NONE_IN[0] = text
         return None
     matches = list(_DIRECTIVE.finditer(text))
     if not matches:
