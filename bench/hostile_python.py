@@ -31,7 +31,8 @@ def _run(folder: Path, name: str, body: str) -> Path:
 def thousand_run_functions(folder: Path) -> Path:
     """1,000 functions that each build and change a config (150 KB): 1,000 runs, each checked (the module was
     parsed once per run: 70 s once; the recipe's values copied five times a run and the module's body walked
-    once a run: 4.1 CPU s, 2.9 s since)."""
+    once a run: 4.1 CPU s; every name of the module made at each reading and every key's owner walked per run:
+    2.3 s; 0.9 s since)."""
     funcs = "".join(f"def run_{i}():\n    c = llama32_1b_pretrain_config()\n    c.model.tensor_model_parallel_size = {i % 8 + 1}\n"
                     f"    c.train.global_batch_size = {i + 8}\n    return c\n\n" for i in range(1_000))
     path = folder / "run_functions.py"
