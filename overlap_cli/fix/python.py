@@ -39,6 +39,7 @@ def apply_edit(text: str, run, edit, note: str = "", release=None) -> str:
         return _remove(text, run, edit.key, path, note, release)
     new = _literal(edit.value)
     site = run.written.get(path)
+    _refuse_elsewhere(run, edit.key, site)
     lines = text.splitlines(True)
     if site is not None:
         if site.value_span is None:
@@ -85,6 +86,7 @@ def _remove(text: str, run, key: str, path: tuple, note: str, release) -> str:
     site = run.written.get(path)
     if site is None:
         return text  # the run does not write it: nothing of the user's to take away
+    _refuse_elsewhere(run, key, site)
     stmt = _statement_at(text, site)
     if stmt is None or stmt.lineno != stmt.end_lineno:
         raise Unplaceable(f"the assignment of {key} at line {site.line} does not stand alone on one line")
@@ -103,6 +105,16 @@ def _remove(text: str, run, key: str, path: tuple, note: str, release) -> str:
     ending = row[len(row.rstrip("\r\n")):]
     lines[stmt.lineno - 1] = row[:head] + " ".join(comment.split()) + (f"  {user}" if user else "") + ending
     return "".join(lines)
+
+
+def _refuse_elsewhere(run, key: str, site) -> None:
+    """Unplaceable when the edit belongs in another module of the user's (the run calls into it): the text
+    edited is the run's own file."""
+    if site is not None and site.file and site.file != run.file:
+        raise Unplaceable(f"{key} is set in {site.file}:{site.line}, a module the run imports: fix it there")
+    start = run.start
+    if site is None and start.file and start.file != run.file:
+        raise Unplaceable(f"the config is built in {start.file}:{start.line}, a module the run imports: set {key} there")
 
 
 def _statement_at(text: str, site):

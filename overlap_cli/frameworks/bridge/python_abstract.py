@@ -64,12 +64,16 @@ class Unknown:
 class Refusal(Exception):
     """Bridge (or Python) raises on this line when the run is built: the reader says so and stops."""
 
+    file: Optional[str] = None  # the module of the user's the line is in, when not the file read (python_objects)
+
     def __init__(self, message: str, line: int, column: int = 1):
         super().__init__(message)
         self.message, self.line, self.column = message, line, column
 
 
 class BadPython(Exception):
+    file: Optional[str] = None  # as Refusal.file
+
     def __init__(self, message: str, line: Optional[int] = None, column: Optional[int] = None):
         super().__init__(message)
         self.message, self.line, self.column = message, line, column
@@ -99,6 +103,7 @@ class Start:
     reason: str = ""
     kwargs: dict = field(default_factory=dict)
     var: Optional[str] = None  # the name the run binds its config to (a fix adds ``var.key = value``)
+    file: Optional[str] = None  # the file of that statement (a module of the user's own may build the config)
 
 
 @dataclass
@@ -131,6 +136,24 @@ class Import:
 
     def __init__(self, module: str, name: str):
         self.module, self.name = module, name
+
+
+class OwnModule:
+    """A module of the user's own, beside the script (``import configs``): ``reader`` its
+    python_interp.ModuleReader, ``name`` the dotted name it was imported by, ``importer`` the module that
+    imported it; its attributes are that module's names (or its submodules)."""
+
+    __slots__ = ("reader", "name", "importer")
+
+    def __init__(self, reader, name: str, importer):
+        self.reader, self.name, self.importer = reader, name, importer
+
+    def attribute(self, attr: str):
+        """The module's ``attr``: its top-level name, a submodule of the user's, else MISSING."""
+        if attr in self.reader.names:
+            return self.reader.names[attr]
+        sub = self.importer.ctx.own_module(self.importer, f"{self.name}.{attr}")
+        return OwnModule(sub, f"{self.name}.{attr}", self.importer) if sub is not None else MISSING
 
 
 class Func:

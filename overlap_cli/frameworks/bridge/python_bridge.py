@@ -129,6 +129,7 @@ class Context(Library):
     closest: Optional[Callable] = None
     invocation: Optional[object] = None  # python_stdlib.Invocation: the script's words and environment
     release: Optional[object] = None  # frameworks.bridge.releases' module: the classes' fields and defaults
+    own_modules: Optional[Callable] = None  # (importer, dotted module) -> the reader of a module of the user's, or None
 
     def chosen_call(self, interp: Interpreter, reason: str):
         """A config built by one of a mapping's functions, not known which: every key unknown, for the reason."""
@@ -157,6 +158,9 @@ class Context(Library):
 
             return Unknown(f"{value.name}: not a userbuffers preset of Megatron-Bridge {BRIDGE.get().BRIDGE_VERSION}")
         return value
+
+    def own_module(self, importer, module: str):
+        return self.own_modules(importer, module) if self.own_modules is not None else None
 
     def module_attribute(self, module: str, attr: str):
         if module == "torch":
@@ -288,7 +292,7 @@ class Context(Library):
         module, text = found
         reader = SOURCE_READERS.get((module, id(self)))
         if reader is None:
-            reader = ModuleReader(parse(text, module), module, self, module)
+            reader = ModuleReader(parse(text, module), module, self, module, own=False)
             SOURCE_READERS[(module, id(self))] = reader
         target = reader.names.get(func.name)
         if isinstance(target, Import) and (target.module, target.name) != (func.module, func.name):

@@ -31,6 +31,7 @@ from overlap_cli.frameworks.bridge.python_abstract import (
     Import,
     Instance,
     LoopSignal,
+    OwnModule,
     PyObject,
     Refusal,
     Returned,
@@ -233,6 +234,11 @@ class Expressions:
         base = self.eval(node.value)
         if isinstance(base, CfgRef):
             return self.read_cfg(base.path + (node.attr,), node, base.state)
+        if isinstance(base, OwnModule):
+            value = base.attribute(node.attr)
+            if value is MISSING:  # Python raises AttributeError: the run does not start
+                return Unknown(f"{short(node)} at {self.at(node)}: {base.name} ({base.reader.file}) binds no {node.attr} overlap-cli can read")
+            return value
         if isinstance(base, Import):
             module = f"{base.module}.{base.name}" if base.name else base.module
             value = stdlib.module_attribute(self, module, node.attr)
@@ -271,6 +277,10 @@ class Expressions:
                 return self.reader.ctx.config_method(self, owner, node)
             if isinstance(owner, Import):
                 func = Import(f"{owner.module}.{owner.name}" if owner.name else owner.module, node.func.attr)
+            elif isinstance(owner, OwnModule):
+                func = owner.attribute(node.func.attr)
+                if func is MISSING:
+                    func = Unknown(f"{short(node.func)} at {self.at(node)}: {owner.name} ({owner.reader.file}) binds no {node.func.attr} overlap-cli can read")
             elif isinstance(owner, Instance):
                 func = self.instance_attribute(owner, name, node, bound=True)
             elif isinstance(owner, (PyObject, stdlib.PathValue)):

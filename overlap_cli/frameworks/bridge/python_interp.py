@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from overlap_cli.frameworks.bridge.python_abstract import CfgRef, ConfigState
 
-from overlap_cli.frameworks.bridge.python_abstract import NOT_KNOWN, BadPython, ClassValue, Func, Import, Unknown, short
+from overlap_cli.frameworks.bridge.python_abstract import NOT_KNOWN, BadPython, ClassValue, Func, Import, OwnModule, Unknown, short
 from overlap_cli.frameworks.bridge.python_expressions import Expressions
 from overlap_cli.frameworks.bridge.python_objects import Objects
 from overlap_cli.frameworks.bridge.python_statements import Statements
@@ -74,6 +74,12 @@ class Library:
         """The field an object of class ``target`` keeps equal to ``key`` when ``key`` is set, or None."""
         return None
 
+    def own_module(self, importer: "ModuleReader", module: str) -> Optional["ModuleReader"]:
+        """The reader of ``module`` (dotted, a leading ``.`` per relative level) when it is a file of the user's
+        own that ``importer`` imports (beside the script), else None: the library's and the standard
+        library's modules are never read."""
+        return None
+
 
 class Interpreter(Statements, Expressions, Objects):
     outer = None  # the names of the function a followed function is defined in (a closure)
@@ -110,10 +116,12 @@ def _parse(text: str, file: str):
 
 
 class ModuleReader:
-    """The names of one module (imports, constants, functions), evaluated once."""
+    """The names of one module (imports, constants, functions), evaluated once. ``own``: a module of the
+    user's (the script, a module beside it), whose writes are the user's; a library's module read from its
+    source (python_bridge) is not."""
 
-    def __init__(self, tree, file: str, ctx: Library, module: Optional[str] = None):
-        self.tree, self.file, self.ctx, self.module = tree, file, ctx, module
+    def __init__(self, tree, file: str, ctx: Library, module: Optional[str] = None, own: bool = True):
+        self.tree, self.file, self.ctx, self.module, self.own = tree, file, ctx, module, own
         names_index, functions_index, constants = _top_level(tree, module)
         made: dict = {}
         self.names = _Names(self, names_index, made)
@@ -160,7 +168,7 @@ class _Names(Mapping):
         value = self.made.get(key, _MISSING)
         if value is _MISSING:
             if kind == "import":
-                value = Import(*payload)
+                value = own_import(self.reader, *payload)
             elif kind == "function":
                 value = Func(payload, self.reader)
             else:
@@ -182,6 +190,27 @@ class _Names(Mapping):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+
+def own_import(importer: ModuleReader, module: str, name: str):
+    """What ``from module import name`` (``import module`` when ``name`` is empty) binds in ``importer``: the
+    value a module of the user's own binds to ``name`` (its function, class, constant, or a submodule), else
+    the Import (a library's name). A name the user's module does not bind at its top level stays an Import:
+    what calling it does is not known."""
+    if not importer.own:
+        return Import(module, name)
+    ctx = importer.ctx
+    found = ctx.own_module(importer, module)
+    if found is not None:
+        if not name:
+            return OwnModule(found, module, importer)
+        if name in found.names:
+            return found.names[name]
+    if name:
+        sub = ctx.own_module(importer, f"{module}.{name}" if module.strip(".") else module + name)
+        if sub is not None:
+            return OwnModule(sub, f"{module}.{name}", importer)
+    return Import(module, name)
 
 
 _TOP_LEVEL: dict = {}  # (id(tree), module) -> (tree, its tables), the last few, as _TREES
@@ -232,8 +261,8 @@ def _top_level(tree, module: Optional[str]) -> tuple:
 def _absolute(node: ast.ImportFrom, module: Optional[str]) -> Optional[str]:
     if not node.level:
         return node.module
-    if not module:
-        return node.module
+    if not module:  # a script's relative import: kept relative (a dot per level), to the file's own folder
+        return "." * node.level + (node.module or "")
     parts = module.split(".")[: -node.level]
     return ".".join(parts + ([node.module] if node.module else []))
 

@@ -69,7 +69,59 @@ def context(file: str, invocation=None, target=None):
         return (module, text) if text is not None else None
 
     return Context(recipe=recipe, is_recipe=is_recipe, from_yaml=from_yaml, closest=functools.partial(recipes.closest, catalog),
-                   sources=sources, invocation=invocation, release=release)
+                   sources=sources, invocation=invocation, release=release, own_modules=own_modules(file))
+
+
+# Packages never read as the user's own modules, whatever lies beside the script: the ones the reader models
+# (their calls have meanings of their own) and the standard library's.
+_LIBRARIES = frozenset({"megatron", "torch", "transformer_engine", "hydra", "omegaconf", "nemo", "nemo_rl", "yaml",
+                        "numpy", "transformers", "datasets", "wandb", "apex", "triton"})
+MAX_OWN_MODULES = 32  # the user's modules one run reads, at most (each a bounded read: config/safe_read.py)
+
+
+def own_modules(file: str):
+    """``find(importer, module)`` -> the reader of a module of the user's own, or None. As Python finds it when
+    ``file`` is run as a script: an absolute name in the script's folder (``sys.path[0]``), a relative one
+    from the importing module's folder; ``NAME.py`` or ``NAME/__init__.py``, a regular file read within the
+    size cap, parsed, never run. Each module is read once per run; a module being read when it is imported
+    again (a circular import) is not followed, nor any module past MAX_OWN_MODULES."""
+    import os
+    import sys
+
+    readers: dict = {}  # path -> its reader (None while it is being read, or unreadable)
+    home = os.path.dirname(file)
+
+    def find(importer, module: str):
+        from overlap_cli.config.safe_read import read_text
+        from overlap_cli.frameworks.bridge import python_reader as pr
+
+        level = len(module) - len(module.lstrip("."))
+        name = module[level:]
+        if not name or (not level and (name.split(".")[0] in _LIBRARIES or name.split(".")[0] in sys.stdlib_module_names)):
+            return None
+        base = home
+        if level:
+            base = os.path.dirname(importer.file)
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+        stem = os.path.join(base, *name.split("."))
+        path = next((p for p in (stem + ".py", os.path.join(stem, "__init__.py")) if os.path.isfile(p)), None)
+        if path is None:
+            return None
+        if path in readers:
+            return readers[path]
+        if len(readers) >= MAX_OWN_MODULES:
+            return None
+        readers[path] = None
+        try:
+            text = read_text(path)
+            reader = pr.ModuleReader(pr.parse(text, path), path, importer.ctx)
+        except (InputError, pr.BadPython, pr.Refusal, RecursionError):
+            return None  # Python fails at that import; what the names bind stays unknown
+        readers[path] = reader
+        return reader
+
+    return find
 
 
 def list_runs(path: str, text: str) -> list:
@@ -118,10 +170,8 @@ def read_run(spec: str, text: Optional[str] = None, invocation=None, target=None
         text = read_text(path)
     try:
         runs = pr.read_runs(text, path, context(path, invocation, target), function)
-    except pr.BadPython as exc:
-        raise InputError(InputProblem(path, exc.message, line=exc.line, column=exc.column)) from None
-    except pr.Refusal as exc:
-        raise InputError(InputProblem(path, exc.message, line=exc.line, column=exc.column)) from None
+    except (pr.BadPython, pr.Refusal) as exc:  # placed in the module of the user's it is in
+        raise InputError(InputProblem(exc.file or path, exc.message, line=exc.line, column=exc.column)) from None
     except pr.NotARun as exc:
         hint = f"; to check the recipe it names: overlap check --recipe {exc.recipe_names[0]}" if exc.recipe_names else ""
         raise InputError(InputProblem(path, f"builds no ConfigContainer{hint}")) from None
@@ -155,14 +205,24 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
                      f"ConfigContainer(...) in {path}", None, {})
     else:
         base = Layer("base", "an unknown start", None, {})
-    positions = {p: (site.line, site.column) for p, site in run.written.items()}
+    # A layer per file that wrote values: the user's other modules the run calls into (beside the script),
+    # then the file itself, on top.
+    others: list = []
+    for site in run.written.values():
+        if site.file and site.file != path and site.file not in others:
+            others.append(site.file)
+    layer_of = {f: 1 + i for i, f in enumerate(others)}
+    top_index = 1 + len(others)
+    written = {p: layer_of.get(site.file, top_index) for p, site in run.written.items()}
+    positions = {p: (site.line, site.column) for p, site in run.written.items() if written[p] == top_index}
     top = Layer(PYTHON, path, path, positions)
     cfg = Config(file=path, data=data, positions=positions, text=text)
     cfg.via = {p: f"the command line's {site.via}" for p, site in run.written.items() if site is not None and site.via}
-    cfg.layer_list = [base, top]
-    # a key at or under a path the file wrote is the file's (and no _target_ is a list: finish need not walk again)
-    owner = owners(data, run.base_data, frozenset(run.written), cfg)
-    cfg.layers, cfg.top = owner, 1
+    cfg.layer_list = [base] + [Layer(PYTHON, f, f, {p: (site.line, site.column) for p, site in run.written.items()
+                                                      if written[p] == layer_of[f]}) for f in others] + [top]
+    # a key at or under a path a file wrote is that file's (and no _target_ is a list: finish need not walk again)
+    owner = owners(data, run.base_data, written, cfg)
+    cfg.layers, cfg.top = owner, top_index
     cfg.lower_data = run.base_data  # read only (rules.cfg_layers, fix.loop), as the reader's states share it
     cfg.unknown = dict(run.unknown)
     cfg.python_run = run
@@ -170,6 +230,7 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
         from overlap_cli.config.overrides import apply_overrides
 
         cfg.layer_list.append(Layer("command line", "command line", None, {}))
+        line_index = len(cfg.layer_list) - 1
         from overlap_cli.frameworks.bridge.dotlist_shape import bridge_config
 
         apply_overrides(cfg, overrides, base_label=run.label, shape=bridge_config(target))
@@ -179,24 +240,25 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
             for q in [q for q in cfg.unknown if q[: len(ov.path)] == ov.path]:
                 del cfg.unknown[q]
             if ov.op != "delete":
-                _own(ov.value, ov.path, 2, owner)
-                owner[ov.path] = 2
+                _own(ov.value, ov.path, line_index, owner)
+                owner[ov.path] = line_index
     from overlap_cli.config.loader import finish
 
     return finish(cfg, 0, overrides, targets_refused=not overrides), run
 
 
-def owners(data, base, written: frozenset, cfg) -> dict:
-    """``cfg.layers`` of a Python run: 0 (its start) for every key at and under ``data``, 1 (the file) at and
-    under each path it ``written``, as ``_own`` over the whole data gives; a ``_target_`` that is no class path
-    refused on the way (config.loader). A run's values are mostly its start's (``base``), copied: the keys
-    a section holds as ``base`` does come from the base's skeleton (made once per base, which a recipe's
-    runs share), and only the keys that differ are walked."""
+def owners(data, base, written: dict, cfg) -> dict:
+    """``cfg.layers`` of a Python run: 0 (its start) for every key at and under ``data``; at and under each
+    path ``written`` names, the layer that wrote it (path -> its index; a path written inside another
+    written one is the later write); a ``_target_`` that is no class path refused on the way
+    (config.loader). A run's values are mostly its start's (``base``), copied: the keys a section holds as
+    ``base`` does come from the base's skeleton (made once per base, which a recipe's runs share), and only
+    the keys that differ are walked."""
     from overlap_cli.config.loader import refuse_bad_target, refuse_target
 
     owner: dict = {}
     if () in written or not isinstance(base, dict) or not isinstance(data, dict):
-        _own(data, (), 0, owner, written, cfg=cfg)
+        _own(data, (), 0, owner, cfg=cfg)
     else:
         refuse_target(cfg, data, ())
         skeleton = _skeleton(base)
@@ -221,11 +283,11 @@ def owners(data, base, written: frozenset, cfg) -> dict:
             for k, key in bad.items():
                 if k not in gone and k not in changed:
                     refuse_bad_target(cfg, key, _get(data, key))
-    for w in sorted(written, key=len):  # at and under a written path: the file's
+    for w in sorted(written, key=len):  # at and under a written path: its writer's
         node = _get(data, w, _NONE, lists=False)  # _own's walk enters no list
         if node is not _NONE:
-            _own(node, w, 1, owner)
-        owner[w] = 1
+            _own(node, w, written[w], owner)
+        owner[w] = written[w]
     return owner
 
 

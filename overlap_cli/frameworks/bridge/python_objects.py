@@ -18,11 +18,13 @@ from overlap_cli.frameworks.bridge import python_stdlib as stdlib
 from overlap_cli.frameworks.bridge.python_abstract import (
     MISSING,
     NOT_KNOWN,
+    BadPython,
     CfgRef,
     ClassValue,
     Func,
     Import,
     Instance,
+    Refusal,
     Returned,
     RunEnds,
     Unknown,
@@ -97,7 +99,10 @@ class Objects:
             return Unknown(f"{_fname(func)}() at {self.at(node)}: calls nested too deep")
         fn = func.node
         env: dict = {}
-        interp = type(self)(func.reader, self.cfg, env, self.depth + 1, in_helper=self.in_helper or func.reader is not self.reader)
+        # A library's function read from its source writes what the library does (no site of the user's); a
+        # function of a module of the user's own writes at its own lines.
+        helper = self.in_helper or (func.reader is not self.reader and not func.reader.own)
+        interp = type(self)(func.reader, self.cfg, env, self.depth + 1, in_helper=helper)
         interp.outer = func.closure
         interp.globals = self.module_names() if func.reader is self.reader else None
         a = fn.args
@@ -136,6 +141,10 @@ class Objects:
             result = ret.value
         except RunEnds as ends:
             result, ended = None, ends
+        except (Refusal, BadPython) as exc:
+            if exc.file is None and func.reader.file != self.reader.file and func.reader.own:
+                exc.file = func.reader.file  # the line is in that module of the user's
+            raise
         if interp.cfg is not None and interp.cfg is not self.cfg:
             # The function replaced the config it was given (an ``if`` it could not decide, say), or built the
             # run's config (``main()`` of a script, launching it or not): follow it.

@@ -54,6 +54,7 @@ from overlap_cli.frameworks.bridge.python_abstract import (
     ClassValue,
     Func,
     Import,
+    OwnModule,
     Refusal,
     Returned,
     RunEnds,
@@ -146,14 +147,39 @@ def _is_start_call(node, reader: ModuleReader) -> bool:
     bound = reader.names.get(name) if isinstance(node.func, ast.Name) else None
     if isinstance(bound, Import) and is_bridge_module(bound.module):
         return reader.ctx.is_recipe(bound.name, bound.module) or names_a_recipe_module(bound)
+    if isinstance(bound, Func) and bound.reader is not reader and bound.reader.own:
+        return _builds_a_config(bound)  # a function of another module of the user's
     if isinstance(node.func, ast.Attribute):  # recipes.llama3_8b_pretrain_config()
-        root = node.func.value
+        chain = []
+        root = node.func
         while isinstance(root, ast.Attribute):
+            chain.append(root.attr)
             root = root.value
         bound = reader.names.get(root.id) if isinstance(root, ast.Name) else None
         if isinstance(bound, Import) and is_bridge_module(bound.module or bound.name):
             return reader.ctx.is_recipe(name)
+        for attr in reversed(chain):  # configs.build_config(): the user's module's function
+            if not isinstance(bound, OwnModule):
+                return False
+            bound = bound.attribute(attr)
+        return isinstance(bound, Func) and bound.reader.own and _builds_a_config(bound)
     return False
+
+
+_FOLLOWING: set = set()  # the functions of the user's other modules being asked about (a cycle is no start)
+
+
+def _builds_a_config(func: Func) -> bool:
+    """A function of a module of the user's own builds a config: it is a run function of its module, or
+    reaches a start through the functions of its module."""
+    key = id(func.node)
+    if key in _FOLLOWING:
+        return False
+    _FOLLOWING.add(key)
+    try:
+        return is_run_function(func.node, func.reader) or _reaches_start(func.node.name, func.reader, set())
+    finally:
+        _FOLLOWING.discard(key)
 
 
 _RUN_FUNCTIONS: dict = {}  # (id(node), module, release) -> (node, whether it is a run), the last many

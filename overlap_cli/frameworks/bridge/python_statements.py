@@ -247,7 +247,7 @@ class Statements:
 
     def assign(self, target, value, value_node, stmt) -> None:
         if isinstance(target, ast.Name):
-            if isinstance(value, CfgRef) and value.path == () and value.state is not self.cfg:
+            if isinstance(value, CfgRef) and value.path == () and (value.state is not self.cfg or _built_elsewhere(value.state, self)):
                 self._bind(value.state, stmt)
             self.env[target.id] = value
             return
@@ -328,11 +328,13 @@ class Statements:
     def _bind(self, state: ConfigState, stmt) -> None:
         """The run's config is (now) ``state``, built by the statement ``stmt``."""
         self.cfg = state
-        if state.start is not None and not self.in_helper and (self.depth == 0 or state.start.line is None):
+        if state.start is not None and not self.in_helper and (self.depth == 0 or state.start.line is None
+                                                               or _built_elsewhere(state, self)):
             # (built inside a function of the module, main() say: placed there unless the caller binds it)
             start = state.start
             start.line, start.column, start.end_line = stmt.lineno, stmt.col_offset + 1, stmt.end_lineno
             start.indent = " " * stmt.col_offset
+            start.file = self.file
             targets = getattr(stmt, "targets", None) or [getattr(stmt, "target", None)]
             start.var = targets[0].id if isinstance(targets[0], ast.Name) else None
 
@@ -462,3 +464,10 @@ def _merge_data(x: dict, y: dict, path: tuple, out: ConfigState, reason: str) ->
         else:
             out.unknown[p] = reason
     return merged
+
+
+def _built_elsewhere(state: ConfigState, interp) -> bool:
+    """The config's start statement is in another module of the user's than the one ``interp`` reads: a
+    statement here that binds it is where the run takes it (and where a fix adds a line)."""
+    start = state.start
+    return start is not None and start.file is not None and start.file != interp.file and interp.reader.own

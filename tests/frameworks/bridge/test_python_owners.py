@@ -74,7 +74,7 @@ def _both(path: Path):
                 for p in written:
                     owner[p] = 1
             else:
-                owner = python_load.owners(run.data, run.base_data, written, cfg)
+                owner = python_load.owners(run.data, run.base_data, dict.fromkeys(written, 1), cfg)
             got.append(owner)
         except InputError as exc:
             got.append(str(exc))
@@ -126,7 +126,7 @@ def test_a_start_whose_target_is_no_class_path_is_refused_by_both_walks():
     with pytest.raises(InputError) as plain:
         python_load._own(data, (), 0, {}, written, cfg=cfg)
     with pytest.raises(InputError) as skeleton:
-        python_load.owners(data, base, written, cfg)
+        python_load.owners(data, base, dict.fromkeys(written, 1), cfg)
     assert str(plain.value) == str(skeleton.value) and "optimizer.sub.0._target_" in str(plain.value)
 
 
