@@ -307,6 +307,11 @@ class Expressions:
             if not self.in_helper:
                 self.cfg = launched[0].state  # the config the launch is handed is the run's
                 raise RunEnds()
+        if not launched and self.cfg is None and not self.in_helper and self.reader.ctx.ends_run(name):
+            state = self.reader.ctx.launched_unknown(self, func, args, node)
+            if state is not None:  # the library's launch, handed a config the reader could not follow
+                self.cfg = state
+                raise RunEnds()
         if isinstance(func, Func):
             return self.call_function(func, args, kwargs, node)
         if isinstance(func, ClassValue):

@@ -74,6 +74,11 @@ class Library:
         """The field an object of class ``target`` keeps equal to ``key`` when ``key`` is set, or None."""
         return None
 
+    def launched_unknown(self, interp: "Interpreter", func, args: list, node):
+        """The config state of a run the library launches (``func(args)``) with a config the reader does not
+        know (every key unknown, for the reason), or None when the call is no such launch."""
+        return None
+
     def own_module(self, importer: "ModuleReader", module: str) -> Optional["ModuleReader"]:
         """The reader of ``module`` (dotted, a leading ``.`` per relative level) when it is a file of the user's
         own that ``importer`` imports (beside the script), else None: the library's and the standard

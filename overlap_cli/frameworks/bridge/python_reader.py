@@ -219,9 +219,18 @@ def has_script_start(tree, reader: ModuleReader) -> bool:
     function of the module that (through the functions it calls) does."""
     for stmt in _body(tree):
         for sub in ast.walk(stmt):
-            if isinstance(sub, ast.Call) and _is_start_call(sub, reader):
+            if isinstance(sub, ast.Call) and (_is_start_call(sub, reader) or _is_launch(sub, reader)):
                 return True
-    return any(_reaches_start(name, reader, set()) for name in script_calls(tree, reader))
+    return any(_reaches_start(name, reader, set(), launches=True) for name in script_calls(tree, reader))
+
+
+def _is_launch(node, reader: ModuleReader) -> bool:
+    """``pretrain(...)`` / ``finetune(...)`` imported from Megatron-Bridge: the script launches a run, whatever
+    builds its config (a function the reader cannot follow leaves it unknown)."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or not node.args:
+        return False
+    bound = reader.names.get(node.func.id)
+    return isinstance(bound, Import) and is_bridge_module(bound.module) and bound.name in python_bridge.RUN_CALLS
 
 
 def _body(tree) -> list:
@@ -268,14 +277,16 @@ def script_calls(tree, reader: ModuleReader) -> set:
     return seen
 
 
-def _reaches_start(name: str, reader: ModuleReader, seen: set) -> bool:
+def _reaches_start(name: str, reader: ModuleReader, seen: set, launches: bool = False) -> bool:
+    """The module's function ``name`` (or one it names) makes a start -- or, with ``launches``, a launch."""
     if name in seen:
         return False
     seen.add(name)
     node = _defined(reader, name)
-    if any(isinstance(sub, ast.Call) and _is_start_call(sub, reader) for sub in ast.walk(node)):
+    if any(isinstance(sub, ast.Call) and (_is_start_call(sub, reader) or launches and _is_launch(sub, reader))
+           for sub in ast.walk(node)):
         return True
-    return any(_reaches_start(n, reader, seen) for n in _called_functions(node, reader))
+    return any(_reaches_start(n, reader, seen, launches) for n in _called_functions(node, reader))
 
 
 def _read_function_run(reader: ModuleReader, node) -> PythonRun:

@@ -134,21 +134,36 @@ def test_modules_that_import_each_other_end(tmp_path, run_cli):
 @pytest.mark.parametrize("name", ["json", "os", "megatron"])
 def test_a_module_named_like_a_library_beside_the_script_is_not_read_for_it(tmp_path, run_cli, name):
     # Python itself would import the file beside the script; the reader keeps the library's meaning (a
-    # library module is never the user's config builder) and the run does not build its config from there.
-    folder = tmp_path / name if name == "megatron" else tmp_path
-    for where in (f"{name}.py" if name != "megatron" else "megatron/__init__.py",):
-        (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / where).write_text(CONFIGS)
+    # library module is never the user's config builder): the config pretrain is handed is not known.
+    where = tmp_path / (f"{name}.py" if name != "megatron" else "megatron/__init__.py")
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.write_text(CONFIGS)
     path = _write(tmp_path, {}, "train.py", f"from {name} import build_config\ncfg = build_config()\npretrain(cfg, forward_step)\n")
-    code, out, err = run_cli("check", path)
-    assert folder.exists()
-    assert code == 0 and "skipped: not a training run: builds no ConfigContainer" in out + err
+    code, out, err = run_cli("check", path, "--format", "json", "--show-effective")
+    tp = json.loads(out)["results"][0]["effective"]["model.tensor_model_parallel_size"]
+    assert tp["value"] is None and tp["source"] == "unknown"
+    assert f"pretrain(...) at {path}:5 is handed: build_config(...) at {path}:4" in tp["reason"]
 
 
-def test_an_import_of_a_module_that_is_not_there_builds_nothing(tmp_path, run_cli):
+def test_a_launch_of_a_config_built_where_the_reader_cannot_follow_is_checked_unknown(tmp_path, run_cli):
+    # The script launches Bridge's pretrain: a training run, whose config comes from a module that is not
+    # there -- every key unknown, with where the config came from; never "not a training run".
     path = _write(tmp_path, {}, "train.py", "from nowhere import build_config\ncfg = build_config()\npretrain(cfg, forward_step)\n")
-    code, out, err = run_cli("check", path)
-    assert code == 0 and "skipped: not a training run: builds no ConfigContainer" in out + err
+    code, out, err = run_cli("check", path, "--format", "json", "--show-effective")
+    result = json.loads(out)["results"][0]
+    assert result["error"] is None and code == 0
+    assert all(v["source"] == "unknown" for k, v in result["effective"].items() if not k.startswith("env."))
+    assert "build_config(...) at" in result["effective"]["ddp.overlap_grad_reduce"]["reason"]
+
+
+def test_a_launch_that_is_not_bridges_or_a_helper_never_called_is_no_run(tmp_path, run_cli):
+    own = _write(tmp_path, {}, "own.py", "from nowhere import build_config\n\ndef pretrain(cfg, step):\n    pass\n\n"
+                 "cfg = build_config()\npretrain(cfg, None)\n")
+    own.write_text(own.read_text().replace(LAUNCH, ""))
+    helper = _write(tmp_path, {}, "helper.py", "def go(cfg):\n    pretrain(cfg, forward_step)\n")
+    for path in (own, helper):
+        code, out, err = run_cli("check", path)
+        assert code == 0 and "skipped: not a training run: builds no ConfigContainer" in out + err, path
 
 
 def test_a_folder_checks_the_script_and_the_builder_each_once(tmp_path, run_cli):
