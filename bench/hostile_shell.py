@@ -72,6 +72,13 @@ def five_thousand_values(folder: Path) -> Path:
     return _script(folder, "case_values", "case $1 in\n" + items + "esac\n")
 
 
+def many_variables_then_patterns(folder: Path) -> Path:
+    """9,000 variables, then a case of 3,000 patterns on the script's first argument: every way through
+    carries the 9,000 (paths were compared by building and sorting each one's whole signature: 18 CPU s)."""
+    items = "".join(f"  *{i}*|[z-a]{i}) TP={i % 4 + 1} ;;\n" for i in range(3_000))
+    return _script(folder, "variables_case", "".join(f"W{i}={i}\n" for i in range(9_000)) + "case $1 in\n" + items + "esac\n")
+
+
 def twenty_thousand_directives(folder: Path) -> Path:
     return _script(folder, "directives", "# overlap: ignore[LM501]\n" * 20_000)
 
@@ -125,6 +132,7 @@ SHELL_HOSTILE: list[tuple[str, Callable[[Path], Path], tuple]] = [
     # exit 1: the ways on which TP does not divide the model's 4 heads get LM106, naming the case that decides
     ("five_thousand_patterns", five_thousand_patterns, (1, "is 1 or 2 or 3 or 4 or 5 or 6 or 7 or 8")),
     ("five_thousand_values", five_thousand_values, (1, "depending on the case on line 3 (case $1): its value")),
+    ("many_variables_then_patterns", many_variables_then_patterns, (1, "is 1 or 2 or 3 or 4")),
     ("twenty_thousand_directives", twenty_thousand_directives, (0, "model.tensor_model_parallel_size                    2 ")),
     ("recursion_past_the_step_budget", recursion_past_the_step_budget,
      (0, "$TP may be set by the commands on line 4, which take more than 100,000 steps")),

@@ -238,9 +238,7 @@ def _merge(reader, paths: list) -> LaunchText:
     found.paths = [LaunchPath(p.tokens, p.script, c) for p, c in paths]
     for p, _ in paths:
         found.unknowns.extend(u for u in p.unknowns if u not in found.unknowns)
-    names: list = []
-    for p, _ in paths:
-        names.extend(n for n in p.env if n not in names)
+    names = dict.fromkeys(n for p, _ in paths for n in p.env)  # in the order first met, each once
     for name in names:
         evs = [p.env.get(name) for p, _ in paths]
         keys = [None if e is None else (repr(e.value), e.how) for e in evs]

@@ -46,7 +46,7 @@ def settle(rd, states: list, line: int) -> list:
     out: list = []
     for s in live:
         group = by_key.setdefault(s.quick_key(), [])
-        have = next((h for h in group if h.signature() == s.signature()), None) if group else None
+        have = next((h for h in group if h.same(s)), None) if group else None
         if have is None:
             group.append(s)
             out.append(s)

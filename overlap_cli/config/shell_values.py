@@ -179,28 +179,51 @@ class VarMap(dict):
         self._contrib = None
 
     def copy(self) -> "VarMap":
+        if self._contrib is None and len(self) >= _SHARED_ENTRIES:
+            self._entries()  # worked out once here, not again by each copy (a fork of a path with many variables)
         m = VarMap(self)
         if self._contrib is not None:
             m._contrib, m._sum, m._dirty = dict(self._contrib), self._sum, set(self._dirty)
         return m
 
-    def fingerprint(self) -> int:
-        """A hash of every (name, value signature): equal maps have equal fingerprints."""
+    def _entries(self) -> dict:
+        """name -> (its value's signature, the hash that entry adds to the fingerprint), brought up to date."""
         contrib = self._contrib
         if contrib is None:
-            contrib = self._contrib = {name: hash((name, var.signature())) for name, var in self.items()}
-            self._sum, self._dirty = sum(contrib.values()), set()
-            return self._sum
-        if self._dirty:
+            contrib = self._contrib = {}
+            total = 0
+            for name, var in self.items():
+                sig = var.signature()
+                h = hash((name, sig))
+                contrib[name] = (sig, h)
+                total += h
+            self._sum, self._dirty = total, set()
+        elif self._dirty:
             total = self._sum
             for name in self._dirty:
-                total -= contrib.pop(name, 0)
+                old = contrib.pop(name, None)
+                if old is not None:
+                    total -= old[1]
                 var = dict.get(self, name)
                 if var is not None:
-                    h = contrib[name] = hash((name, var.signature()))
+                    sig = var.signature()
+                    h = hash((name, sig))
+                    contrib[name] = (sig, h)
                     total += h
             self._sum, self._dirty = total, set()
+        return contrib
+
+    def fingerprint(self) -> int:
+        """A hash of every (name, value signature): equal maps have equal fingerprints."""
+        self._entries()
         return self._sum
+
+    def same_values(self, other: "VarMap") -> bool:
+        """Every name has a value of the same signature in both (one comparison of the two entry maps)."""
+        return self._entries() == other._entries()
+
+
+_SHARED_ENTRIES = 64  # from this many variables, a map works out its entries before it is copied
 
 
 class State:
@@ -244,6 +267,17 @@ class State:
                 tuple(sorted((k, id(v)) for k, v in self.funcs.items())),
                 None if self.positional is None else tuple(field_signature(f) for f in self.positional),
                 self.flow, self.launched, tuple(tuple(sorted(f)) for f in self.frames), self.sourced)
+
+    def same(self, other: "State") -> bool:
+        """``self.signature() == other.signature()``, without building either (the variables compared as
+        maps of their signatures: a path with thousands of variables is compared in one C-level pass)."""
+        return (self.flow == other.flow and self.launched == other.launched and self.sourced == other.sourced
+                and {k: id(v) for k, v in self.funcs.items()} == {k: id(v) for k, v in other.funcs.items()}
+                and (self.positional is None) == (other.positional is None)
+                and (self.positional is None or [field_signature(f) for f in self.positional]
+                     == [field_signature(f) for f in other.positional])
+                and [sorted(f) for f in self.frames] == [sorted(f) for f in other.frames]
+                and self.vars.same_values(other.vars))
 
     def quick_key(self) -> tuple:
         """What ``signature`` says, cheaply and up to hash collisions: paths with different keys differ
