@@ -159,14 +159,15 @@ class Context(Library):
             return Unknown(f"{value.name}: not a userbuffers preset of Megatron-Bridge {BRIDGE.get().BRIDGE_VERSION}")
         return value
 
-    def launched_unknown(self, interp: Interpreter, func, args: list, node):
-        """``pretrain(cfg, ...)`` / ``finetune(...)`` of Megatron-Bridge handed a config the reader does not
-        know (built by a function it cannot follow): the run is that launch's, every key unknown."""
+    def launched_unknown(self, interp: Interpreter, func, args: list, kwargs: dict, node):
+        """``pretrain(cfg, ...)`` / ``finetune(config=cfg, ...)`` of Megatron-Bridge handed a config the reader
+        does not know (built by a function it cannot follow): the run is that launch's, every key unknown."""
         if not (isinstance(func, Import) and is_bridge_module(func.module) and func.name in RUN_CALLS):
             return None
-        if not args or not isinstance(args[0], Unknown):
+        config = args[0] if args else kwargs.get("config")
+        if not isinstance(config, Unknown):
             return None
-        return start_unknown(f"the config {func.name}(...) at {interp.at(node)} is handed: {args[0].reason}").state
+        return start_unknown(f"the config {func.name}(...) at {interp.at(node)} is handed: {config.reason}").state
 
     def own_module(self, importer, module: str):
         return self.own_modules(importer, module) if self.own_modules is not None else None

@@ -308,7 +308,7 @@ class Expressions:
                 self.cfg = launched[0].state  # the config the launch is handed is the run's
                 raise RunEnds()
         if not launched and self.cfg is None and not self.in_helper and self.reader.ctx.ends_run(name):
-            state = self.reader.ctx.launched_unknown(self, func, args, node)
+            state = self.reader.ctx.launched_unknown(self, func, args, kwargs, node)
             if state is not None:  # the library's launch, handed a config the reader could not follow
                 self.cfg = state
                 raise RunEnds()

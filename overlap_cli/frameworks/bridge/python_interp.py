@@ -74,8 +74,8 @@ class Library:
         """The field an object of class ``target`` keeps equal to ``key`` when ``key`` is set, or None."""
         return None
 
-    def launched_unknown(self, interp: "Interpreter", func, args: list, node):
-        """The config state of a run the library launches (``func(args)``) with a config the reader does not
+    def launched_unknown(self, interp: "Interpreter", func, args: list, kwargs: dict, node):
+        """The config state of a run the library launches (``func(*args, **kwargs)``) with a config the reader does not
         know (every key unknown, for the reason), or None when the call is no such launch."""
         return None
 

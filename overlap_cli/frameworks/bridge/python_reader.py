@@ -227,7 +227,8 @@ def has_script_start(tree, reader: ModuleReader) -> bool:
 def _is_launch(node, reader: ModuleReader) -> bool:
     """``pretrain(...)`` / ``finetune(...)`` imported from Megatron-Bridge: the script launches a run, whatever
     builds its config (a function the reader cannot follow leaves it unknown)."""
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or not node.args:
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or not (
+            node.args or any(k.arg == "config" for k in node.keywords)):
         return False
     bound = reader.names.get(node.func.id)
     return isinstance(bound, Import) and is_bridge_module(bound.module) and bound.name in python_bridge.RUN_CALLS

@@ -145,10 +145,11 @@ def test_a_module_named_like_a_library_beside_the_script_is_not_read_for_it(tmp_
     assert f"pretrain(...) at {path}:5 is handed: build_config(...) at {path}:4" in tp["reason"]
 
 
-def test_a_launch_of_a_config_built_where_the_reader_cannot_follow_is_checked_unknown(tmp_path, run_cli):
+@pytest.mark.parametrize("launch", ["pretrain(cfg, forward_step)", "pretrain(config=cfg, forward_step_func=forward_step)"])
+def test_a_launch_of_a_config_built_where_the_reader_cannot_follow_is_checked_unknown(tmp_path, run_cli, launch):
     # The script launches Bridge's pretrain: a training run, whose config comes from a module that is not
     # there -- every key unknown, with where the config came from; never "not a training run".
-    path = _write(tmp_path, {}, "train.py", "from nowhere import build_config\ncfg = build_config()\npretrain(cfg, forward_step)\n")
+    path = _write(tmp_path, {}, "train.py", f"from nowhere import build_config\ncfg = build_config()\n{launch}\n")
     code, out, err = run_cli("check", path, "--format", "json", "--show-effective")
     result = json.loads(out)["results"][0]
     assert result["error"] is None and code == 0
