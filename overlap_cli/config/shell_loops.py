@@ -152,6 +152,10 @@ def _while_iteration(rd, node, st: State) -> list:
     return out
 
 
+def _differs(a, b) -> bool:
+    return (a is None) != (b is None) or (a is not None and a.signature() != b.signature())
+
+
 def widen(rd, node, st: State, iteration) -> list:
     """The state after a loop that runs an unknown number of times from ``st``: each variable an
     iteration may change (found by running iterations until no new one changes) is unknown."""
@@ -162,10 +166,11 @@ def widen(rd, node, st: State, iteration) -> list:
         outs = iteration(trial)
         now = set()
         for r in outs:
-            for name in set(r.vars) | set(base.vars):
-                a, b = r.vars.get(name), base.vars.get(name)
-                if (a is None) != (b is None) or (a is not None and a.signature() != b.signature()):
-                    now.add(name)
+            rv, bv = r.vars, base.vars
+            # a copied path shares the Var of every name the iteration did not set: only the others are compared
+            moved = [name for name, a in rv.items() if a is not bv.get(name)]
+            now.update(name for name in moved if _differs(rv[name], bv.get(name)))
+            now.update(name for name in bv.keys() - rv.keys() if bv[name] is not None)
         if now <= changed:
             break
         changed |= now
