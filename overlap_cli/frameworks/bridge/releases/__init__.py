@@ -47,6 +47,14 @@ BRIDGE = Releases("Megatron-Bridge", "bridge_version",
                   {"v0_4_2": _v0_4_2, "v0_5_1": _v0_5_1, "v0_6_0": _v0_6_0, "v0_6_2": _v0_6_2, "main": _main})
 
 
+def lines_file(release) -> str:
+    """The line map of ``release`` (tools/build_bridge_release_lines.py): where each upstream line the mirror
+    cites, a line of the newest release or of its megatron-core, is in that release's source."""
+    import os
+
+    return os.path.join(os.path.dirname(__file__), f"lines-{release.BRIDGE_VERSION}.json")
+
+
 def pinning(core: str):
     """The newest numbered Bridge release mirrored with megatron-core ``core``, or None. A branch snapshot
     (``main``) is chosen only by name, as in ``Releases.newest``."""
