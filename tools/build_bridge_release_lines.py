@@ -46,7 +46,6 @@ PREFERRED = {
     "distributed_data_parallel_config.py": "megatron/core/distributed/distributed_data_parallel_config.py",
     "param_and_grad_buffer.py": "megatron/core/distributed/param_and_grad_buffer.py",
 }
-RAISE_TABLES = ("overlap_cli.rules.cfg_validate", "overlap_cli.rules.pp_split", "overlap_cli.rules.ep")
 
 
 def newest_trees(sources: Path) -> tuple:
@@ -70,8 +69,10 @@ def texts() -> list:
 
     from overlap_cli.frameworks.raises import Raise
 
-    for name in RAISE_TABLES:
-        for value in vars(importlib.import_module(name)).values():
+    for f in sorted((PACKAGE / "rules").glob("*.py")):  # the tables (frameworks/raises.py), some built in loops
+        if f"rules/{f.name}".startswith(NOT_BRIDGE):
+            continue
+        for value in vars(importlib.import_module(f"overlap_cli.rules.{f.stem}")).values():
             if isinstance(value, (tuple, list)):
                 out.extend(r.at for r in value if isinstance(r, Raise))
     return out
