@@ -29,9 +29,9 @@ def finish(answer, release, user_files: Iterable = ()) -> None:
     """The findings (message, fix title) and effective values (reason) of ``answer`` with their cites read as
     ``release`` has them; nothing changes for the newest release. ``user_files``: the run's own file names,
     never read as upstream files."""
-    from overlap_cli.frameworks.bridge.releases import BRIDGE
+    from overlap_cli.frameworks.bridge.releases import BRIDGE, lines_file
 
-    if release.BRIDGE_VERSION == BRIDGE.newest():
+    if release.BRIDGE_VERSION == BRIDGE.newest() or lines_file(release) is None:
         return
     import copy
 

@@ -170,6 +170,13 @@ def _doc(version: str) -> dict:
     return json.loads(Path(lines_file(_bridge().get(version))).read_text(encoding="utf-8"))
 
 
+def test_every_release_but_the_newest_has_its_line_map():
+    from overlap_cli.frameworks.bridge.releases import lines_file
+
+    assert lines_file(_bridge().get(_bridge().newest())) is None
+    assert all(lines_file(_bridge().get(v)) is not None for v in _older())
+
+
 @pytest.mark.parametrize("version", _older())
 def test_the_line_map_is_what_the_tool_builds_from_the_sources(version):
     _need_sources(version, _bridge().newest())
