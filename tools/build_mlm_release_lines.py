@@ -7,18 +7,15 @@ The trees are the unpacked wheels (``megatron_core-X.Y.Z``: the folder holding `
 release is read from its ``megatron/core/package_info.py``. The cites are every ``file.py:LINE`` (and
 ``file.py:A-B``) in overlap_cli/frameworks/megatron_lm/*.py and overlap_cli/rules/lm*.py (a file named by its
 constant, ``{ARGS}:1066``, spelled out), and every launch check's ``at``; a bare file name stands for the one file
-of that name in the newest tree. A line is mapped where difflib's alignment of
-the two files (``SequenceMatcher`` over the lines, whitespace stripped) keeps it unchanged; a cited line
-that was changed or does not exist in the older release is listed under ``changed`` (what it asserts may
-differ there: the check's record says so, ``assertions.Check.releases``).
+of that name in the newest tree. Lines are mapped as tools/release_lines.py does (difflib's alignment); a
+cited line the older release changed or lacks is listed under ``changed`` (what it asserts may differ there:
+the check's record says so, ``assertions.Check.releases``).
 
 Output: ``overlap_cli/frameworks/megatron_lm/releases/lines-X.Y.Z.json`` (the older release's).
 """
 
 from __future__ import annotations
 
-import difflib
-import json
 import re
 import sys
 from pathlib import Path
@@ -26,7 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "overlap_cli"
 sys.path.insert(0, str(ROOT))  # this checkout's package, whatever else is installed
-CITE = re.compile(r"(?<![\w/.])((?:megatron/)?[\w/]*?(\w+\.py)):(\d+)(?:-(\d+))?")
+
+from release_lines import CITE, mapped, write  # noqa: E402 (after the path)
 
 
 def release_of(tree: Path) -> str:
@@ -72,34 +70,13 @@ def _paths_spelled_out(text: str) -> str:
     return text
 
 
-def line_map(old: list, new: list) -> dict:
-    """new line number (1-based) -> old line number, for the lines difflib keeps unchanged."""
-    matcher = difflib.SequenceMatcher(None, [s.strip() for s in old], [s.strip() for s in new], autojunk=False)
-    out = {}
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            for k in range(j2 - j1):
-                out[j1 + k + 1] = i1 + k + 1
-    return out
-
-
 def main() -> int:
     old_tree, new_tree = (Path(a) for a in sys.argv[1:3])
     old_release, new_release = release_of(old_tree), release_of(new_tree)
-    files, changed = {}, {}
-    for path, lines in sorted(cited(new_tree).items()):
-        old_file = old_tree / path
-        if not old_file.is_file():
-            changed[path] = sorted(lines)
-            continue
-        mapping = line_map(old_file.read_text().splitlines(), (new_tree / path).read_text().splitlines())
-        files[path] = {str(n): mapping[n] for n in sorted(lines) if n in mapping}
-        missing = sorted(n for n in lines if n not in mapping)
-        if missing:
-            changed[path] = missing
+    files, changed = mapped(cited(new_tree), lambda path: old_tree / path, lambda path: new_tree / path)
     doc = {"release": old_release, "cites": f"megatron-core {new_release}", "files": files, "changed": changed}
     out = PACKAGE / "frameworks" / "megatron_lm" / "releases" / f"lines-{old_release}.json"
-    out.write_text(json.dumps(doc, indent=0, sort_keys=True) + "\n")
+    write(out, doc)
     print(f"{out}: {sum(len(v) for v in files.values())} lines mapped, {sum(len(v) for v in changed.values())} changed",
           file=sys.stderr)
     return 0

@@ -37,7 +37,8 @@ def resolve(run, findings_for) -> Answer:
     from overlap_cli.frameworks.bridge import releases
     from overlap_cli.frameworks.bridge.release_fields import drop_absent
 
-    cfg, dropped = drop_absent(run.config, releases.of(run.target))  # keys the release lacks: dropped, as Bridge does
+    release = releases.of(run.target)
+    cfg, dropped = drop_absent(run.config, release)  # keys the release lacks: dropped, as Bridge does
     target = run.target
     _no_ddp(cfg)
     views, world_note = _resolved_where_the_world_holds(cfg, target)
@@ -57,8 +58,21 @@ def resolve(run, findings_for) -> Answer:
                 v.layer = cfg.label(("env_vars", key[len("env."):])) if v.source == "env_vars" else v.source
     shown = sorted(".".join(map(str, p)) or "the whole config" for p in cfg.unknown) if cfg.unknown else []
     dp = views[0].dp if len({v.dp for v in views}) == 1 else None  # a run whose TP/PP/CP is unknown has no known DP
-    return Answer(views[0], effective, findings, target, dp, depends=some, unknown=shown, world_note=world_note,
-                  notes=dropped)
+    answer = Answer(views[0], effective, findings, target, dp, depends=some, unknown=shown, world_note=world_note,
+                    notes=dropped)
+    if release.BRIDGE_VERSION != releases.BRIDGE.newest():  # the mirror cites the newest release's lines
+        from overlap_cli.frameworks.bridge.cites import finish
+
+        finish(answer, release, _user_files(run, cfg))
+    return answer
+
+
+def _user_files(run, cfg) -> set:
+    """The names the run's own files are cited by (``FILE:LINE`` of a layer), never read as upstream files."""
+    import os
+
+    files = {str(f) for f in [run.file, cfg.file, *(getattr(layer, "file", None) for layer in cfg.layer_list)] if f}
+    return files | {os.path.basename(f) for f in files}
 
 
 def _no_ddp(cfg) -> None:

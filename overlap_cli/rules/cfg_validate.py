@@ -224,12 +224,8 @@ def validate_rejects(view):
     ## Fix
     None offered: which batch size, precision field or dataset path is wrong is the run's choice.
     """
-    from overlap_cli.frameworks.bridge.releases import BRIDGE
-
-    # the records are written in the newest release's terms: each ``at`` is a line of its source (and of the
-    # megatron-core it pins); another release has the check elsewhere, so the cite then names the source
-    cited = BRIDGE.newest()
-    source = "" if view.release.BRIDGE_VERSION == cited else f" of Megatron-Bridge {cited}'s source"
+    # each ``at`` is a line of the newest release (or of the megatron-core it pins): another release's result
+    # reads it as that release's line (frameworks/bridge/cites.py)
     for check, fields in failing(CHECKS, view):
-        yield finding(view, "CFG010", "error", f"Bridge refuses the run: \"{check.text(fields)}\" ({check.at}{source})",
+        yield finding(view, "CFG010", "error", f"Bridge refuses the run: \"{check.text(fields)}\" ({check.at})",
                       check.key)

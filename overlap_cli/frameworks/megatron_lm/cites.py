@@ -17,16 +17,13 @@ every other cite reads as written.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 
 TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotations here are strings (PEP 563)
 if TYPE_CHECKING:
     from typing import Optional
 
 _MAPS: dict = {}
-_CITE = re.compile(r"(?<![\w/.])((?:megatron/)?[\w/]*?(\w+\.py)):(\d+)(?:-(\d+))?")
 
 
 def release(core: Optional[str]):
@@ -53,10 +50,9 @@ def _line_map(core: Optional[str]) -> tuple:
         files: dict = {}
         changed_lines: dict = {}
         if rel.LINES is not None:
-            with open(os.path.join(os.path.dirname(__file__), "releases", rel.LINES), encoding="utf-8") as fh:
-                doc = json.load(fh)
-            files = {path: {int(k): v for k, v in lines.items()} for path, lines in doc["files"].items()}
-            changed_lines = {path: set(lines) for path, lines in doc["changed"].items()}
+            from overlap_cli.frameworks.cites import read_map
+
+            files, changed_lines, _doc = read_map(os.path.join(os.path.dirname(__file__), "releases", rel.LINES))
         names: dict = {}
         for path in files:
             names.setdefault(path.rsplit("/", 1)[-1], []).append(path)
@@ -85,7 +81,9 @@ def cite(text: str, core: Optional[str]) -> str:
             out += f"-{lines.get(int(last), lines[first] + int(last) - first)}"
         return out
 
-    return _CITE.sub(one, text)
+    from overlap_cli.frameworks.cites import CITE
+
+    return CITE.sub(one, text)
 
 
 def check_at(check_id: str, at: str, core: Optional[str]) -> str:

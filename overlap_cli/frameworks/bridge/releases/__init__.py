@@ -47,6 +47,16 @@ BRIDGE = Releases("Megatron-Bridge", "bridge_version",
                   {"v0_4_2": _v0_4_2, "v0_5_1": _v0_5_1, "v0_6_0": _v0_6_0, "v0_6_2": _v0_6_2, "main": _main})
 
 
+def lines_file(release):
+    """The line map of ``release`` (tools/build_bridge_release_lines.py): where each upstream line the mirror
+    cites, a line of the newest release or of its megatron-core, is in that release's source; None for a release
+    without one (every release held but the newest has one: tests/frameworks/bridge/test_release_cites.py)."""
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), f"lines-{release.BRIDGE_VERSION}.json")
+    return path if os.path.isfile(path) else None
+
+
 def pinning(core: str):
     """The newest numbered Bridge release mirrored with megatron-core ``core``, or None. A branch snapshot
     (``main``) is chosen only by name, as in ``Releases.newest``."""
