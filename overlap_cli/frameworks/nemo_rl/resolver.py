@@ -181,7 +181,7 @@ def _never_passed(cfg, eff: dict, target) -> None:
     DDP_DEFAULTS, MODEL_DEFAULTS, OPTIMIZER_DEFAULTS = (  # noqa: N806 (the release's tables, read-only)
         release.DDP_DEFAULTS, release.MODEL_DEFAULTS, release.OPTIMIZER_DEFAULTS)
 
-    for name in NEVER_PASSED:
+    for name in (n for n in NEVER_PASSED if n in DDP_DEFAULTS):  # a field the release's core lacks is no value
         eff[f"ddp.{name}"] = Value(DDP_DEFAULTS[name], DEFAULT,
                                    f"NeMo-RL never passes it ({SETUP}:1421-1441): Megatron-Core's default")
     eff["optimizer.overlap_param_gather_with_optimizer_step"] = Value(

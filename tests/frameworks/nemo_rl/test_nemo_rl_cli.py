@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data" / "upstream" / "NVIDIA-NeMo+RL"
 CONFIGS = DATA / "examples" / "configs"
@@ -220,3 +222,16 @@ def test_interpolations_resolve_as_omegaconf_does(run_cli, tmp_path):
     assert _eff(r, "model.pipeline_model_parallel_size") == (2, "user")
     # 8 GPUs for TP 2 * PP 2 * CP 4 = 16 (lm_policy.py:225), and CP without sequence packing (setup.py:880)
     assert sorted(f["code"] for f in r["findings"]) == ["RL002", "RL801"]
+
+
+@pytest.mark.parametrize("release,has_num_buckets", [("0.4.2", False), ("0.5.1", True), ("0.6.2", True)])
+def test_a_field_the_releases_core_lacks_is_no_effective_value(run_cli, release, has_num_buckets):
+    # NeMo-RL never passes ddp.num_buckets: under a release whose megatron-core has the field it is the class
+    # default; megatron-core 0.17.1 (Bridge 0.4.2) has no such field, so there is no value to report.
+    path = CONFIGS / "grpo_math_1B_megatron.yaml"
+    code, doc, err = _json(run_cli, path, "--show-effective", "--bridge-version", release)
+    r = doc["results"][0]
+    assert r["error"] is None, err
+    assert ("ddp.num_buckets" in r["effective"]) is has_num_buckets
+    if has_num_buckets:
+        assert _eff(r, "ddp.num_buckets") == (None, "default")
