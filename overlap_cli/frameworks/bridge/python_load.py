@@ -171,7 +171,8 @@ def read_run(spec: str, text: Optional[str] = None, invocation=None, target=None
     try:
         runs = pr.read_runs(text, path, context(path, invocation, target), function)
     except (pr.BadPython, pr.Refusal) as exc:  # placed in the module of the user's it is in
-        raise InputError(InputProblem(exc.file or path, exc.message, line=exc.line, column=exc.column)) from None
+        raise InputError(InputProblem(exc.file or path, _as_release(exc.message, target, path), line=exc.line,
+                                      column=exc.column)) from None
     except pr.NotARun as exc:
         hint = f"; to check the recipe it names: overlap check --recipe {exc.recipe_names[0]}" if exc.recipe_names else ""
         raise InputError(InputProblem(path, f"builds no ConfigContainer{hint}")) from None
@@ -184,6 +185,19 @@ def read_run(spec: str, text: Optional[str] = None, invocation=None, target=None
     if run.start.kind == "unknown" and run.start.reason.startswith("ConfigContainer.from_yaml") and "no such file" in run.start.reason:
         pass
     return run, text
+
+
+def _as_release(message: str, target, path: str) -> str:
+    """A refusal's upstream ``file:line`` read as the checked release has it (the reader's words cite the
+    newest release's lines, as the rules do: frameworks/bridge/cites.py)."""
+    from overlap_cli.frameworks.bridge import releases
+
+    release = releases.of(target)
+    if release.BRIDGE_VERSION == releases.BRIDGE.newest() or releases.lines_file(release) is None:
+        return message
+    from overlap_cli.frameworks.bridge.cites import rewrite
+
+    return rewrite(message, release, {path})
 
 
 def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list] = None, invocation=None,

@@ -338,3 +338,17 @@ def test_a_fix_title_is_rewritten_and_the_rules_own_records_are_not_touched():
     newest = Answer(None, {"model.x": value}, [finding], None)
     finish(newest, _bridge().get(_bridge().newest()))
     assert newest.findings[0] is finding and newest.effective["model.x"] is value
+
+
+@pytest.mark.parametrize("version", ["0.4.2", "0.5.1", "0.6.0", "0.6.2", "main"])
+def test_a_python_runs_refusal_cites_the_releases_line(run_cli, tmp_path, version):
+    # The reader refuses ConfigContainer(1) as Python does (the dataclass is kw_only): the cited line is the
+    # decorator in that release's config.py, whichever line it is on.
+    _need_sources(version)
+    path = tmp_path / "run.py"
+    path.write_text("from megatron.bridge.training.config import ConfigContainer\ncfg = ConfigContainer(1)\n")
+    code, out, err = run_cli("check", path, "--bridge-version", version)
+    assert code == 2 and "ConfigContainer takes keyword arguments only" in err
+    line = _cited(err, CONFIG)
+    assert _line(version, CONFIG, line).strip() == "@dataclass(kw_only=True)"
+    assert _line(version, CONFIG, line + 1).startswith("class ConfigContainer")
