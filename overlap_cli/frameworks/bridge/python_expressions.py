@@ -332,7 +332,8 @@ class Expressions:
             if chosen is not NOT_KNOWN:
                 return chosen
         self.call_effects(node, args=args, kwargs=kwargs, reason=None)
-        return Unknown(f"{short(node.func)}(...) at {self.at(node)} is not known to overlap-cli")
+        source = f" (imported from {func.module})" if isinstance(func, Import) and func.module else ""
+        return Unknown(f"{short(node.func)}(...) at {self.at(node)}{source} is not known to overlap-cli")
 
     def _dict_method(self, owner: dict, node):
         name = node.func.attr
