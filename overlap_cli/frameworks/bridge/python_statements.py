@@ -205,8 +205,8 @@ class Statements:
             va, vb = a.env.get(name), b.env.get(name)
             if isinstance(va, CfgRef) and isinstance(vb, CfgRef) and back.get(id(va.state)) is back.get(id(vb.state)) and va.path == vb.path:
                 self.env[name] = CfgRef(back[id(va.state)], va.path) if id(va.state) in back else va
-            else:
-                self.env[name] = va if same(va, vb) else Unknown(reason)
+            else:  # a value neither branch rebound (an unknown one too) keeps its own reason
+                self.env[name] = va if va is vb or same(va, vb) else Unknown(reason)
         if isinstance(ra, LoopSignal) or isinstance(rb, LoopSignal):
             if isinstance(ra, LoopSignal) and isinstance(rb, LoopSignal) and ra.kind == rb.kind:
                 raise ra

@@ -173,3 +173,21 @@ def test_a_folder_checks_the_script_and_the_builder_each_once(tmp_path, run_cli)
     code, out, err = run_cli("check", tmp_path, "--format", "json", "--world-size", "8")
     checked = sorted(r["file"].split("/")[-1] for r in json.loads(out)["results"])
     assert checked == ["configs.py::build_config", "train.py"]
+
+
+def test_an_unknown_config_an_if_does_not_touch_keeps_its_own_reason(tmp_path, run_cli):
+    # An ``if`` on something not known that leaves the config alone (a rank-0 print) says nothing about it:
+    # the reason stays the call that built it.
+    path = _write(tmp_path, {}, "train.py", """
+        import os
+        from nowhere import build_config
+
+        cfg = build_config()
+        if os.environ["RANK"] == "0":
+            print(cfg)
+        pretrain(cfg, forward_step)
+        """)
+    code, out, err = run_cli("check", path, "--format", "json", "--show-effective")
+    reason = json.loads(out)["results"][0]["effective"]["model.tensor_model_parallel_size"]["reason"]
+    assert f"build_config(...) at {path}:7 (imported from nowhere) is not known" in reason
+    assert "depends on the condition" not in reason
