@@ -24,7 +24,7 @@ TYPE_CHECKING = False  # the typing module costs ~2.5 ms of start-up; annotation
 if TYPE_CHECKING:
     from typing import Optional
 
-from overlap_cli.config.loader import DATACLASS_SECTIONS
+from overlap_cli.config.loader import DATACLASS_SECTIONS, refuse_target, refuse_targets_not_named
 from overlap_cli.problems import InputError, InputProblem
 from overlap_cli.config.document import Config, Layer
 from overlap_cli.records import dataclass  # not dataclasses: start-up time (records.py)
@@ -102,7 +102,7 @@ def load_layered(
         base_data = copy.deepcopy(data) if any(ov.op == "delete" for ov in overrides or ()) else None
         layers.append(Layer(BASE, stack.base, stack.base, positions, copy.deepcopy(data)))
         top_file, top_text, top_positions = stack.base, base_text, positions
-    _own(data, (), 0, owner)
+    own_keys(data, (), 0, owner)
     base_dataclasses = {k for k in DATACLASS_SECTIONS if isinstance(data.get(k), dict)}
     lower_data = None
     merged_into: set = set()  # mappings merged into the one below, not replaced (the recipe's unknowns stay)
@@ -135,13 +135,13 @@ def load_layered(
             owner[p] = len(layers) - 1
         for i, ov in enumerate(overrides):
             if merged[i]:  # a mapping merged into one already there: only the keys it names are the command line's
-                _own(ov.value, ov.path, len(layers) - 1, owner)
+                own_keys(ov.value, ov.path, len(layers) - 1, owner)
                 merged_into.add(ov.path)
                 continue
             _drop(owner, ov.path)
             _drop_paths(merged_into, ov.path)
             if ov.op != "delete":
-                _own(ov.value, ov.path, len(layers) - 1, owner)
+                own_keys(ov.value, ov.path, len(layers) - 1, owner)
                 owner[ov.path] = len(layers) - 1
             elif not any(_related(ov.path, later.path) for later in overrides[i + 1:]):
                 _keep_base_value(cfg, base_data, ov.path, owner)
@@ -237,15 +237,33 @@ def _keep_base_value(cfg: Config, base_data: Optional[dict], path: tuple, owner:
     if not isinstance(parent, dict):
         return
     parent[path[-1]] = copy.deepcopy(node)
-    _own(parent[path[-1]], path, 0, owner)
+    own_keys(parent[path[-1]], path, 0, owner)
 
 
-def _own(value, path: tuple, index: int, owner: dict) -> None:
+def own_keys(value, path: tuple, index: int, owner: dict, cfg: Optional[Config] = None) -> None:
+    """``owner[path]`` = ``index`` for every key of ``value`` at and under ``path`` (``Config.layers``: the
+    layer that wrote each key). With ``cfg``, the same walk refuses a ``_target_`` that is no class path
+    (loader.refuse_target), as the loader's own walk does."""
     if path:
         owner[path] = index
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _own(v, path + (k,), index, owner)
+    if not isinstance(value, dict):
+        if cfg is not None:
+            refuse_targets_not_named(cfg, value, path)
+        return
+    todo = [(value, path)]
+    while todo:  # depth first, in the mapping's order
+        node, at = todo.pop()
+        if cfg is not None:
+            refuse_target(cfg, node, at)
+        inner = []
+        for k, v in node.items():
+            p = at + (k,)
+            owner[p] = index
+            if isinstance(v, dict):
+                inner.append((v, p))
+            elif cfg is not None and isinstance(v, list):
+                refuse_targets_not_named(cfg, v, p)
+        todo.extend(reversed(inner))
 
 
 def _drop(owner: dict, path: tuple) -> None:
@@ -278,4 +296,4 @@ def _merge(dst: dict, src: dict, path: tuple, index: int, owner: dict, merged: s
             # object the mapping merges into, as a dotlist word starting the mapping (``started``) is.
             merged.add(p)
         dst[key] = value
-        _own(value, p, index, owner)
+        own_keys(value, p, index, owner)

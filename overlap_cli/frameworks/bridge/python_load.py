@@ -243,6 +243,8 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
     if overrides:
         from overlap_cli.config.overrides import apply_overrides
 
+        from overlap_cli.config.layers import own_keys
+
         cfg.layer_list.append(Layer("command line", "command line", None, {}))
         line_index = len(cfg.layer_list) - 1
         from overlap_cli.frameworks.bridge.dotlist_shape import bridge_config
@@ -254,7 +256,7 @@ def load_python(spec: str, text: Optional[str] = None, overrides: Optional[list]
             for q in [q for q in cfg.unknown if q[: len(ov.path)] == ov.path]:
                 del cfg.unknown[q]
             if ov.op != "delete":
-                _own(ov.value, ov.path, line_index, owner)
+                own_keys(ov.value, ov.path, line_index, owner)
                 owner[ov.path] = line_index
     from overlap_cli.config.loader import finish
 
@@ -268,18 +270,19 @@ def owners(data, base, written: dict, cfg) -> dict:
     (config.loader). A run's values are mostly its start's (``base``), copied: the keys a section holds as
     ``base`` does come from the base's skeleton (made once per base, which a recipe's runs share), and only
     the keys that differ are walked."""
+    from overlap_cli.config.layers import own_keys
     from overlap_cli.config.loader import refuse_bad_target, refuse_target
 
     owner: dict = {}
     if () in written or not isinstance(base, dict) or not isinstance(data, dict):
-        _own(data, (), 0, owner, cfg=cfg)
+        own_keys(data, (), 0, owner, cfg=cfg)
     else:
         refuse_target(cfg, data, ())
         skeleton = _skeleton(base)
         for sec, value in data.items():
             hit = skeleton.get(sec)
             if hit is None or not isinstance(value, dict):
-                _own(value, (sec,), 0, owner, cfg=cfg)
+                own_keys(value, (sec,), 0, owner, cfg=cfg)
                 continue
             held, entries, per_key, bad = hit
             owner.update(entries)
@@ -293,14 +296,14 @@ def owners(data, base, written: dict, cfg) -> dict:
                 for p in per_key.get(k, ()):
                     del owner[p]
             for k in changed:
-                _own(value[k], (sec, k), 0, owner, cfg=cfg)
+                own_keys(value[k], (sec, k), 0, owner, cfg=cfg)
             for k, key in bad.items():
                 if k not in gone and k not in changed:
                     refuse_bad_target(cfg, key, _get(data, key))
     for w in sorted(written, key=len):  # at and under a written path: its writer's
         node = _get(data, w, _NONE, lists=False)  # _own's walk enters no list
         if node is not _NONE:
-            _own(node, w, written[w], owner)
+            own_keys(node, w, written[w], owner)
         owner[w] = written[w]
     return owner
 
@@ -312,6 +315,7 @@ _SKELETONS: list = []  # [(base, its skeleton)], the last few: the runs of one r
 def _skeleton(base: dict) -> dict:
     """section -> (its mapping in ``base``, ``_own``'s entries at and under it, key -> the paths at and under
     ``(section, key)``, key -> the first ``_target_`` path under it that is no class path)."""
+    from overlap_cli.config.layers import own_keys
     from overlap_cli.config.loader import bad_target
 
     for held, skeleton in _SKELETONS:
@@ -326,7 +330,7 @@ def _skeleton(base: dict) -> dict:
         bad: dict = {}
         for k, v in value.items():
             mine: dict = {}
-            _own(v, (sec, k), 0, mine)
+            own_keys(v, (sec, k), 0, mine)
             per_key[k] = tuple(mine)
             entries.update(mine)
             found = bad_target(v, (sec, k)) if isinstance(v, (dict, list)) else None
@@ -350,36 +354,3 @@ def _get(data, path: tuple, missing=None, lists: bool = True):
         else:
             return missing
     return node
-
-
-def _own(value, path: tuple, index: int, owner: dict, written: frozenset = frozenset(), then: int = 1,
-         cfg=None) -> None:
-    """``owner[path]`` = ``index`` for every key of ``value`` at and under ``path``; from a path in
-    ``written`` down, ``then`` instead (one walk, not one pass over every key per written path). With
-    ``cfg``, the same walk refuses a ``_target_`` that is not a class path (config.loader.refuse_target),
-    in the order the loader's own walk meets them."""
-    from overlap_cli.config.loader import refuse_target, refuse_targets_not_named
-
-    if path in written:
-        index = then
-    if path:
-        owner[path] = index
-    if not isinstance(value, dict):
-        if cfg is not None:
-            refuse_targets_not_named(cfg, value, path)
-        return
-    todo = [(value, path, index)]
-    while todo:  # depth first, in the mapping's order
-        node, at, i = todo.pop()
-        if cfg is not None:
-            refuse_target(cfg, node, at)
-        inner = []
-        for k, v in node.items():
-            p = at + (k,)
-            j = then if written and p in written else i
-            owner[p] = j
-            if isinstance(v, dict):
-                inner.append((v, p, j))
-            elif cfg is not None and isinstance(v, list):
-                refuse_targets_not_named(cfg, v, p)
-        todo.extend(reversed(inner))

@@ -1,6 +1,8 @@
 """Which layer wrote each key of a Python run (``Config.layers``: 0 the run's start, 1 the file): the walk that
 reuses the start's skeleton for what the run left as the start holds it (python_load.owners) gives the same
-map, and refuses the same ``_target_``, as the plain walk over every key (python_load._own)."""
+map, and refuses the same ``_target_``, as the plain walks over every key: the loader's ``_target_`` check
+(config.loader.refuse_targets_not_named) and ``_plain`` below, which marks every key from a written path down as
+the file's."""
 
 from __future__ import annotations
 
@@ -10,8 +12,20 @@ from pathlib import Path
 import pytest
 
 from overlap_cli.config.document import Config
+from overlap_cli.config.loader import refuse_targets_not_named
 from overlap_cli.frameworks.bridge import python_load
 from overlap_cli.problems import InputError
+
+
+def _plain(value, path: tuple, index: int, owner: dict, written: frozenset) -> None:
+    """Every key at and under ``path``: 0 (the start), or 1 (the file) at and under a path it wrote."""
+    if path in written:
+        index = 1
+    if path:
+        owner[path] = index
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _plain(v, path + (k,), index, owner, written)
 
 HEAD = "from megatron.bridge.recipes.llama import llama32_1b_pretrain_config\n" \
        "from megatron.bridge.training.config import ConfigContainer, DistributedDataParallelConfig\n"
@@ -70,7 +84,8 @@ def _both(path: Path):
         try:
             if walk == "plain":
                 owner: dict = {}
-                python_load._own(run.data, (), 0, owner, written, cfg=cfg)
+                refuse_targets_not_named(cfg, run.data, ())
+                _plain(run.data, (), 0, owner, written)
                 for p in written:
                     owner[p] = 1
             else:
@@ -124,7 +139,7 @@ def test_a_start_whose_target_is_no_class_path_is_refused_by_both_walks():
     written = frozenset({("model", "num_layers")})
     cfg = Config(file="run.py", data=data, positions={})
     with pytest.raises(InputError) as plain:
-        python_load._own(data, (), 0, {}, written, cfg=cfg)
+        refuse_targets_not_named(cfg, data, ())
     with pytest.raises(InputError) as skeleton:
         python_load.owners(data, base, dict.fromkeys(written, 1), cfg)
     assert str(plain.value) == str(skeleton.value) and "optimizer.sub.0._target_" in str(plain.value)
