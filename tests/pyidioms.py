@@ -41,6 +41,7 @@ IDIOMS = (
     "omegaconf_from_cli",  # OmegaConf.from_cli(words) read back, and the words as overrides
     "hydra_main",  # @hydra.main with a config folder beside the script
     "argparse_argv",  # argparse reading the script's own command line (sys.argv[1:]), given after ``--``
+    "own_module",  # the config built by a module of the user's beside the script (import, from-import, a package)
 )
 
 HEAD = """\
@@ -462,15 +463,31 @@ def _hydra_main(rnd, s, dump):
             "beside": {"conf/train.yaml": conf}}
 
 
+def _own_module(rnd, s, dump):
+    build = ["def build():", "    cfg = ConfigContainer.from_yaml(DUMP)"] + _indent(s.lines()) + ["    return cfg"]
+    lib = _script(f"DUMP = {dump!r}", s.constants(), "", build)
+    form = rnd.choice(["from", "import", "package"])
+    where = "mylib/settings.py" if form == "package" else "settings_lib.py"
+    beside = {where: lib, **({"mylib/__init__.py": ""} if form == "package" else {})}
+    imports = {"from": "from settings_lib import build", "import": "import settings_lib",
+               "package": "from mylib.settings import build"}[form]
+    body = ["cfg = settings_lib.build()" if form == "import" else "cfg = build()"]
+    if rnd.random() < 0.5:  # the script changes what the module built
+        body.append(f"cfg.ddp.overlap_grad_reduce = {not s.ogr}")
+    body.append("pretrain(cfg, forward_step)")
+    return {"text": _script(imports, "", 'if __name__ == "__main__":', _indent(body)), "beside": beside}
+
+
 _RENDER = {"module": _module, "main_guard": _main_guard, "main_function": _main_function,
            "argparse_defaults": _argparse_defaults, "argparse_words": _argparse_words,
            "parse_known_overrides": _parse_known_overrides, "environ": _environ, "helper_functions": _helper_functions,
            "helper_class": _helper_class, "recipe_loop": _recipe_loop, "dict_of_lambdas": _dict_of_lambdas,
            "dict_overrides": _dict_overrides, "yaml_overrides": _yaml_overrides,
-           "omegaconf_from_cli": _omegaconf_from_cli, "hydra_main": _hydra_main, "argparse_argv": _argparse_argv}
+           "omegaconf_from_cli": _omegaconf_from_cli, "hydra_main": _hydra_main, "argparse_argv": _argparse_argv,
+           "own_module": _own_module}
 
 
-def generate(corpus: Path, count: int = 525, seed: int = 0) -> list:
+def generate(corpus: Path, count: int = 595, seed: int = 0) -> list:
     """``count`` scripts, the idioms in turn, each drawn from its own seed (``seed`` + its index)."""
     dumps = [(str(corpus / f"{name}.yaml"), ws) for name, ws in BASES if (corpus / f"{name}.yaml").is_file()]
     if not dumps:

@@ -274,15 +274,22 @@ def _run_main(case: dict):
 
     _stand_in_launches()
     _LAUNCHED.clear()
-    saved_argv, saved_cwd = sys.argv, os.getcwd()
+    saved_argv, saved_cwd, saved_path = sys.argv, os.getcwd(), list(sys.path)
+    folder = os.path.dirname(os.path.abspath(case["config"]))
+    before = set(sys.modules)
     sys.argv = [case["config"]] + list(case.get("argv", []))
     os.environ.update(case.get("environ", {}))
-    os.chdir(os.path.dirname(os.path.abspath(case["config"])))
+    os.chdir(folder)
+    sys.path.insert(0, folder)  # as ``python SCRIPT`` does: the script's own modules beside it import
     try:
         names = runpy.run_path(case["config"], run_name="__main__")
     finally:
         sys.argv = saved_argv
         os.chdir(saved_cwd)
+        sys.path[:] = saved_path
+        for name in set(sys.modules) - before:  # the next case's modules of the same name are its own
+            if (getattr(sys.modules[name], "__file__", None) or "").startswith(folder + os.sep):
+                del sys.modules[name]
     if _LAUNCHED:
         return _LAUNCHED[0]
     return names["cfg"]
